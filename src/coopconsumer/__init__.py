@@ -1,0 +1,36 @@
+"""coopconsumer: Kafka incremental cooperative rebalancing (KIP-429) for Python consumers.
+
+The public API is what this module re-exports; everything under a leading underscore is
+private.
+"""
+
+from ._errors import AssignorError as AssignorError
+from ._errors import BrokerConnectionError as BrokerConnectionError
+from ._errors import CommitFailedError as CommitFailedError
+from ._errors import ConfigurationError as ConfigurationError
+from ._errors import CoopConsumerError as CoopConsumerError
+from ._errors import InvalidAssignmentError as InvalidAssignmentError
+from ._errors import KafkaError as KafkaError
+from ._errors import ProtocolError as ProtocolError
+from ._errors import RebalanceInProgressError as RebalanceInProgressError
+from ._errors import RequestTimeoutError as RequestTimeoutError
+from ._types import ConsumerGroupMetadata as ConsumerGroupMetadata
+from ._types import TopicPartition as TopicPartition
+
+__version__ = "0.1.0.dev0"
+
+__all__ = [
+    "AssignorError",
+    "BrokerConnectionError",
+    "CommitFailedError",
+    "ConfigurationError",
+    "ConsumerGroupMetadata",
+    "CoopConsumerError",
+    "InvalidAssignmentError",
+    "KafkaError",
+    "ProtocolError",
+    "RebalanceInProgressError",
+    "RequestTimeoutError",
+    "TopicPartition",
+    "__version__",
+]

@@ -1,0 +1,167 @@
+"""The public exception hierarchy.
+
+A leaf module: it imports nothing from the package, so every layer (``_protocol``
+included) may raise these.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "AssignorError",
+    "BrokerConnectionError",
+    "CommitFailedError",
+    "ConfigurationError",
+    "CoopConsumerError",
+    "InvalidAssignmentError",
+    "KafkaError",
+    "ProtocolError",
+    "RebalanceInProgressError",
+    "RequestTimeoutError",
+]
+
+
+class CoopConsumerError(Exception):
+    """Base class of every error this library raises."""
+
+    #: Whether retrying the same operation later may succeed.
+    retriable: bool = False
+
+
+class ConfigurationError(CoopConsumerError, ValueError):
+    """A configuration key, value or plugin (assignor, listener) is invalid.
+
+    Raised at construction; nothing has been started when it is raised.
+    """
+
+
+class ProtocolError(CoopConsumerError):
+    """Bytes that do not parse as the message they claim to be.
+
+    ``member_id`` names the group member whose metadata was malformed when known;
+    ``api_key``/``api_version``/``broker`` name the request when the bytes came from a
+    broker.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        member_id: str | None = None,
+        api_key: int | None = None,
+        api_version: int | None = None,
+        broker: str | None = None,
+    ) -> None:
+        context = []
+        if member_id is not None:
+            context.append(f"member {member_id!r}")
+        if api_key is not None:
+            context.append(f"api_key={api_key}")
+        if api_version is not None:
+            context.append(f"version={api_version}")
+        if broker is not None:
+            context.append(f"broker {broker}")
+        full = f"{message} ({', '.join(context)})" if context else message
+        super().__init__(full)
+        self.member_id = member_id
+        self.api_key = api_key
+        self.api_version = api_version
+        self.broker = broker
+
+
+class KafkaError(CoopConsumerError):
+    """A broker answered with a non-zero error code.
+
+    ``code``/``name``/``retriable`` come from Kafka's error table; ``api_key``,
+    ``api_version`` and ``broker`` say which request got the answer.
+    """
+
+    def __init__(
+        self,
+        code: int,
+        name: str,
+        *,
+        retriable: bool = False,
+        description: str = "",
+        api_key: int | None = None,
+        api_version: int | None = None,
+        broker: str | None = None,
+        message: str | None = None,
+    ) -> None:
+        parts = [f"{name} ({code})"]
+        if description:
+            parts.append(description)
+        if message:
+            parts.append(message)
+        where = []
+        if api_key is not None:
+            where.append(f"api_key={api_key}")
+        if api_version is not None:
+            where.append(f"version={api_version}")
+        if broker is not None:
+            where.append(f"broker {broker}")
+        text = ": ".join(parts)
+        if where:
+            text += f" [{', '.join(where)}]"
+        super().__init__(text)
+        self.code = code
+        self.name = name
+        self.retriable = retriable
+        self.description = description
+        self.api_key = api_key
+        self.api_version = api_version
+        self.broker = broker
+
+
+class BrokerConnectionError(CoopConsumerError, ConnectionError):
+    """A broker could not be reached, or closed the connection mid-request."""
+
+    retriable = True
+
+    def __init__(self, message: str, *, broker: str | None = None) -> None:
+        super().__init__(f"{message} (broker {broker})" if broker else message)
+        self.broker = broker
+
+
+class RequestTimeoutError(CoopConsumerError, TimeoutError):
+    """A request got no answer within its timeout. The connection was closed."""
+
+    retriable = True
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        api_key: int | None = None,
+        api_version: int | None = None,
+        broker: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.api_key = api_key
+        self.api_version = api_version
+        self.broker = broker
+
+
+class AssignorError(CoopConsumerError):
+    """A partition assignor raised, or returned something unusable."""
+
+
+class InvalidAssignmentError(AssignorError):
+    """An assignment breaks a rule of the rebalance protocol in use.
+
+    Under COOPERATIVE, a partition may not be revoked from one member and added to
+    another in the same rebalance (KIP-429).
+    """
+
+
+class RebalanceInProgressError(CoopConsumerError):
+    """The group is rebalancing; retry the operation after the next ``poll()``."""
+
+    retriable = True
+
+
+class CommitFailedError(CoopConsumerError):
+    """The commit cannot succeed: the member's generation is gone.
+
+    The partitions were (or will be) reassigned; their records may be processed by
+    another member. The consumer stays usable and rejoins on the next ``poll()``.
+    """

@@ -1,0 +1,23 @@
+"""PLACEHOLDER: being written (issue 2)."""
+
+from __future__ import annotations
+
+from ._api import ClusterMetadata, ConsumerPartitionAssignor, GroupAssignment, GroupSubscription
+
+
+class StickyAssignor(ConsumerPartitionAssignor):
+    name = "sticky"
+
+    def assign(
+        self, metadata: ClusterMetadata, group_subscription: GroupSubscription
+    ) -> GroupAssignment:
+        raise NotImplementedError
+
+
+class CooperativeStickyAssignor(ConsumerPartitionAssignor):
+    name = "cooperative-sticky"
+
+    def assign(
+        self, metadata: ClusterMetadata, group_subscription: GroupSubscription
+    ) -> GroupAssignment:
+        raise NotImplementedError

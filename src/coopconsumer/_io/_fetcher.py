@@ -1,0 +1,188 @@
+"""Record fetching through confluent-kafka (librdkafka) in manual-assignment mode.
+
+The only module of the library that imports ``confluent_kafka``. librdkafka never joins
+the group here: it is told which partitions to fetch, from which offsets, by the group
+member (``Assign``/``Unassign`` effects), and it never commits (offsets are committed by
+our own wire client with the member id and generation, which librdkafka cannot supply).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Mapping
+from typing import ParamSpec, TypeVar
+
+import confluent_kafka
+
+from .._errors import ConfigurationError, KafkaError
+from .._types import TopicPartition
+
+__all__ = ["OFFSET_BEGINNING", "OFFSET_END", "Fetcher", "Record"]
+
+log = logging.getLogger(__name__)
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+#: Logical start offsets understood by ``Fetcher.assign``.
+OFFSET_BEGINNING = confluent_kafka.OFFSET_BEGINNING
+OFFSET_END = confluent_kafka.OFFSET_END
+
+#: The record type returned by ``poll``/``consume``: confluent-kafka's own ``Message``.
+#: Records are handed through without copying so that consuming costs what librdkafka
+#: costs (issue 4 asks for >= 0.9x a raw confluent-kafka consumer).
+Record = confluent_kafka.Message
+
+# librdkafka settings the fetcher must own: group membership and commits belong to the
+# coopconsumer group member, never to librdkafka.
+_FORCED: dict[str, str | int | bool] = {
+    "enable.auto.commit": False,
+    "enable.auto.offset.store": False,
+    "enable.partition.eof": False,
+}
+
+# Error codes librdkafka reports as events that do not stop fetching: it retries by itself.
+_TRANSIENT = frozenset(
+    {
+        confluent_kafka.KafkaError._TRANSPORT,
+        confluent_kafka.KafkaError._ALL_BROKERS_DOWN,
+        confluent_kafka.KafkaError._TIMED_OUT,
+        confluent_kafka.KafkaError._PARTITION_EOF,
+        confluent_kafka.KafkaError._MAX_POLL_EXCEEDED,
+    }
+)
+
+
+def _ck(tp: TopicPartition, offset: int | None = None) -> confluent_kafka.TopicPartition:
+    if offset is None:
+        return confluent_kafka.TopicPartition(tp.topic, tp.partition)
+    return confluent_kafka.TopicPartition(tp.topic, tp.partition, offset)
+
+
+def _to_error(err: confluent_kafka.KafkaError, what: str) -> KafkaError:
+    return KafkaError(
+        err.code(),
+        err.name(),
+        retriable=bool(err.retriable()),
+        description=err.str(),
+        message=f"librdkafka fetcher: {what}",
+    )
+
+
+class Fetcher:
+    """A confluent-kafka ``Consumer`` in manual-assignment mode.
+
+    Not thread-safe: the Consumer facade calls it from the thread that calls ``poll()``
+    only (the driver thread hands it Assign/Unassign work through the facade).
+    """
+
+    def __init__(self, config: Mapping[str, str | int | float | bool]) -> None:
+        if "bootstrap.servers" not in config:
+            raise ConfigurationError("fetcher config needs bootstrap.servers")
+        conf: dict[str, str | int | float | bool] = dict(config)
+        # librdkafka insists on a group.id even in manual-assignment mode; it is only used
+        # for librdkafka's own offset APIs, which the fetcher never calls.
+        conf.setdefault("group.id", "coopconsumer-fetcher")
+        conf.update(_FORCED)
+        try:
+            self._consumer = confluent_kafka.Consumer(conf)
+        except confluent_kafka.KafkaException as exc:
+            raise ConfigurationError(f"invalid fetcher configuration: {exc}") from exc
+        self._assigned: set[TopicPartition] = set()
+        self._closed = False
+
+    @property
+    def assigned(self) -> frozenset[TopicPartition]:
+        """The partitions currently being fetched."""
+        return frozenset(self._assigned)
+
+    def assign(self, starts: Mapping[TopicPartition, int]) -> None:
+        """Start fetching ``starts``' partitions, each from its offset.
+
+        An offset is a committed offset (>= 0) or ``OFFSET_BEGINNING``/``OFFSET_END``.
+        Partitions already assigned are left alone (their position is kept).
+        """
+        new = {tp: off for tp, off in starts.items() if tp not in self._assigned}
+        if not new:
+            return
+        self._call(
+            "assign", self._consumer.incremental_assign, [_ck(tp, o) for tp, o in new.items()]
+        )
+        self._assigned.update(new)
+
+    def unassign(self, partitions: Iterable[TopicPartition]) -> None:
+        """Stop fetching ``partitions``; records not yet returned for them are dropped."""
+        gone = [tp for tp in partitions if tp in self._assigned]
+        if not gone:
+            return
+        self._call("unassign", self._consumer.incremental_unassign, [_ck(tp) for tp in gone])
+        self._assigned.difference_update(gone)
+
+    def consume(self, max_records: int, timeout_s: float) -> list[Record]:
+        """Up to ``max_records`` records, waiting at most ``timeout_s`` for the first."""
+        if not self._assigned:
+            return []
+        messages = self._consumer.consume(max_records, timeout_s)
+        for m in messages:
+            if m.error() is not None:
+                # Rare: librdkafka reports errors as messages. Filter them out of the batch
+                # only when one is there, so the common path stays a plain list.
+                return self._drop_errors(messages)
+        return messages
+
+    def _drop_errors(self, messages: list[Record]) -> list[Record]:
+        kept: list[Record] = []
+        for m in messages:
+            err = m.error()
+            if err is None:
+                kept.append(m)
+            elif err.code() in _TRANSIENT or not err.fatal():
+                log.warning("fetcher: %s (%s [%s])", err.str(), m.topic(), m.partition())
+            else:
+                raise _to_error(err, f"fetching {m.topic()}-{m.partition()}")
+        return kept
+
+    def positions(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
+        """The next offset to be returned per partition (negative: not fetched yet)."""
+        asked = [_ck(tp) for tp in partitions if tp in self._assigned]
+        if not asked:
+            return {}
+        got = self._call("position", self._consumer.position, asked)
+        return {TopicPartition(p.topic, p.partition): p.offset for p in got}
+
+    def seek(self, tp: TopicPartition, offset: int) -> None:
+        """Fetch ``tp`` from ``offset`` next."""
+        self._call("seek", self._consumer.seek, _ck(tp, offset))
+
+    def pause(self, partitions: Iterable[TopicPartition]) -> None:
+        """Stop returning records of ``partitions`` until resumed (they stay assigned)."""
+        asked = [_ck(tp) for tp in partitions if tp in self._assigned]
+        if asked:
+            self._call("pause", self._consumer.pause, asked)
+
+    def resume(self, partitions: Iterable[TopicPartition]) -> None:
+        """Undo ``pause``."""
+        asked = [_ck(tp) for tp in partitions if tp in self._assigned]
+        if asked:
+            self._call("resume", self._consumer.resume, asked)
+
+    def close(self) -> None:
+        """Stop fetching and release librdkafka's resources. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        self._assigned.clear()
+        try:
+            self._consumer.close()
+        except (confluent_kafka.KafkaException, RuntimeError) as exc:
+            log.warning("fetcher: close failed: %s", exc)
+
+    @staticmethod
+    def _call(what: str, fn: Callable[_P, _R], *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        try:
+            return fn(*args, **kwargs)
+        except confluent_kafka.KafkaException as exc:
+            err = exc.args[0] if exc.args else None
+            if isinstance(err, confluent_kafka.KafkaError):
+                raise _to_error(err, what) from exc
+            raise KafkaError(-1, "UNKNOWN", message=f"librdkafka fetcher: {what}: {exc}") from exc

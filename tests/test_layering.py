@@ -1,0 +1,94 @@
+"""The package's import directions (STYLE.md §1), checked by walking every module's AST.
+
+_protocol <- _coordinator <- _io <- _consumer; the sans-I/O layers never import blocking
+modules, and confluent_kafka is imported by exactly one library module.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+PKG = Path(__file__).resolve().parent.parent / "src" / "coopconsumer"
+
+BLOCKING = {"socket", "selectors", "threading", "time", "asyncio", "subprocess", "confluent_kafka"}
+
+
+def _module_name(path: Path) -> str:
+    rel = path.relative_to(PKG.parent).with_suffix("")
+    parts = list(rel.parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _imports(path: Path) -> Iterator[str]:
+    """Absolute names of every module ``path`` imports (relative imports resolved)."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    package = _module_name(path)
+    if path.name != "__init__.py":
+        package = package.rpartition(".")[0]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield alias.name
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                if node.level > 1:
+                    base = base[: -(node.level - 1)]
+                prefix = ".".join(base)
+                yield f"{prefix}.{node.module}" if node.module else prefix
+            elif node.module:
+                yield node.module
+
+
+def _modules(subpackage: str) -> list[Path]:
+    root = PKG / subpackage
+    return sorted(root.rglob("*.py")) if root.is_dir() else []
+
+
+def _top(name: str) -> str:
+    return name.split(".")[0]
+
+
+@pytest.mark.parametrize("path", _modules("_protocol"), ids=lambda p: p.name)
+def test_protocol_imports_only_the_errors_leaf(path: Path) -> None:
+    for name in _imports(path):
+        if name.startswith("coopconsumer"):
+            assert name.startswith(("coopconsumer._protocol", "coopconsumer._errors")), name
+        assert _top(name) not in BLOCKING, name
+
+
+@pytest.mark.parametrize("path", _modules("_coordinator"), ids=lambda p: p.name)
+def test_coordinator_is_sans_io(path: Path) -> None:
+    for name in _imports(path):
+        assert _top(name) not in BLOCKING, name
+        assert not name.startswith(("coopconsumer._io", "coopconsumer._consumer")), name
+
+
+@pytest.mark.parametrize("path", _modules("assignors"), ids=lambda p: p.name)
+def test_assignors_are_pure(path: Path) -> None:
+    for name in _imports(path):
+        assert _top(name) not in BLOCKING, name
+        assert not name.startswith(("coopconsumer._io", "coopconsumer._coordinator")), name
+
+
+def test_errors_module_is_a_leaf() -> None:
+    for name in _imports(PKG / "_errors.py"):
+        assert not name.startswith("coopconsumer"), name
+
+
+def test_only_the_fetcher_imports_confluent_kafka() -> None:
+    # coopconsumer.testing is a test-support module (it drives the brokers with
+    # confluent-kafka's admin client and the mock cluster); the library proper has one.
+    importers = {
+        _module_name(path)
+        for path in PKG.rglob("*.py")
+        if not _module_name(path).startswith("coopconsumer.testing")
+        and any(_top(name) == "confluent_kafka" for name in _imports(path))
+    }
+    assert importers <= {"coopconsumer._io._fetcher"}

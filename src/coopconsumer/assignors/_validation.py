@@ -1,8 +1,37 @@
-"""PLACEHOLDER: being written (issue 2)."""
+"""Checks the leader runs on an assignor's result before sending it in SyncGroup.
+
+``check_assignment`` catches results that would break the group under any protocol;
+``validate_cooperative_assignment`` enforces KIP-429's rule for COOPERATIVE (Java's
+``ConsumerCoordinator.validateCooperativeAssignment``).
+
+Pure: imports only ``_api``, ``_types`` and ``_errors``; no I/O, no clock.
+"""
 
 from __future__ import annotations
 
-from ._api import GroupAssignment, GroupSubscription
+from collections.abc import Iterable, Mapping
+from operator import itemgetter
+
+from .._errors import InvalidAssignmentError
+from .._types import TopicPartition
+from ._api import Assignment, ClusterMetadata, GroupAssignment, GroupSubscription, Subscription
+
+__all__ = ["check_assignment", "validate_cooperative_assignment"]
+
+#: How many offending items an error message lists before summarising the rest.
+MAX_LISTED = 10
+
+
+def _listing(items: Iterable[str], total: int) -> str:
+    shown = list(items)[:MAX_LISTED]
+    text = "; ".join(shown)
+    if total > len(shown):
+        text += f"; ... and {total - len(shown)} more"
+    return text
+
+
+def _members(member_ids: Iterable[str]) -> str:
+    return ", ".join(repr(m) for m in sorted(member_ids))
 
 
 def validate_cooperative_assignment(
@@ -11,4 +40,189 @@ def validate_cooperative_assignment(
     *,
     assignor_name: str,
 ) -> None:
-    raise NotImplementedError
+    """Reject an assignment that hands a partition straight from one member to another.
+
+    Under COOPERATIVE a partition must be revoked by its owner (one rebalance) before
+    it is assigned to someone else (the follow-up rebalance) - KIP-429. A partition that
+    is newly assigned to a member (not in that member's ``owned_partitions``) while
+    another member lists it in its ``owned_partitions`` breaks that rule. Java checks
+    against partitions the owner is losing; this check is a little stricter (it also
+    catches the owner keeping it, which is a double assignment anyway).
+
+    Raises ``InvalidAssignmentError`` naming the assignor and each offending partition
+    with its previous and new owner (the first ten; the rest are counted). Nothing is
+    changed: the leader should fail the rebalance rather than send the result.
+    """
+    owners: dict[TopicPartition, list[str]] = {}
+    for member_id, subscription in group_subscription.subscriptions.items():
+        for tp in subscription.owned_partitions:
+            owners.setdefault(tp, []).append(member_id)
+    if not owners:
+        return
+
+    violations: list[tuple[TopicPartition, list[str], str]] = []
+    subscriptions = group_subscription.subscriptions
+    for member_id, assignment in group_assignment.assignments.items():
+        own = subscriptions.get(member_id)
+        owned = set(own.owned_partitions) if own is not None else set()
+        for tp in assignment.partitions:
+            previous = owners.get(tp)
+            if previous is None or tp in owned:
+                continue
+            others = [owner for owner in previous if owner != member_id]
+            if others:
+                violations.append((tp, others, member_id))
+    if not violations:
+        return
+
+    violations.sort(key=lambda v: (v[0], v[2]))
+    details = (
+        f"{tp} from {_members(previous)} to {new_owner!r}" for tp, previous, new_owner in violations
+    )
+    raise InvalidAssignmentError(
+        f"assignor {assignor_name!r} supports COOPERATIVE but assigned "
+        f"{len(violations)} partition(s) to a new owner while another member still owns "
+        f"them; under KIP-429 a partition must be revoked in one rebalance and assigned "
+        f"in the next: {_listing(details, len(violations))}"
+    )
+
+
+def check_assignment(
+    metadata: ClusterMetadata,
+    group_subscription: GroupSubscription,
+    group_assignment: GroupAssignment,
+    *,
+    assignor_name: str,
+) -> None:
+    """Check a leader's assignment is one the group can run, whatever the protocol.
+
+    Raises ``InvalidAssignmentError`` naming the assignor and listing every problem
+    found (the first ten of each kind; the rest are counted):
+
+    - ``group_assignment`` is not a ``GroupAssignment``, or an entry is not an
+      ``Assignment``;
+    - a member of the subscription has no entry, or an entry names no member;
+    - a partition is assigned to two members (or twice to one);
+    - a member gets a partition of a topic it is not subscribed to;
+    - a partition does not exist in ``metadata`` (unknown topic or partition number).
+
+    Partitions left unassigned are allowed: cooperative assignors leave moving
+    partitions out for a round, and an assignor may choose to leave some idle.
+    """
+    if not isinstance(group_assignment, GroupAssignment):
+        raise InvalidAssignmentError(
+            f"assignor {assignor_name!r} returned {type(group_assignment).__name__}, "
+            f"not a GroupAssignment"
+        )
+    subscriptions = group_subscription.subscriptions
+    assignments = group_assignment.assignments
+    problems: list[str] = []
+
+    bad_values = [m for m, a in assignments.items() if not isinstance(a, Assignment)]
+    if bad_values:
+        raise InvalidAssignmentError(
+            f"assignor {assignor_name!r} returned entries that are not Assignment "
+            f"objects for member(s) {_members(bad_values)}"
+        )
+
+    malformed = [
+        (member_id, tp)
+        for member_id, assignment in assignments.items()
+        for tp in assignment.partitions
+        if not _is_partition(tp)
+    ]
+    if malformed:
+        details = (f"{m!r} got {tp!r}" for m, tp in malformed)
+        raise InvalidAssignmentError(
+            f"assignor {assignor_name!r} returned {len(malformed)} entries that are not "
+            f"TopicPartition(topic: str, partition: int): {_listing(details, len(malformed))}"
+        )
+
+    missing = subscriptions.keys() - assignments.keys()
+    if missing:
+        problems.append(
+            f"no assignment for {len(missing)} member(s) of the group: "
+            f"{_listing((repr(m) for m in sorted(missing)), len(missing))}"
+        )
+    unknown = assignments.keys() - subscriptions.keys()
+    if unknown:
+        problems.append(
+            f"assignment for {len(unknown)} member(s) not in the group: "
+            f"{_listing((repr(m) for m in sorted(unknown)), len(unknown))}"
+        )
+
+    problems.extend(_duplicates(assignments))
+    problems.extend(_unsubscribed(subscriptions, assignments))
+    problems.extend(_nonexistent(metadata, assignments))
+
+    if problems:
+        raise InvalidAssignmentError(
+            f"assignor {assignor_name!r} returned an invalid assignment: " + " | ".join(problems)
+        )
+
+
+def _is_partition(value: object) -> bool:
+    return (
+        isinstance(value, tuple)
+        and len(value) == 2
+        and isinstance(value[0], str)
+        and isinstance(value[1], int)
+        and not isinstance(value[1], bool)
+    )
+
+
+def _duplicates(assignments: Mapping[str, Assignment]) -> list[str]:
+    total = sum(len(a.partitions) for a in assignments.values())
+    distinct: set[TopicPartition] = set()
+    for assignment in assignments.values():
+        distinct.update(assignment.partitions)
+    if len(distinct) == total:  # the common case, checked at C speed
+        return []
+    holders: dict[TopicPartition, list[str]] = {}
+    for member_id, assignment in assignments.items():
+        for tp in assignment.partitions:
+            holders.setdefault(tp, []).append(member_id)
+    doubled = sorted((tp, members) for tp, members in holders.items() if len(members) > 1)
+    details = (f"{tp} to {', '.join(repr(m) for m in sorted(ms))}" for tp, ms in doubled)
+    return [
+        f"{len(doubled)} partition(s) assigned more than once: {_listing(details, len(doubled))}"
+    ]
+
+
+def _unsubscribed(
+    subscriptions: Mapping[str, Subscription], assignments: Mapping[str, Assignment]
+) -> list[str]:
+    found: list[tuple[str, str]] = []
+    topic_of = itemgetter(0)
+    for member_id, assignment in assignments.items():
+        subscription = subscriptions.get(member_id)
+        if subscription is None:
+            continue  # reported as a member not in the group
+        subscribed = set(subscription.topics)
+        extra = set(map(topic_of, assignment.partitions)) - subscribed
+        found.extend((member_id, topic) for topic in sorted(extra))
+    if not found:
+        return []
+    found.sort()
+    details = (f"{m!r} got {t!r}" for m, t in found)
+    return [
+        f"{len(found)} member/topic pair(s) assigned without a subscription: "
+        f"{_listing(details, len(found))}"
+    ]
+
+
+def _nonexistent(metadata: ClusterMetadata, assignments: Mapping[str, Assignment]) -> list[str]:
+    counts = metadata.partition_counts
+    bad: set[TopicPartition] = set()
+    for assignment in assignments.values():
+        for tp in assignment.partitions:
+            count = counts.get(tp[0])
+            if count is None or not 0 <= tp[1] < count:
+                bad.add(tp)
+    if not bad:
+        return []
+    ordered = sorted(bad)
+    return [
+        f"{len(ordered)} partition(s) not in the metadata: "
+        f"{_listing((str(tp) for tp in ordered), len(ordered))}"
+    ]

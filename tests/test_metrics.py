@@ -1,0 +1,406 @@
+"""Metrics registry and CoordinatorMetrics: Java's names and semantics, explicit ``now``."""
+
+from __future__ import annotations
+
+import math
+import threading
+
+import attrs
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from coopconsumer._listener import ListenerInvoker, ListenerKind, RebalanceListener
+from coopconsumer._metrics import (
+    COORDINATOR_METRIC_GROUP,
+    Avg,
+    CoordinatorMetrics,
+    CumulativeCount,
+    CumulativeSum,
+    Max,
+    MetricConfig,
+    MetricsRegistry,
+    Min,
+    Rate,
+    WindowedCount,
+    WindowedSum,
+)
+from coopconsumer._types import TopicPartition
+
+CODE_NAMES = {
+    "heartbeat-response-time-max",
+    "heartbeat-rate",
+    "heartbeat-total",
+    "join-time-avg",
+    "join-time-max",
+    "join-rate",
+    "join-total",
+    "sync-time-avg",
+    "sync-time-max",
+    "sync-rate",
+    "sync-total",
+    "rebalance-latency-avg",
+    "rebalance-latency-max",
+    "rebalance-latency-total",
+    "rebalance-total",
+    "rebalance-rate-per-hour",
+    "failed-rebalance-total",
+    "failed-rebalance-rate-per-hour",
+    "last-rebalance-seconds-ago",
+    "last-heartbeat-seconds-ago",
+    "commit-latency-avg",
+    "commit-latency-max",
+    "commit-rate",
+    "commit-total",
+    "partition-revoked-latency-avg",
+    "partition-revoked-latency-max",
+    "partition-assigned-latency-avg",
+    "partition-assigned-latency-max",
+    "partition-lost-latency-avg",
+    "partition-lost-latency-max",
+    "assigned-partitions",
+}
+
+KIP_NAMES = {
+    "partitions-revoked-latency-avg": "partition-revoked-latency-avg",
+    "partitions-revoked-latency-max": "partition-revoked-latency-max",
+    "partitions-assigned-latency-avg": "partition-assigned-latency-avg",
+    "partitions-assigned-latency-max": "partition-assigned-latency-max",
+    "partitions-lost-latency-avg": "partition-lost-latency-avg",
+    "partitions-lost-latency-max": "partition-lost-latency-max",
+}
+
+
+def test_snapshot_lists_exactly_the_code_names() -> None:
+    snap = CoordinatorMetrics().snapshot(0.0)
+    assert set(snap) == CODE_NAMES
+    assert len(snap) == len(CODE_NAMES)
+    assert snap.group == COORDINATOR_METRIC_GROUP == "consumer-coordinator-metrics"
+    assert snap.taken_at == 0.0
+    assert all(isinstance(value, float) for value in snap.values())
+
+
+def test_kip_documented_names_are_aliases() -> None:
+    metrics = CoordinatorMetrics()
+    metrics.listener_latency(ListenerKind.REVOKED, 0.004, 1.0)
+    metrics.listener_latency(ListenerKind.ASSIGNED, 0.002, 1.0)
+    metrics.listener_latency(ListenerKind.LOST, 0.008, 1.0)
+    snap = metrics.snapshot(1.0)
+    for alias, name in KIP_NAMES.items():
+        assert alias in snap
+        assert alias not in list(snap)
+        assert snap[alias] == snap[name]
+        assert metrics.registry.resolve(alias) == name
+        assert metrics.registry.measure(alias, 1.0) == snap[name]
+        assert snap.description(alias) == snap.description(name)
+    assert dict(snap.aliases) == KIP_NAMES
+    assert snap["partitions-revoked-latency-max"] == pytest.approx(4.0)
+    assert snap["partitions-assigned-latency-avg"] == pytest.approx(2.0)
+    assert snap["partition-lost-latency-avg"] == pytest.approx(8.0)
+
+
+def test_unknown_name_is_a_key_error() -> None:
+    metrics = CoordinatorMetrics()
+    with pytest.raises(KeyError, match="unknown metric 'rebalance-latency'"):
+        metrics.registry.resolve("rebalance-latency")
+    snap = metrics.snapshot(0.0)
+    assert "nope" not in snap
+    not_a_name: object = 3
+    assert not_a_name not in snap
+    with pytest.raises(KeyError):
+        snap["nope"]
+
+
+def test_initial_values_match_java() -> None:
+    snap = CoordinatorMetrics().snapshot(123.0)
+    assert snap["last-rebalance-seconds-ago"] == -1.0
+    assert snap["last-heartbeat-seconds-ago"] == -1.0
+    assert snap["rebalance-total"] == 0.0
+    assert snap["rebalance-latency-total"] == 0.0
+    assert snap["failed-rebalance-total"] == 0.0
+    assert snap["rebalance-rate-per-hour"] == 0.0
+    assert snap["commit-rate"] == 0.0
+    assert snap["assigned-partitions"] == 0.0
+    # Windowed avg/max read NaN with nothing in the window, as Java's Avg/Max.
+    assert math.isnan(snap["rebalance-latency-avg"])
+    assert math.isnan(snap["rebalance-latency-max"])
+    assert math.isnan(snap["heartbeat-response-time-max"])
+
+
+def test_commit_metrics_as_java_consumer_coordinator_test() -> None:
+    # ConsumerCoordinatorTest.testMetrics: 1, 6, 2 ms at one instant -> avg 3, max 6,
+    # rate 3 / 30 s = 0.1 per second, total 3.
+    metrics = CoordinatorMetrics()
+    for latency_ms in (1.0, 6.0, 2.0):
+        metrics.commit_completed(latency_ms / 1000.0, 50.0)
+    snap = metrics.snapshot(50.0)
+    assert snap["commit-latency-avg"] == pytest.approx(3.0)
+    assert snap["commit-latency-max"] == pytest.approx(6.0)
+    assert snap["commit-rate"] == pytest.approx(0.1)
+    assert snap["commit-total"] == 3.0
+
+
+def test_rebalance_lifecycle_latency_counts_and_rates() -> None:
+    metrics = CoordinatorMetrics()
+    metrics.rebalance_started(10.0)
+    assert metrics.rebalance_in_progress
+    metrics.rebalance_failed(11.0)
+    metrics.rebalance_started(12.0)  # the retry keeps the first start time
+    metrics.rebalance_completed(13.5)
+    assert not metrics.rebalance_in_progress
+    snap = metrics.snapshot(13.5)
+    assert snap["rebalance-latency-avg"] == pytest.approx(3500.0)
+    assert snap["rebalance-latency-max"] == pytest.approx(3500.0)
+    assert snap["rebalance-latency-total"] == pytest.approx(3500.0)
+    assert snap["rebalance-total"] == 1.0
+    assert snap["failed-rebalance-total"] == 1.0
+    # One success recorded and read at 13.5: 1 per 30 s window = 120 per hour.
+    assert snap["rebalance-rate-per-hour"] == pytest.approx(120.0)
+    # One failure at 11.0 read at 13.5: 1 per (2.5 s + one empty 30 s window).
+    assert snap["failed-rebalance-rate-per-hour"] == pytest.approx(3600.0 / 32.5)
+    assert snap["last-rebalance-seconds-ago"] == 0.0
+    # Whole seconds, truncated as Java's TimeUnit.SECONDS.convert.
+    assert metrics.snapshot(15.99)["last-rebalance-seconds-ago"] == 2.0
+
+    metrics.rebalance_started(20.0)
+    metrics.rebalance_completed(20.5)
+    snap = metrics.snapshot(20.5)
+    assert snap["rebalance-total"] == 2.0
+    assert snap["rebalance-latency-avg"] == pytest.approx(2000.0)
+    assert snap["rebalance-latency-max"] == pytest.approx(3500.0)
+    assert snap["rebalance-latency-total"] == pytest.approx(4000.0)
+    assert snap["last-rebalance-seconds-ago"] == 0.0
+    assert metrics.snapshot(30.0)["last-rebalance-seconds-ago"] == 9.0
+
+
+def test_failure_outside_a_rebalance_is_not_counted() -> None:
+    metrics = CoordinatorMetrics()
+    metrics.rebalance_failed(1.0)
+    metrics.rebalance_started(2.0)
+    metrics.rebalance_completed(3.0)
+    metrics.rebalance_failed(4.0)
+    assert metrics.snapshot(5.0)["failed-rebalance-total"] == 0.0
+
+
+def test_completed_without_start_is_a_caller_bug() -> None:
+    metrics = CoordinatorMetrics()
+    with pytest.raises(RuntimeError, match="without rebalance_started"):
+        metrics.rebalance_completed(1.0)
+    assert metrics.snapshot(1.0)["rebalance-total"] == 0.0
+
+
+def test_join_sync_heartbeat_meters() -> None:
+    metrics = CoordinatorMetrics()
+    metrics.join_completed(0.5, 0.0)
+    metrics.join_completed(1.5, 1.0)
+    metrics.sync_completed(0.25, 2.0)
+    metrics.heartbeat_sent(2.5)
+    metrics.heartbeat_completed(0.01, 3.0)
+    metrics.heartbeat_completed(0.03, 6.0)
+    snap = metrics.snapshot(6.0)
+    assert snap["join-time-avg"] == pytest.approx(1000.0)
+    assert snap["join-time-max"] == pytest.approx(1500.0)
+    assert snap["join-total"] == 2.0
+    assert snap["join-rate"] == pytest.approx(2 / 36.0)
+    assert snap["sync-time-avg"] == pytest.approx(250.0)
+    assert snap["sync-time-max"] == pytest.approx(250.0)
+    assert snap["sync-total"] == 1.0
+    assert snap["sync-rate"] == pytest.approx(1 / 34.0)
+    assert snap["heartbeat-response-time-max"] == pytest.approx(30.0)
+    assert snap["heartbeat-total"] == 2.0
+    assert snap["heartbeat-rate"] == pytest.approx(2 / 33.0)
+    assert snap["last-heartbeat-seconds-ago"] == 3.0
+
+
+def test_avg_and_max_age_out_of_the_window() -> None:
+    metrics = CoordinatorMetrics()
+    metrics.join_completed(0.2, 0.0)
+    assert metrics.snapshot(59.9)["join-time-avg"] == pytest.approx(200.0)
+    snap = metrics.snapshot(60.0)  # samples * window since the last event
+    assert math.isnan(snap["join-time-avg"])
+    assert math.isnan(snap["join-time-max"])
+    assert snap["join-total"] == 1.0  # cumulative stats never age
+
+
+def test_windowed_rate_follows_java_sampling() -> None:
+    registry = MetricsRegistry(MetricConfig(samples=2, time_window_s=30.0))
+    sensor = registry.sensor("s").add("r", "rate", Rate(WindowedCount()))
+    for t in (0.0, 10.0, 20.0):
+        sensor.record(7.0, t)
+    # All in the first sample; one missing prior window of 30 s is assumed.
+    assert registry.measure("r", 20.0) == pytest.approx(3 / 50.0)
+    sensor.record(7.0, 35.0)  # first sample complete: a second one starts at 35
+    assert registry.measure("r", 35.0) == pytest.approx(4 / 35.0)
+    sensor.record(7.0, 70.0)  # a third sample (one extra is kept) starts at 70
+    assert registry.measure("r", 70.0) == pytest.approx(5 / 70.0)
+    # At 81 the first sample's last event (20) is 61 s old: purged.
+    assert registry.measure("r", 81.0) == pytest.approx(2 / 46.0)
+    sensor.record(7.0, 101.0)  # recycles the oldest slot; sample from 35 is purged
+    assert registry.measure("r", 101.0) == pytest.approx(2 / 31.0)
+    # Long idle: everything purged, the rate reads zero.
+    assert registry.measure("r", 1000.0) == 0.0
+
+
+def test_windowed_sum_rate_and_hour_unit() -> None:
+    registry = MetricsRegistry()
+    sensor = registry.sensor("bytes")
+    sensor.add("bytes-rate", "sum per second", Rate())
+    sensor.add("bytes-per-hour", "sum per hour", Rate(WindowedSum(), unit_s=3600.0))
+    sensor.record(300.0, 0.0)
+    sensor.record(600.0, 0.0)
+    assert registry.measure("bytes-rate", 0.0) == pytest.approx(900.0 / 30.0)
+    assert registry.measure("bytes-per-hour", 0.0) == pytest.approx(900.0 * 120.0)
+
+
+def test_min_stat_and_cumulative_stats() -> None:
+    registry = MetricsRegistry()
+    sensor = (
+        registry.sensor("x")
+        .add("x-min", "min", Min())
+        .add("x-sum", "sum", CumulativeSum())
+        .add("x-count", "count", CumulativeCount())
+        .add("x-windowed-sum", "windowed", WindowedSum())
+    )
+    assert math.isnan(registry.measure("x-min", 0.0))
+    for value, t in ((5.0, 0.0), (-2.0, 1.0), (9.0, 2.0)):
+        sensor.record(value, t)
+    assert registry.measure("x-min", 2.0) == -2.0
+    assert registry.measure("x-sum", 2.0) == 12.0
+    assert registry.measure("x-count", 2.0) == 3.0
+    assert registry.measure("x-windowed-sum", 2.0) == 12.0
+    assert registry.measure("x-windowed-sum", 500.0) == 0.0
+    assert registry.measure("x-sum", 500.0) == 12.0
+
+
+def test_registry_rejects_duplicates_and_bad_aliases() -> None:
+    registry = MetricsRegistry()
+    registry.sensor("a").add("a-avg", "avg", Avg())
+    with pytest.raises(ValueError, match="already registered"):
+        registry.sensor("b").add("a-avg", "again", Max())
+    with pytest.raises(KeyError, match="no metric"):
+        registry.add_alias("alias", "missing")
+    registry.add_alias("alias", "a-avg")
+    with pytest.raises(ValueError, match="already a metric name or alias"):
+        registry.add_alias("alias", "a-avg")
+    with pytest.raises(ValueError, match="already registered"):
+        registry.add_gauge("alias", "clash", lambda now: 0.0)
+    assert registry.sensor("a") is registry.sensor("a")
+    assert registry.names() == ("a-avg",)
+
+
+def test_gauge_reads_now_and_cannot_be_recorded() -> None:
+    registry = MetricsRegistry()
+    registry.add_gauge("uptime", "seconds", lambda now: now * 2)
+    assert registry.measure("uptime", 4.0) == 8.0
+    gauge = registry._metrics["uptime"].stat
+    with pytest.raises(TypeError, match="gauge"):
+        gauge.record(registry.config, 1.0, 0.0)
+
+
+def test_metric_config_validation() -> None:
+    with pytest.raises(ValueError, match="samples"):
+        MetricConfig(samples=0)
+    with pytest.raises(ValueError, match="time_window_s"):
+        MetricConfig(time_window_s=0.0)
+    assert attrs.asdict(MetricConfig()) == {"samples": 2, "time_window_s": 30.0}
+
+
+def test_assigned_partitions_gauge() -> None:
+    metrics = CoordinatorMetrics()
+    metrics.set_assigned_partitions(7)
+    assert metrics.snapshot(0.0)["assigned-partitions"] == 7.0
+    with pytest.raises(ValueError, match=">= 0"):
+        metrics.set_assigned_partitions(-1)
+
+
+@pytest.mark.parametrize("bad", [-0.001, math.nan])
+def test_bad_latencies_are_rejected(bad: float) -> None:
+    metrics = CoordinatorMetrics()
+    with pytest.raises(ValueError, match="non-negative"):
+        metrics.commit_completed(bad, 0.0)
+    with pytest.raises(ValueError, match="non-negative"):
+        metrics.listener_latency(ListenerKind.LOST, bad, 0.0)
+
+
+def test_snapshot_is_frozen_and_detached() -> None:
+    metrics = CoordinatorMetrics()
+    metrics.commit_completed(0.001, 0.0)
+    snap = metrics.snapshot(0.0)
+    metrics.commit_completed(0.001, 0.0)
+    assert snap["commit-total"] == 1.0
+    assert metrics.snapshot(0.0)["commit-total"] == 2.0
+    with pytest.raises(TypeError):
+        snap["commit-total"] = 5.0  # type: ignore[index]
+    assert "commit-total" in repr(snap)
+
+
+def test_listener_invoker_feeds_callback_latency_metrics() -> None:
+    class Slow(RebalanceListener):
+        pass
+
+    ticks = iter([1.0, 1.25, 2.0, 2.5])
+    metrics = CoordinatorMetrics()
+    invoker = ListenerInvoker(Slow(), metrics, now_fn=lambda: next(ticks))
+    invoker.invoke(ListenerKind.REVOKED, [TopicPartition("t", 0)])
+    invoker.invoke(ListenerKind.ASSIGNED, [])
+    snap = metrics.snapshot(2.5)
+    assert snap["partitions-revoked-latency-avg"] == pytest.approx(250.0)
+    assert snap["partition-assigned-latency-max"] == pytest.approx(500.0)
+    assert math.isnan(snap["partition-lost-latency-avg"])
+
+
+def test_concurrent_recording_loses_nothing() -> None:
+    metrics = CoordinatorMetrics()
+
+    def work(offset: float) -> None:
+        for i in range(500):
+            metrics.heartbeat_completed(0.001, offset + i * 0.01)
+            metrics.commit_completed(0.002, offset + i * 0.01)
+            metrics.snapshot(offset)
+
+    threads = [threading.Thread(target=work, args=(float(n),)) for n in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    snap = metrics.snapshot(10.0)
+    assert snap["heartbeat-total"] == 2000.0
+    assert snap["commit-total"] == 2000.0
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.floats(0.0, 10.0, allow_nan=False),
+            st.floats(0.0, 29.0, allow_nan=False),
+        ),
+        min_size=1,
+        max_size=30,
+    )
+)
+def test_property_stats_within_one_window(events: list[tuple[float, float]]) -> None:
+    """Inside one window avg/max/min/total/count are the plain statistics."""
+    events.sort(key=lambda event: event[1])
+    registry = MetricsRegistry()
+    sensor = (
+        registry.sensor("v")
+        .add("avg", "", Avg())
+        .add("max", "", Max())
+        .add("min", "", Min())
+        .add("sum", "", CumulativeSum())
+        .add("count", "", CumulativeCount())
+        .add("rate", "", Rate(WindowedCount()))
+    )
+    for value, t in events:
+        sensor.record(value, t)
+    now = events[-1][1]
+    values = [value for value, _ in events]
+    first = events[0][1]
+    assert registry.measure("avg", now) == pytest.approx(sum(values) / len(values))
+    assert registry.measure("max", now) == max(values)
+    assert registry.measure("min", now) == min(values)
+    assert registry.measure("sum", now) == pytest.approx(sum(values))
+    assert registry.measure("count", now) == len(values)
+    # One sample, so one empty prior window of 30 s is assumed.
+    assert registry.measure("rate", now) == pytest.approx(len(values) / (now - first + 30.0))

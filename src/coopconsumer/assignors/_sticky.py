@@ -1,23 +1,194 @@
-"""PLACEHOLDER: being written (issue 2)."""
+"""The built-in sticky assignors: ``sticky`` (eager) and ``cooperative-sticky`` (KIP-429).
+
+Both run the algorithm in ``_sticky_core`` (Java's ``AbstractStickyAssignor``); they
+differ in where a member's previous assignment comes from and in what the leader does
+with partitions that change owner.
+
+Imports the assignor contract, the core and the user-data codec; no I/O, no clock.
+"""
 
 from __future__ import annotations
 
-from ._api import ClusterMetadata, ConsumerPartitionAssignor, GroupAssignment, GroupSubscription
+import logging
+from collections.abc import Mapping
+
+from .._types import ConsumerGroupMetadata, TopicPartition
+from ._api import (
+    DEFAULT_GENERATION_ID,
+    Assignment,
+    ClusterMetadata,
+    ConsumerPartitionAssignor,
+    GroupAssignment,
+    GroupSubscription,
+    RebalanceProtocol,
+    Subscription,
+)
+from ._sticky_core import MemberData, StickyResult, sticky_assign
+from ._sticky_userdata import (
+    decode_cooperative_generation,
+    decode_sticky_user_data,
+    encode_cooperative_generation,
+    encode_sticky_user_data,
+)
+
+__all__ = ["CooperativeStickyAssignor", "StickyAssignor"]
+
+_log = logging.getLogger("coopconsumer.assignors.sticky")
+
+
+def _group_assignment(result: StickyResult, members: Mapping[str, object]) -> GroupAssignment:
+    return GroupAssignment(
+        assignments={m: Assignment(partitions=result.assignment(m)) for m in members}
+    )
 
 
 class StickyAssignor(ConsumerPartitionAssignor):
+    """Java's ``StickyAssignor`` (protocol name ``sticky``, KIP-54): EAGER only.
+
+    The assignment is as balanced as the subscriptions allow (partition counts differ
+    by at most one when every member subscribes to the same topics) and keeps as many
+    partitions with their previous owners as balance permits.
+
+    Under EAGER every member revokes everything before joining, so the previous
+    assignment travels in the user data: ``StickyAssignorUserData`` V1 (the member's
+    partitions and generation), written from what ``on_assignment`` stored. The leader
+    also reads V0 (no generation). A member whose user data cannot be decoded is
+    treated as owning nothing, with a warning, as in Java.
+    """
+
     name = "sticky"
+
+    def __init__(self) -> None:
+        self._member_assignment: tuple[TopicPartition, ...] | None = None
+        self._generation = DEFAULT_GENERATION_ID
+
+    def supported_protocols(self) -> list[RebalanceProtocol]:
+        """EAGER only: a previous owner gives its partitions up before the join."""
+        return [RebalanceProtocol.EAGER]
+
+    def subscription_user_data(self, topics: frozenset[str]) -> bytes:
+        """StickyAssignorUserData V1 of the last assignment, or empty before the first."""
+        if self._member_assignment is None:
+            return b""
+        return encode_sticky_user_data(self._member_assignment, self._generation)
+
+    def on_assignment(self, assignment: Assignment, group_metadata: ConsumerGroupMetadata) -> None:
+        """Remember the assignment and generation for the next ``subscription_user_data``."""
+        self._member_assignment = assignment.partitions
+        self._generation = group_metadata.generation_id
+
+    @staticmethod
+    def member_data(member_id: str, subscription: Subscription) -> MemberData:
+        """What the leader knows of one member's past: from its user data only."""
+        owned: list[TopicPartition] = []
+        generation = DEFAULT_GENERATION_ID
+        if subscription.user_data:
+            try:
+                owned, decoded = decode_sticky_user_data(subscription.user_data)
+            except ValueError as exc:
+                _log.warning(
+                    "ignoring malformed sticky user data from member %s (%d bytes): %s",
+                    member_id,
+                    len(subscription.user_data),
+                    exc,
+                )
+            else:
+                generation = DEFAULT_GENERATION_ID if decoded is None else decoded
+        return MemberData(subscription.topics, owned, generation, subscription.rack_id)
 
     def assign(
         self, metadata: ClusterMetadata, group_subscription: GroupSubscription
     ) -> GroupAssignment:
-        raise NotImplementedError
+        """Balanced, sticky assignment of every subscribed partition."""
+        subs = group_subscription.subscriptions
+        members = {m: self.member_data(m, s) for m, s in subs.items()}
+        return _group_assignment(sticky_assign(metadata, members), subs)
 
 
 class CooperativeStickyAssignor(ConsumerPartitionAssignor):
+    """Java's ``CooperativeStickyAssignor`` (protocol name ``cooperative-sticky``, KIP-429).
+
+    Same placement as ``StickyAssignor``, but the previous assignment is the
+    ``owned_partitions`` of the subscription and the generation its ``generation_id``
+    (v1/v2 fields); when the generation is -1 (an older peer), the int32 generation in
+    the user data is used. ``subscription_user_data`` writes that int32 for such peers.
+
+    Under COOPERATIVE a partition that changes owner is left out of this round: its
+    previous owner sees it revoked and rejoins, and the follow-up rebalance gives it to
+    its new owner (Java's ``adjustAssignment``). Under EAGER (a two-bounce upgrade that
+    still lists an eager assignor) members report no owned partitions, so nothing is
+    held back.
+    """
+
     name = "cooperative-sticky"
+
+    def __init__(self) -> None:
+        self._generation = DEFAULT_GENERATION_ID
+
+    def supported_protocols(self) -> list[RebalanceProtocol]:
+        """COOPERATIVE first, EAGER for the first bounce of an upgrade."""
+        return [RebalanceProtocol.COOPERATIVE, RebalanceProtocol.EAGER]
+
+    def subscription_user_data(self, topics: frozenset[str]) -> bytes:
+        """The last generation as an int32 (read only by peers without the v2 field)."""
+        return encode_cooperative_generation(self._generation)
+
+    def on_assignment(self, assignment: Assignment, group_metadata: ConsumerGroupMetadata) -> None:
+        """Remember the generation for the next ``subscription_user_data``."""
+        self._generation = group_metadata.generation_id
+
+    @staticmethod
+    def member_data(member_id: str, subscription: Subscription) -> MemberData:
+        """Owned partitions from the subscription; generation from the v2 field, else the
+        user data."""
+        generation = subscription.generation_id
+        if generation == DEFAULT_GENERATION_ID and subscription.user_data:
+            decoded = decode_cooperative_generation(subscription.user_data)
+            if decoded is None:
+                _log.warning(
+                    "ignoring cooperative-sticky user data of %d bytes from member %s: "
+                    "too short for a generation",
+                    len(subscription.user_data),
+                    member_id,
+                )
+            else:
+                generation = decoded
+        return MemberData(
+            subscription.topics, subscription.owned_partitions, generation, subscription.rack_id
+        )
 
     def assign(
         self, metadata: ClusterMetadata, group_subscription: GroupSubscription
     ) -> GroupAssignment:
-        raise NotImplementedError
+        """Sticky assignment minus the partitions another member still owns."""
+        subs = group_subscription.subscriptions
+        members = {m: self.member_data(m, s) for m, s in subs.items()}
+        result = sticky_assign(metadata, members)
+        _hold_back_transfers(result, subs)
+        return _group_assignment(result, subs)
+
+
+def _hold_back_transfers(result: StickyResult, subs: Mapping[str, Subscription]) -> None:
+    """Remove from each member the new partitions some other member still owns.
+
+    Java's ``computePartitionsTransferringOwnership`` + ``adjustAssignment``: a
+    partition added to member B (B did not own it) that member A owns (so A is losing
+    it) is left unassigned this round (KIP-429). Only ``fresh`` partitions can be
+    additions; a member that itself owns a fresh partition keeps it.
+    """
+    claimed = result.claimed
+    if not claimed:
+        return
+    for m, fresh in result.fresh.items():
+        if not fresh or claimed.isdisjoint(fresh):
+            continue
+        mine = set(subs[m].owned_partitions)
+        moving = [tp for tp in fresh if tp in claimed and tp not in mine]
+        if moving:
+            drop = set(moving)
+            result.fresh[m] = [tp for tp in fresh if tp not in drop]
+            _log.debug(
+                "member %s: %d partitions held back until their owners revoke them",
+                m,
+                len(moving),
+            )

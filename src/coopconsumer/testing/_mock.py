@@ -75,7 +75,8 @@ class _MockBroker(EmbeddedBroker):
         code = reply.get("code")
         if code is None:
             raise ConfigurationError(f"mock command {op}: {reply.get('error')}")
-        raise KafkaError(int(code), f"mock {op}", message=str(reply.get("error")))
+        name = str(reply.get("name") or "UNKNOWN")
+        raise KafkaError(int(code), name, message=str(reply.get("error")), broker=self.bootstrap)
 
     def _broker_id(self, broker_id: int) -> int:
         _require_int(broker_id, "broker_id")

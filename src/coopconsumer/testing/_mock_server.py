@@ -121,9 +121,10 @@ def _load(path: str) -> ctypes.CDLL:
 class CommandError(Exception):
     """A mock call returned a librdkafka error code, or the command was malformed."""
 
-    def __init__(self, message: str, code: int | None = None) -> None:
+    def __init__(self, message: str, code: int | None = None, name: str | None = None) -> None:
         super().__init__(message)
         self.code = code
+        self.name = name
 
 
 class MockCluster:
@@ -156,7 +157,7 @@ class MockCluster:
         if code != 0:
             name = self._lib.rd_kafka_err2name(code).decode()
             text = self._lib.rd_kafka_err2str(code).decode()
-            raise CommandError(f"{what} failed: {name} ({code}): {text}", code)
+            raise CommandError(f"{what} failed: {text}", code, name)
 
     # --- commands: one method per op name, keyword arguments from the JSON "args" ---
 
@@ -248,7 +249,7 @@ def _dispatch(cluster: MockCluster, line: str) -> dict[str, Any]:
         method: Callable[..., Any] = getattr(cluster, op)
         return {"ok": True, "result": method(**args)}
     except CommandError as exc:
-        return {"ok": False, "error": str(exc), "code": exc.code}
+        return {"ok": False, "error": str(exc), "code": exc.code, "name": exc.name}
     except (ValueError, KeyError, TypeError, ctypes.ArgumentError) as exc:
         return {"ok": False, "error": f"malformed command {line.strip()!r}: {exc}", "code": None}
 

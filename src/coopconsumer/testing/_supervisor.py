@@ -4,6 +4,10 @@ Used for native brokers (Tansu) that know nothing about the test process: the te
 process keeps this supervisor's stdin open, so if it dies for any reason (even SIGKILL)
 the pipe closes, the supervisor stops the broker, and nothing is orphaned.
 
+On stop the broker gets SIGTERM, then SIGKILL after ``--grace-s`` seconds (default
+0.2): Tansu's graceful shutdown waits seconds for clients to hang up, and a memory-only
+test broker has nothing worth saving.
+
 Protocol: the first stdout line is ``{"pid": <broker pid>}``; the broker's own stdout and
 stderr go to this process's stderr. The supervisor exits with the broker's exit status
 when the broker exits on its own. Standard library only.
@@ -20,7 +24,7 @@ import threading
 
 __all__ = ["main"]
 
-_GRACE_S = 3.0
+_DEFAULT_GRACE_S = 0.2
 
 
 def _exit_with_child(child: subprocess.Popen[bytes]) -> None:
@@ -32,10 +36,16 @@ def _exit_with_child(child: subprocess.Popen[bytes]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run ``argv`` (the broker command line) until stdin closes."""
-    command = sys.argv[1:] if argv is None else argv
+    """Run ``[--grace-s S] CMD [ARGS...]`` until stdin closes."""
+    command = sys.argv[1:] if argv is None else list(argv)
+    grace_s = _DEFAULT_GRACE_S
+    if command[:1] == ["--grace-s"] and len(command) >= 2:
+        grace_s = float(command[1])
+        command = command[2:]
     if not command:
-        sys.stderr.write("usage: python -m coopconsumer.testing._supervisor CMD [ARGS...]\n")
+        sys.stderr.write(
+            "usage: python -m coopconsumer.testing._supervisor [--grace-s S] CMD [ARGS...]\n"
+        )
         return 2
     child = subprocess.Popen(
         command, stdin=subprocess.DEVNULL, stdout=sys.stderr.fileno(), stderr=sys.stderr.fileno()
@@ -49,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
         pass
     child.send_signal(signal.SIGTERM)
     try:
-        child.wait(_GRACE_S)
+        child.wait(grace_s)
     except subprocess.TimeoutExpired:
         child.kill()
         child.wait()

@@ -1,0 +1,37 @@
+"""The blocking side of the library: our own Kafka wire client (and, later, the driver).
+
+``BrokerConnection`` is one non-blocking TCP connection; ``KafkaClient`` drives all of
+them from one thread with one ``selectors`` loop. Both are general-purpose (group, offset
+and admin APIs alike) and hold no consumer-group state.
+
+This package's ``__init__`` deliberately does not import the fetcher (the only module that
+imports ``confluent_kafka``), so the wire client can be used without loading librdkafka.
+"""
+
+from ._backoff import ExponentialBackoff as ExponentialBackoff
+from ._client import BrokerInfo as BrokerInfo
+from ._client import ClientConfig as ClientConfig
+from ._client import ClusterSnapshot as ClusterSnapshot
+from ._client import KafkaClient as KafkaClient
+from ._client import PartitionInfo as PartitionInfo
+from ._client import TopicInfo as TopicInfo
+from ._client import raise_for_error as raise_for_error
+from ._connection import BrokerConnection as BrokerConnection
+from ._connection import ConnectionState as ConnectionState
+from ._connection import choose_version as choose_version
+from ._future import PendingRequest as PendingRequest
+
+__all__ = [
+    "BrokerConnection",
+    "BrokerInfo",
+    "ClientConfig",
+    "ClusterSnapshot",
+    "ConnectionState",
+    "ExponentialBackoff",
+    "KafkaClient",
+    "PartitionInfo",
+    "PendingRequest",
+    "TopicInfo",
+    "choose_version",
+    "raise_for_error",
+]

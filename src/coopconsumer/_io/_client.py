@@ -1,0 +1,1042 @@
+"""``KafkaClient``: the cluster-wide, single-threaded Kafka wire client.
+
+Keeps one ``BrokerConnection`` per broker node, all driven by one ``selectors`` loop in
+``poll()``; learns the cluster from Metadata (bootstrap servers first), reconnects with
+exponential backoff and jitter, finds group coordinators, and offers blocking
+conveniences (``request``, ``metadata``, ``find_coordinator``) for tests, tools and admin
+code. Response error codes are data, not exceptions: callers map them to actions
+(``raise_for_error`` is there for simple callers).
+
+General-purpose on purpose (later admin APIs ride on it): no consumer-group state lives
+here. Imports the standard library, attrs, ``_errors``, ``_protocol`` and the sibling
+``_io`` modules ``_backoff``, ``_connection`` and ``_future``; never ``confluent_kafka``.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import selectors
+import socket
+import time
+from collections.abc import Callable, Iterable, Mapping
+from types import MappingProxyType
+from typing import Any, Final
+
+import attrs
+
+from .._errors import (
+    BrokerConnectionError,
+    ConfigurationError,
+    CoopConsumerError,
+    KafkaError,
+    RequestTimeoutError,
+)
+from .._protocol import errors
+from .._protocol._schema import Request, Response
+from .._protocol.messages import (
+    FindCoordinatorRequest,
+    FindCoordinatorResponse,
+    MetadataRequest,
+    MetadataRequestTopic,
+    MetadataResponse,
+)
+from .._types import TopicPartition
+from ._backoff import ExponentialBackoff
+from ._connection import DEFAULT_MAX_RESPONSE_BYTES, BrokerConnection, ConnectionState
+from ._future import PendingRequest
+
+__all__ = [
+    "BrokerInfo",
+    "ClientConfig",
+    "ClusterSnapshot",
+    "KafkaClient",
+    "PartitionInfo",
+    "TopicInfo",
+    "raise_for_error",
+]
+
+log = logging.getLogger(__name__)
+
+#: FindCoordinator answers worth retrying after a backoff (Java's
+#: ``AbstractCoordinator.lookupCoordinator`` retries these; the last one because a
+#: coordinator may move between our lookup and its answer).
+COORDINATOR_RETRIABLE: Final = frozenset(
+    {
+        errors.COORDINATOR_NOT_AVAILABLE,
+        errors.COORDINATOR_LOAD_IN_PROGRESS,
+        errors.NOT_COORDINATOR,
+    }
+)
+
+_GROUP_KEY_TYPE: Final = 0
+
+
+# ===================================================================== configuration
+
+
+def _parse_server(text: str) -> tuple[str, int]:
+    item = text.strip()
+    if "://" in item:
+        # Listener-style "PLAINTEXT://host:port": only plaintext is spoken here.
+        scheme, _, item = item.partition("://")
+        if scheme.upper() not in ("PLAINTEXT", "TCP"):
+            raise ConfigurationError(
+                f"bootstrap server {text!r}: only PLAINTEXT is supported, not {scheme}"
+            )
+    host, sep, port_text = item.rpartition(":")
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    if not sep or not host or not port_text.isdigit():
+        raise ConfigurationError(f"bootstrap server {text!r} is not 'host:port'")
+    port = int(port_text)
+    if not 0 < port < 65536:
+        raise ConfigurationError(f"bootstrap server {text!r}: port {port} out of range")
+    return host, port
+
+
+def _to_servers(value: object) -> tuple[tuple[str, int], ...]:
+    """Converter: accept ``"h1:1,h2:2"``, an iterable of strings or of (host, port)."""
+    if isinstance(value, str):
+        items: list[object] = [part for part in value.split(",") if part.strip()]
+    elif isinstance(value, Iterable):
+        items = list(value)
+    else:
+        raise ConfigurationError(f"bootstrap_servers must be a string or a sequence: {value!r}")
+    servers: list[tuple[str, int]] = []
+    for item in items:
+        if isinstance(item, str):
+            servers.append(_parse_server(item))
+        elif (
+            isinstance(item, tuple)
+            and len(item) == 2
+            and isinstance(item[0], str)
+            and isinstance(item[1], int)
+            and not isinstance(item[1], bool)
+        ):
+            servers.append(_parse_server(f"{item[0]}:{item[1]}"))
+        else:
+            raise ConfigurationError(f"bootstrap server {item!r} is not 'host:port'")
+    return tuple(servers)
+
+
+@attrs.frozen(kw_only=True)
+class ClientConfig:
+    """Settings of a ``KafkaClient``. Frozen; change with ``attrs.evolve``.
+
+    Durations are milliseconds, named as Kafka names them (librdkafka's
+    ``socket.timeout.ms`` maps onto ``request_timeout_ms``). Invalid values raise
+    ``ConfigurationError`` at construction.
+    """
+
+    #: ``(host, port)`` pairs tried in order to learn the cluster.
+    bootstrap_servers: tuple[tuple[str, int], ...] = attrs.field(converter=_to_servers)
+    #: Sent in every request header; brokers log and quota by it.
+    client_id: str = "coopconsumer"
+    #: Default per-request timeout, counted from ``send`` (queueing included).
+    request_timeout_ms: int = 30_000
+    #: TCP connect plus ApiVersions handshake (``socket.connection.setup.timeout.ms``).
+    socket_connection_setup_timeout_ms: int = 10_000
+    #: First reconnect delay after a connection failure (``reconnect.backoff.ms``).
+    reconnect_backoff_ms: int = 100
+    #: Cap of the exponential reconnect delay (``reconnect.backoff.max.ms``).
+    reconnect_backoff_max_ms: int = 10_000
+    #: First delay before retrying a retriable answer (``retry.backoff.ms``).
+    retry_backoff_ms: int = 100
+    #: Cap of the exponential retry delay (``retry.backoff.max.ms``).
+    retry_backoff_max_ms: int = 1_000
+    #: Idle connections are closed after this long (``connections.max.idle.ms``).
+    connections_max_idle_ms: int = 540_000
+    #: Largest response frame accepted (``receive.message.max.bytes``).
+    receive_message_max_bytes: int = DEFAULT_MAX_RESPONSE_BYTES
+
+    def __attrs_post_init__(self) -> None:
+        if not self.bootstrap_servers:
+            raise ConfigurationError("bootstrap_servers is empty")
+        if not isinstance(self.client_id, str):
+            raise ConfigurationError(f"client_id must be a string: {self.client_id!r}")
+        positive = {
+            "request_timeout_ms": self.request_timeout_ms,
+            "socket_connection_setup_timeout_ms": self.socket_connection_setup_timeout_ms,
+            "connections_max_idle_ms": self.connections_max_idle_ms,
+            "receive_message_max_bytes": self.receive_message_max_bytes,
+        }
+        non_negative = {
+            "reconnect_backoff_ms": self.reconnect_backoff_ms,
+            "reconnect_backoff_max_ms": self.reconnect_backoff_max_ms,
+            "retry_backoff_ms": self.retry_backoff_ms,
+            "retry_backoff_max_ms": self.retry_backoff_max_ms,
+        }
+        for name, value in {**positive, **non_negative}.items():
+            if not isinstance(value, int) or isinstance(value, bool):
+                raise ConfigurationError(f"{name} must be an int, got {value!r}")
+        for name, value in positive.items():
+            if value <= 0:
+                raise ConfigurationError(f"{name} must be > 0, got {value}")
+        for name, value in non_negative.items():
+            if value < 0:
+                raise ConfigurationError(f"{name} must be >= 0, got {value}")
+        if self.receive_message_max_bytes < 16:
+            raise ConfigurationError(
+                f"receive_message_max_bytes must be >= 16, got {self.receive_message_max_bytes}"
+            )
+
+    @classmethod
+    def from_bootstrap(cls, servers: str | Iterable[str], **kwargs: Any) -> ClientConfig:
+        """Build from ``"h1:9092,h2:9092"`` (or a list of ``"host:port"``) plus fields.
+
+        Unknown keyword arguments raise ``ConfigurationError``.
+        """
+        known = {f.name for f in attrs.fields(cls)} - {"bootstrap_servers"}
+        unknown = sorted(set(kwargs) - known)
+        if unknown:
+            raise ConfigurationError(f"unknown client settings: {', '.join(unknown)}")
+        return cls(bootstrap_servers=_to_servers(servers), **kwargs)
+
+
+# ===================================================================== cluster view
+
+
+@attrs.frozen(kw_only=True)
+class BrokerInfo:
+    """A broker as Metadata (or FindCoordinator) described it."""
+
+    node_id: int
+    host: str
+    port: int
+    rack: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class PartitionInfo:
+    """One partition of a topic: leader, replicas, in-sync replicas."""
+
+    partition: int
+    leader_id: int
+    replica_nodes: tuple[int, ...] = ()
+    isr_nodes: tuple[int, ...] = ()
+    error_code: int = 0
+
+
+@attrs.frozen(kw_only=True)
+class TopicInfo:
+    """A topic from Metadata; ``error_code`` != 0 means it is unknown or unusable."""
+
+    name: str
+    error_code: int
+    partitions: Mapping[int, PartitionInfo]
+    is_internal: bool = False
+
+
+@attrs.frozen(kw_only=True)
+class ClusterSnapshot:
+    """What one Metadata answer said about the cluster. Immutable."""
+
+    brokers: Mapping[int, BrokerInfo]
+    topics: Mapping[str, TopicInfo]
+    controller_id: int = -1
+    cluster_id: str | None = None
+
+    def partition_counts(self) -> dict[str, int]:
+        """``{topic: partition count}`` for topics without error."""
+        return {
+            name: len(info.partitions) for name, info in self.topics.items() if info.error_code == 0
+        }
+
+    def partition_racks(self) -> dict[TopicPartition, frozenset[str]]:
+        """Racks of each partition's replicas (KIP-881 rack-aware assignment input)."""
+        racks: dict[TopicPartition, frozenset[str]] = {}
+        for name, info in self.topics.items():
+            for partition in info.partitions.values():
+                replica_racks = frozenset(
+                    rack
+                    for node in partition.replica_nodes
+                    if (broker := self.brokers.get(node)) is not None
+                    and (rack := broker.rack) is not None
+                )
+                racks[TopicPartition(name, partition.partition)] = replica_racks
+        return racks
+
+    @classmethod
+    def from_response(cls, response: MetadataResponse) -> ClusterSnapshot:
+        """Build from a decoded ``MetadataResponse`` (any version)."""
+        brokers = {
+            b.node_id: BrokerInfo(node_id=b.node_id, host=b.host, port=b.port, rack=b.rack)
+            for b in response.brokers
+        }
+        topics: dict[str, TopicInfo] = {}
+        for topic in response.topics:
+            if topic.name is None:
+                continue
+            partitions = {
+                p.partition_index: PartitionInfo(
+                    partition=p.partition_index,
+                    leader_id=p.leader_id,
+                    replica_nodes=tuple(p.replica_nodes),
+                    isr_nodes=tuple(p.isr_nodes),
+                    error_code=p.error_code,
+                )
+                for p in topic.partitions
+            }
+            topics[topic.name] = TopicInfo(
+                name=topic.name,
+                error_code=topic.error_code,
+                partitions=MappingProxyType(partitions),
+                is_internal=topic.is_internal,
+            )
+        return cls(
+            brokers=MappingProxyType(brokers),
+            topics=MappingProxyType(topics),
+            controller_id=response.controller_id,
+            cluster_id=response.cluster_id,
+        )
+
+
+def raise_for_error(
+    response: Response,
+    *,
+    api_key: int | None = None,
+    version: int | None = None,
+    broker: str | None = None,
+) -> None:
+    """Raise ``KafkaError`` if ``response`` has a top-level ``error_code`` != 0.
+
+    For simple callers (tools, tests); the group state machine maps codes itself.
+    Per-partition or per-member codes nested deeper are not inspected.
+    """
+    code = getattr(response, "error_code", 0)
+    if not isinstance(code, int) or code == 0:
+        return
+    message = getattr(response, "error_message", None)
+    raise errors.to_exception(
+        code,
+        api_key=type(response).API_KEY if api_key is None else api_key,
+        api_version=version,
+        broker=broker,
+        message=message if isinstance(message, str) else None,
+    )
+
+
+# ===================================================================== the client
+
+
+class _Node:
+    """Per-node connection bookkeeping: the live connection, backoff, waiting requests."""
+
+    __slots__ = (
+        "connection",
+        "failures",
+        "host",
+        "label",
+        "last_backoff_ms",
+        "last_error",
+        "next_attempt",
+        "node_id",
+        "port",
+        "waiting",
+    )
+
+    def __init__(self, node_id: int, host: str, port: int, label: str | None = None) -> None:
+        self.node_id = node_id
+        self.host = host
+        self.port = port
+        self.label = label
+        self.connection: BrokerConnection | None = None
+        #: Consecutive connection failures since the last READY connection.
+        self.failures = 0
+        self.last_backoff_ms = 0.0
+        self.next_attempt = 0.0
+        self.last_error: BaseException | None = None
+        #: Requests sent while the node was in reconnect backoff.
+        self.waiting: list[PendingRequest[Any]] = []
+
+    @property
+    def broker(self) -> str:
+        return f"{self.host}:{self.port} ({self.label or f'node {self.node_id}'})"
+
+
+class KafkaClient:
+    """A Kafka wire client for the whole cluster, driven by one thread.
+
+    Only ``wakeup()`` may be called from another thread. ``send`` and ``poll`` are the
+    non-blocking core; ``request``, ``request_any``, ``metadata``, ``find_coordinator``
+    and ``negotiated_version`` block (by polling) until done or timed out.
+
+    Errors: I/O problems come back as ``BrokerConnectionError``, ``RequestTimeoutError``
+    or ``ProtocolError`` on the request's ``PendingRequest``; error codes inside a
+    response are not raised. After ``close()`` every method fails with
+    ``BrokerConnectionError``; the client cannot be reopened.
+    """
+
+    def __init__(
+        self,
+        config: ClientConfig,
+        *,
+        rng: random.Random | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._config = config
+        self._clock = clock
+        self._rng = rng if rng is not None else random.Random()
+        self._reconnect_backoff = ExponentialBackoff(
+            config.reconnect_backoff_ms, config.reconnect_backoff_max_ms, rng=self._rng
+        )
+        self._retry_backoff = ExponentialBackoff(
+            config.retry_backoff_ms, config.retry_backoff_max_ms, rng=self._rng
+        )
+        self._selector = selectors.DefaultSelector()
+        self._closed = False
+        self._completed: list[PendingRequest[Any]] = []
+        # Bootstrap servers get negative ids (-1, -2, ...) as in Java, so they never
+        # collide with real broker ids.
+        self._bootstrap_nodes: dict[int, _Node] = {
+            -(i + 1): _Node(-(i + 1), host, port, "bootstrap")
+            for i, (host, port) in enumerate(config.bootstrap_servers)
+        }
+        self._nodes: dict[int, _Node] = dict(self._bootstrap_nodes)
+        self._cluster: ClusterSnapshot | None = None
+        self._wake_r, self._wake_w = socket.socketpair()
+        try:
+            self._wake_r.setblocking(False)
+            self._wake_w.setblocking(False)
+            self._selector.register(self._wake_r, selectors.EVENT_READ, None)
+        except BaseException:
+            self._wake_r.close()
+            self._wake_w.close()
+            self._selector.close()
+            raise
+
+    # ------------------------------------------------------------------ properties
+
+    @property
+    def config(self) -> ClientConfig:
+        """The configuration this client was built with."""
+        return self._config
+
+    @property
+    def cluster(self) -> ClusterSnapshot | None:
+        """The last Metadata answer, None before the first ``metadata()``."""
+        return self._cluster
+
+    @property
+    def closed(self) -> bool:
+        """Whether ``close()`` was called."""
+        return self._closed
+
+    def brokers(self) -> dict[int, BrokerInfo]:
+        """Known brokers by node id (bootstrap entries excluded)."""
+        return {
+            n.node_id: BrokerInfo(node_id=n.node_id, host=n.host, port=n.port)
+            for n in self._nodes.values()
+            if n.node_id >= 0
+        }
+
+    def broker_name(self, node_id: int) -> str:
+        """``host:port (node N)`` for error messages; raises ``KeyError`` if unknown."""
+        return self._nodes[node_id].broker
+
+    def add_broker(self, node_id: int, host: str, port: int) -> None:
+        """Teach the client a broker address (FindCoordinator does this itself).
+
+        If the address of a known node changed, its connection is closed.
+        """
+        node = self._nodes.get(node_id)
+        if node is None:
+            self._nodes[node_id] = _Node(node_id, host, port)
+            return
+        if (node.host, node.port) != (host, port):
+            if node.connection is not None:
+                node.connection.close()
+                node.connection = None
+            node.host, node.port = host, port
+            node.failures = 0
+            node.next_attempt = 0.0
+
+    # ------------------------------------------------------------------ non-blocking core
+
+    def send(
+        self,
+        node_id: int,
+        request: Request,
+        *,
+        timeout_ms: float | None = None,
+        api_version: int | None = None,
+    ) -> PendingRequest[Any]:
+        """Send ``request`` to broker ``node_id``; never blocks, never raises for I/O.
+
+        Connects if needed (respecting reconnect backoff). The ``PendingRequest``
+        completes inside ``poll()`` with the decoded response or a typed error. The
+        timeout (default ``request_timeout_ms``) counts from now. ``api_version`` pins
+        a version; by default the highest common one is used.
+        """
+        timeout_s = (self._config.request_timeout_ms if timeout_ms is None else timeout_ms) / 1000.0
+        node = self._nodes.get(node_id)
+        broker = node.broker if node is not None else f"node {node_id}"
+        future: PendingRequest[Any] = PendingRequest(
+            request,
+            node_id=node_id,
+            broker=broker,
+            deadline=self._clock() + timeout_s,
+            api_version=api_version,
+        )
+        if self._closed:
+            self._fail(future, BrokerConnectionError("client is closed", broker=broker))
+        elif node is None:
+            self._fail(
+                future,
+                BrokerConnectionError(f"unknown broker node id {node_id}", broker=broker),
+            )
+        else:
+            conn = self._connection_for(node)
+            if conn is None:
+                node.waiting.append(future)
+            else:
+                conn.enqueue(future)
+        return future
+
+    def poll(self, timeout_s: float) -> None:
+        """Drive every socket for up to ``timeout_s`` seconds.
+
+        Returns early when something completed, a deadline passed or ``wakeup()`` was
+        called. Completes futures, expires timeouts, reconnects nodes whose backoff
+        ended and that have waiting requests, closes idle connections, then runs the
+        completed requests' callbacks.
+        """
+        if self._closed:
+            return
+        now = self._clock()
+        self._start_due_connections(now)
+        wait = max(0.0, timeout_s)
+        deadline = self._next_deadline()
+        if deadline is not None:
+            wait = min(wait, max(0.0, deadline - now))
+        if self._completed:
+            wait = 0.0  # callbacks are due: do not sleep before running them
+        for key, mask in self._selector.select(wait):
+            if key.data is None:
+                self._drain_wakeups()
+            else:
+                conn: BrokerConnection = key.data
+                conn.handle_io(mask)
+        now = self._clock()
+        for node in self._nodes.values():
+            if node.connection is not None:
+                node.connection.expire(now)
+            self._expire_waiting(node, now)
+        self._reap(now)
+        self._start_due_connections(now)
+        self._run_callbacks()
+
+    def wakeup(self) -> None:
+        """Make a concurrent or the next ``poll()`` return promptly. Thread-safe."""
+        try:
+            self._wake_w.send(b"\x00")
+        except (BlockingIOError, InterruptedError):
+            pass  # the pipe is full: a wakeup is already pending
+        except OSError:
+            pass  # closed: nothing to wake
+
+    def ready(self, node_id: int) -> bool:
+        """Whether ``node_id`` has a negotiated connection; starts connecting if not.
+
+        Non-blocking; drive ``poll()`` and ask again. Raises ``KeyError`` for an unknown
+        node.
+        """
+        node = self._nodes[node_id]
+        if self._closed:
+            return False
+        conn = self._connection_for(node)
+        return conn is not None and conn.state is ConnectionState.READY
+
+    def in_flight_count(self, node_id: int | None = None) -> int:
+        """Requests sent and not yet answered, for one node or all."""
+        nodes = self._nodes.values() if node_id is None else [self._nodes[node_id]]
+        return sum(
+            (n.connection.in_flight_count + n.connection.queued_count if n.connection else 0)
+            + len(n.waiting)
+            for n in nodes
+        )
+
+    def reconnect_delay_ms(self, node_id: int) -> float:
+        """Remaining reconnect backoff of ``node_id`` (0 if it may connect now)."""
+        node = self._nodes[node_id]
+        return max(0.0, (node.next_attempt - self._clock()) * 1000.0)
+
+    def last_reconnect_backoff_ms(self, node_id: int) -> float:
+        """The backoff chosen after ``node_id``'s last connection loss (0 if none)."""
+        return self._nodes[node_id].last_backoff_ms
+
+    def connection_failures(self, node_id: int) -> int:
+        """Consecutive failed connections to ``node_id`` since its last good one."""
+        return self._nodes[node_id].failures
+
+    def try_negotiated_version(self, node_id: int, api_key: int | type[Request]) -> int | None:
+        """Non-blocking ``negotiated_version``: None while not yet connected."""
+        node = self._nodes[node_id]
+        conn = self._connection_for(node)
+        if conn is None or conn.state is not ConnectionState.READY:
+            return None
+        return conn.negotiated_version(_request_type(api_key))
+
+    # ------------------------------------------------------------------ blocking helpers
+
+    def request(
+        self,
+        node_id: int,
+        request: Request,
+        *,
+        timeout_ms: float | None = None,
+        api_version: int | None = None,
+    ) -> Any:
+        """Send and poll until answered; returns the decoded response.
+
+        Raises the request's typed error (``BrokerConnectionError``,
+        ``RequestTimeoutError``, ``ProtocolError``, ``KafkaError`` UNSUPPORTED_VERSION);
+        error codes in the response are returned, not raised.
+        """
+        future = self.send(node_id, request, timeout_ms=timeout_ms, api_version=api_version)
+        self._wait(future)
+        return future.result()
+
+    def request_any(
+        self,
+        request: Request,
+        *,
+        timeout_ms: float | None = None,
+        api_version: int | None = None,
+    ) -> Any:
+        """``request`` to the least-loaded reachable broker (bootstrap ones if no
+        metadata yet); on a connection error the next candidate is tried within the
+        same timeout."""
+        timeout_s = (self._config.request_timeout_ms if timeout_ms is None else timeout_ms) / 1000.0
+        deadline = self._clock() + timeout_s
+        last_error: BaseException | None = None
+        for node_id in self._candidates():
+            remaining_ms = (deadline - self._clock()) * 1000.0
+            if remaining_ms <= 0:
+                break
+            try:
+                return self.request(
+                    node_id, request, timeout_ms=remaining_ms, api_version=api_version
+                )
+            except BrokerConnectionError as exc:
+                last_error = exc
+        if last_error is not None:
+            raise last_error
+        raise RequestTimeoutError(
+            f"no broker answered {type(request).__name__} within the timeout",
+            api_key=type(request).API_KEY,
+        )
+
+    def least_loaded_node(self) -> int | None:
+        """The node to prefer for a request any broker can answer, or None.
+
+        Ready connections with the fewest outstanding requests first, then nodes that
+        may connect now, then the one whose backoff ends soonest (Java's
+        ``leastLoadedNode`` in spirit).
+        """
+        candidates = self._candidates()
+        return candidates[0] if candidates else None
+
+    def negotiated_version(
+        self, node_id: int, api_key: int | type[Request], *, timeout_ms: float | None = None
+    ) -> int:
+        """The version used with ``node_id`` for an API (connecting first if needed).
+
+        Raises ``KafkaError`` UNSUPPORTED_VERSION if there is no common version, and
+        ``BrokerConnectionError``/``RequestTimeoutError`` if the broker is unreachable.
+        """
+        request_type = _request_type(api_key)
+        self._await_ready(node_id, timeout_ms)
+        conn = self._nodes[node_id].connection
+        assert conn is not None
+        return conn.negotiated_version(request_type)
+
+    def api_versions(
+        self, node_id: int, *, timeout_ms: float | None = None
+    ) -> dict[int, tuple[int, int]]:
+        """The broker's advertised ``{api_key: (min, max)}`` (connecting if needed)."""
+        self._await_ready(node_id, timeout_ms)
+        conn = self._nodes[node_id].connection
+        assert conn is not None
+        return conn.api_versions
+
+    def metadata(
+        self,
+        topics: Iterable[str] | None = None,
+        *,
+        allow_auto_topic_creation: bool = False,
+        timeout_ms: float | None = None,
+    ) -> ClusterSnapshot:
+        """Fetch Metadata for ``topics`` (None: every topic) from the least-loaded
+        broker, update the broker table, and return the snapshot.
+
+        Topic-level error codes are in the snapshot, not raised.
+        """
+        timeout_s = (self._config.request_timeout_ms if timeout_ms is None else timeout_ms) / 1000.0
+        deadline = self._clock() + timeout_s
+        names = None if topics is None else tuple(dict.fromkeys(topics))
+        last_error: BaseException | None = None
+        for node_id in self._candidates():
+            remaining_ms = (deadline - self._clock()) * 1000.0
+            if remaining_ms <= 0:
+                break
+            try:
+                version = self.negotiated_version(node_id, MetadataRequest, timeout_ms=remaining_ms)
+                request = _metadata_request(names, version, allow_auto_topic_creation)
+                remaining_ms = max(1.0, (deadline - self._clock()) * 1000.0)
+                response = self.request(
+                    node_id, request, timeout_ms=remaining_ms, api_version=version
+                )
+            except BrokerConnectionError as exc:
+                last_error = exc
+                continue
+            snapshot = ClusterSnapshot.from_response(response)
+            self._learn(snapshot)
+            return snapshot
+        if last_error is not None:
+            raise last_error
+        raise RequestTimeoutError(
+            "no broker answered Metadata within the timeout", api_key=MetadataRequest.API_KEY
+        )
+
+    def find_coordinator(self, group_id: str, *, timeout_ms: float | None = None) -> int:
+        """The node id of ``group_id``'s coordinator; its address is learned too.
+
+        Retries COORDINATOR_NOT_AVAILABLE, COORDINATOR_LOAD_IN_PROGRESS, NOT_COORDINATOR
+        and connection errors with exponential backoff (``retry_backoff_ms`` ..
+        ``retry_backoff_max_ms``) until ``timeout_ms`` (default ``request_timeout_ms``);
+        then raises the last error. Other error codes raise ``KafkaError`` at once.
+        Uses the batched ``coordinator_keys`` form on v4+ (KIP-699), ``key`` below.
+        """
+        timeout_s = (self._config.request_timeout_ms if timeout_ms is None else timeout_ms) / 1000.0
+        deadline = self._clock() + timeout_s
+        attempts = 0
+        while True:
+            try:
+                return self._find_coordinator_once(group_id, deadline)
+            except CoopConsumerError as exc:
+                retriable = isinstance(exc, BrokerConnectionError) or (
+                    isinstance(exc, KafkaError) and exc.code in COORDINATOR_RETRIABLE
+                )
+                delay_s = self._retry_backoff.delay_ms(attempts) / 1000.0
+                attempts += 1
+                if not retriable or self._clock() + delay_s >= deadline:
+                    raise
+                log.debug("find_coordinator(%r) retry in %.3fs: %s", group_id, delay_s, exc)
+                self._sleep_polling(self._clock() + delay_s)
+
+    def _find_coordinator_once(self, group_id: str, deadline: float) -> int:
+        if self._cluster is None:
+            self.metadata(topics=(), timeout_ms=max(1.0, (deadline - self._clock()) * 1000))
+        node_id = self.least_loaded_node()
+        if node_id is None:
+            raise BrokerConnectionError("no broker known to ask for the coordinator")
+        remaining_ms = max(1.0, (deadline - self._clock()) * 1000.0)
+        version = self.negotiated_version(node_id, FindCoordinatorRequest, timeout_ms=remaining_ms)
+        if version >= 4:
+            request = FindCoordinatorRequest(key_type=_GROUP_KEY_TYPE, coordinator_keys=(group_id,))
+        else:
+            request = FindCoordinatorRequest(key=group_id)
+        remaining_ms = max(1.0, (deadline - self._clock()) * 1000.0)
+        response: FindCoordinatorResponse = self.request(
+            node_id, request, timeout_ms=remaining_ms, api_version=version
+        )
+        broker = self._nodes[node_id].broker
+        if version >= 4:
+            entry = next((c for c in response.coordinators if c.key == group_id), None)
+            if entry is None:
+                raise errors.to_exception(
+                    errors.UNKNOWN_SERVER_ERROR,
+                    api_key=FindCoordinatorRequest.API_KEY,
+                    api_version=version,
+                    broker=broker,
+                    message=f"FindCoordinator answer lacks key {group_id!r}",
+                )
+            code, message = entry.error_code, entry.error_message
+            coordinator = (entry.node_id, entry.host, entry.port)
+        else:
+            code, message = response.error_code, response.error_message
+            coordinator = (response.node_id, response.host, response.port)
+        if code != 0:
+            raise errors.to_exception(
+                code,
+                api_key=FindCoordinatorRequest.API_KEY,
+                api_version=version,
+                broker=broker,
+                message=message,
+            )
+        self.add_broker(*coordinator)
+        return coordinator[0]
+
+    def close(self) -> None:
+        """Close every connection; outstanding requests fail with
+        ``BrokerConnectionError`` and their callbacks run. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            for node in self._nodes.values():
+                if node.connection is not None:
+                    node.connection.close()
+                    node.connection = None
+                waiting, node.waiting = node.waiting, []
+                for future in waiting:
+                    self._fail(future, BrokerConnectionError("client closed", broker=node.broker))
+            self._run_callbacks()
+        finally:
+            try:
+                self._selector.close()
+            finally:
+                self._wake_r.close()
+                self._wake_w.close()
+
+    def __enter__(self) -> KafkaClient:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else f"{len(self._nodes)} nodes"
+        return f"<KafkaClient {self._config.client_id!r} {state}>"
+
+    # ------------------------------------------------------------------ internals
+
+    def _connection_for(self, node: _Node) -> BrokerConnection | None:
+        """The node's live connection, a new one if allowed, None in backoff."""
+        conn = node.connection
+        if conn is not None and conn.state is not ConnectionState.CLOSED:
+            return conn
+        if conn is not None:
+            self._on_connection_closed(node, conn, self._clock())
+        if self._clock() < node.next_attempt:
+            return None
+        return self._connect(node)
+
+    def _connect(self, node: _Node) -> BrokerConnection:
+        cfg = self._config
+        conn = BrokerConnection(
+            node.host,
+            node.port,
+            node_id=node.node_id,
+            client_id=cfg.client_id,
+            request_timeout_ms=cfg.request_timeout_ms,
+            connection_setup_timeout_ms=cfg.socket_connection_setup_timeout_ms,
+            max_response_bytes=cfg.receive_message_max_bytes,
+            selector=self._selector,
+            on_complete=self._completed.append,
+            clock=self._clock,
+            label=node.label,
+        )
+        node.connection = conn
+        if conn.state is ConnectionState.CLOSED:  # failed synchronously (e.g. DNS)
+            return conn
+        waiting, node.waiting = node.waiting, []
+        for future in waiting:
+            conn.enqueue(future)
+        return conn
+
+    def _on_connection_closed(self, node: _Node, conn: BrokerConnection, now: float) -> None:
+        """Bookkeeping once a connection is CLOSED: backoff, waiting requests."""
+        node.connection = None
+        node.last_error = conn.close_error
+        if conn.was_ready:
+            # A good connection resets the failure count (Java's
+            # ClusterConnectionStates.ready); its loss still waits the base backoff.
+            node.failures = 0
+        if conn.close_error is None and conn.was_ready:
+            # Deliberate close (idle): reconnect freely.
+            node.last_backoff_ms = 0.0
+            node.next_attempt = now
+            return
+        delay_ms = self._reconnect_backoff.delay_ms(node.failures)
+        if not conn.was_ready:
+            node.failures += 1
+        node.last_backoff_ms = delay_ms
+        node.next_attempt = now + delay_ms / 1000.0
+        # Requests that arrived while the connection was dying and were parked never
+        # reached it; the connection failed them itself otherwise.
+        error = conn.close_error or BrokerConnectionError("connection closed", broker=node.broker)
+        waiting, node.waiting = node.waiting, []
+        for future in waiting:
+            failure = BrokerConnectionError(
+                f"{future.api_name}: broker unreachable: {error}", broker=node.broker
+            )
+            failure.__cause__ = error
+            self._fail(future, failure)
+
+    def _reap(self, now: float) -> None:
+        idle_s = self._config.connections_max_idle_ms / 1000.0
+        for node in self._nodes.values():
+            conn = node.connection
+            if conn is None:
+                continue
+            if conn.state is ConnectionState.CLOSED:
+                self._on_connection_closed(node, conn, now)
+            elif (
+                conn.state is ConnectionState.READY
+                and conn.in_flight_count == 0
+                and conn.queued_count == 0
+                and now - conn.last_activity >= idle_s
+            ):
+                log.debug("closing idle connection to %s", node.broker)
+                conn.close()
+                self._on_connection_closed(node, conn, now)
+
+    def _start_due_connections(self, now: float) -> None:
+        for node in self._nodes.values():
+            if node.waiting and node.connection is None and now >= node.next_attempt:
+                self._connect(node)
+
+    def _expire_waiting(self, node: _Node, now: float) -> None:
+        if not node.waiting:
+            return
+        keep: list[PendingRequest[Any]] = []
+        for future in node.waiting:
+            if future.deadline <= now:
+                error = RequestTimeoutError(
+                    f"{future.api_name} to {node.broker}: not sent within the request timeout"
+                    f" (reconnect backoff; last error: {node.last_error})",
+                    api_key=future.api_key,
+                    api_version=future.api_version,
+                    broker=node.broker,
+                )
+                self._fail(future, error)
+            else:
+                keep.append(future)
+        node.waiting = keep
+
+    def _next_deadline(self) -> float | None:
+        deadlines: list[float] = []
+        for node in self._nodes.values():
+            if node.connection is not None:
+                d = node.connection.next_deadline()
+                if d is not None:
+                    deadlines.append(d)
+            if node.waiting:
+                deadlines.append(min(f.deadline for f in node.waiting))
+                if node.connection is None:
+                    deadlines.append(node.next_attempt)
+        return min(deadlines) if deadlines else None
+
+    def _drain_wakeups(self) -> None:
+        try:
+            while self._wake_r.recv(4096):
+                pass
+        except (BlockingIOError, InterruptedError):
+            pass
+
+    def _fail(self, future: PendingRequest[Any], error: BaseException) -> None:
+        if future._set_exception(error):
+            self._completed.append(future)
+
+    def _run_callbacks(self) -> None:
+        while self._completed:
+            batch, self._completed = self._completed, []
+            for future in batch:
+                future._run_callbacks()
+
+    def _wait(self, future: PendingRequest[Any]) -> None:
+        while not future.done():
+            if self._closed:
+                raise BrokerConnectionError("client is closed", broker=future.broker)
+            self.poll(max(0.0, future.deadline - self._clock()))
+
+    def _sleep_polling(self, until: float) -> None:
+        while not self._closed:
+            remaining = until - self._clock()
+            if remaining <= 0:
+                return
+            self.poll(remaining)
+
+    def _await_ready(self, node_id: int, timeout_ms: float | None) -> None:
+        if self._closed:
+            raise BrokerConnectionError("client is closed")
+        node = self._nodes.get(node_id)
+        if node is None:
+            raise BrokerConnectionError(f"unknown broker node id {node_id}")
+        timeout_s = (self._config.request_timeout_ms if timeout_ms is None else timeout_ms) / 1000.0
+        deadline = self._clock() + timeout_s
+        while True:
+            conn = self._connection_for(node)
+            if conn is not None:
+                if conn.state is ConnectionState.READY:
+                    return
+                if conn.state is ConnectionState.CLOSED:
+                    self._on_connection_closed(node, conn, self._clock())
+                    error = conn.close_error or BrokerConnectionError(
+                        "connection closed", broker=node.broker
+                    )
+                    raise error
+            now = self._clock()
+            if now >= deadline:
+                raise RequestTimeoutError(
+                    f"no ready connection to {node.broker} within the timeout"
+                    + (f" (last error: {node.last_error})" if node.last_error else ""),
+                    broker=node.broker,
+                )
+            wake = deadline if conn is not None else min(deadline, node.next_attempt)
+            self.poll(max(0.0, wake - now))
+
+    def _candidates(self) -> list[int]:
+        """Node ids to try for any-broker requests, best first."""
+        now = self._clock()
+        pool = [n for n in self._nodes.values() if n.node_id >= 0] or list(
+            self._bootstrap_nodes.values()
+        )
+
+        def rank(node: _Node) -> tuple[int, float, int]:
+            conn = node.connection
+            if conn is not None and conn.state is ConnectionState.READY:
+                return (0, float(conn.in_flight_count + conn.queued_count), 0)
+            if conn is not None and conn.state is not ConnectionState.CLOSED:
+                return (1, 0.0, 0)
+            if now >= node.next_attempt:
+                return (2, 0.0, 0)
+            return (3, node.next_attempt, 0)
+
+        ordered = sorted(pool, key=rank)  # stable: configuration order breaks ties
+        return [n.node_id for n in ordered]
+
+    def _learn(self, snapshot: ClusterSnapshot) -> None:
+        self._cluster = snapshot
+        for broker in snapshot.brokers.values():
+            self.add_broker(broker.node_id, broker.host, broker.port)
+        if snapshot.brokers:
+            # The cluster is known: bootstrap connections have done their job.
+            for node in self._bootstrap_nodes.values():
+                if node.connection is not None and node.connection.in_flight_count == 0:
+                    node.connection.close()
+                    node.connection = None
+
+
+def _request_type(api_key: int | type[Request]) -> type[Request]:
+    if isinstance(api_key, type):
+        return api_key
+    from .._protocol import messages
+
+    for name in messages.__all__:
+        candidate = getattr(messages, name)
+        if (
+            isinstance(candidate, type)
+            and issubclass(candidate, Request)
+            and api_key == candidate.API_KEY
+        ):
+            return candidate
+    raise ConfigurationError(f"no request class for api_key {api_key}")
+
+
+def _metadata_request(
+    names: tuple[str, ...] | None, version: int, allow_auto_topic_creation: bool
+) -> MetadataRequest:
+    if names is None:
+        # "All topics" is an empty array at v0 and null from v1 (KIP-4).
+        topics: tuple[MetadataRequestTopic, ...] | None = () if version == 0 else None
+        if version == 0:
+            log.debug("Metadata v0 cannot tell 'all topics' from 'none'; asking for all")
+    else:
+        topics = tuple(MetadataRequestTopic(name=name) for name in names)
+    if version >= 4:
+        return MetadataRequest(topics=topics, allow_auto_topic_creation=allow_auto_topic_creation)
+    return MetadataRequest(topics=topics)

@@ -1,0 +1,796 @@
+"""One non-blocking TCP connection to one Kafka broker.
+
+Owns the socket, the 4-byte size framing, correlation ids, the table of in-flight
+requests (pipelined, matched by correlation id), per-request timeouts and the ApiVersions
+handshake that fixes which version of each API the connection speaks. It is driven by a
+``selectors`` loop: either the shared one of ``KafkaClient`` (which calls ``handle_io``
+and ``expire``) or, standalone, its own (``poll``).
+
+Failure rules, as in Java's ``NetworkClient``: any stream-level problem (EOF, garbage,
+an unknown correlation id, an absurd frame size, a request that timed out after being
+written) closes the connection; the request the problem concerns gets the specific
+error and every other outstanding request gets ``BrokerConnectionError`` chained to it.
+
+Imports the standard library, ``_errors`` and ``_protocol``; nothing consumer-specific
+(no group logic, no ``confluent_kafka``).
+"""
+
+from __future__ import annotations
+
+import collections
+import enum
+import errno
+import importlib.metadata
+import logging
+import re
+import selectors
+import socket
+import time
+from collections.abc import Callable
+from typing import Any, Final
+
+from .._errors import BrokerConnectionError, KafkaError, ProtocolError, RequestTimeoutError
+from .._protocol import decode_response, encode_request, errors
+from .._protocol._schema import Request
+from .._protocol.messages import ApiVersionsRequest, ApiVersionsResponse
+from ._future import PendingRequest, api_name
+
+__all__ = [
+    "DEFAULT_MAX_RESPONSE_BYTES",
+    "BrokerConnection",
+    "ConnectionState",
+    "choose_version",
+]
+
+log = logging.getLogger(__name__)
+
+#: librdkafka's ``receive.message.max.bytes`` default. A size prefix above this is
+#: treated as garbage (a TLS alert or an HTTP answer reads as a huge int32).
+DEFAULT_MAX_RESPONSE_BYTES: Final = 100_000_000
+
+#: ApiVersions version tried first (KIP-511); the fallback is the broker's advertised
+#: maximum for ApiVersions when it tells us, else v0.
+FIRST_API_VERSIONS_VERSION: Final = min(3, ApiVersionsRequest.MAX_VERSION)
+
+_READ_CHUNK: Final = 256 * 1024
+_MAX_CORRELATION_ID: Final = 2**31 - 1
+
+
+def _software_version() -> str:
+    try:
+        raw = importlib.metadata.version("coopconsumer")
+    except importlib.metadata.PackageNotFoundError:
+        raw = "0"
+    # KIP-511 restricts the value to [a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?
+    cleaned = re.sub(r"[^a-zA-Z0-9.\-]", "-", raw).strip(".-")
+    return cleaned or "0"
+
+
+CLIENT_SOFTWARE_NAME: Final = "coopconsumer"
+CLIENT_SOFTWARE_VERSION: Final = _software_version()
+
+
+class ConnectionState(enum.Enum):
+    """Lifecycle of a ``BrokerConnection``; it only moves forward."""
+
+    CONNECTING = "connecting"
+    """TCP connect in progress (non-blocking). Requests queue."""
+    NEGOTIATING = "negotiating"
+    """Connected; ApiVersions sent, answer pending. Requests queue."""
+    READY = "ready"
+    """Versions known; requests are encoded and written as they come."""
+    CLOSED = "closed"
+    """Terminal. ``close_error`` says why (None for a deliberate close)."""
+
+
+def choose_version(
+    request_type: type[Request],
+    broker_versions: tuple[int, int] | None,
+    *,
+    broker: str | None = None,
+) -> int:
+    """The version to speak for ``request_type`` given the broker's ``(min, max)``.
+
+    The highest version both sides support: ``min(ours.max, broker.max)``, which must be
+    ``>= max(ours.min, broker.min)``. Raises ``KafkaError`` UNSUPPORTED_VERSION (35)
+    naming the API when the ranges do not overlap or the broker lacks the API.
+    """
+    ours = (request_type.MIN_VERSION, request_type.MAX_VERSION)
+    name = api_name(request_type)
+    if broker_versions is None:
+        raise _unsupported(
+            request_type,
+            f"broker does not support {name} (api_key {request_type.API_KEY}) at all;"
+            f" this client speaks v{ours[0]}-{ours[1]}",
+            broker,
+        )
+    version = min(ours[1], broker_versions[1])
+    if version < max(ours[0], broker_versions[0]):
+        raise _unsupported(
+            request_type,
+            f"no common {name} version (api_key {request_type.API_KEY}): this client"
+            f" speaks v{ours[0]}-{ours[1]}, the broker v{broker_versions[0]}-"
+            f"{broker_versions[1]}",
+            broker,
+        )
+    return version
+
+
+def _unsupported(request_type: type[Request], message: str, broker: str | None) -> KafkaError:
+    return errors.to_exception(
+        errors.UNSUPPORTED_VERSION,
+        api_key=request_type.API_KEY,
+        api_version=None,
+        broker=broker,
+        message=message,
+    )
+
+
+class _Queued:
+    """A request accepted before the connection was READY."""
+
+    __slots__ = ("future",)
+
+    def __init__(self, future: PendingRequest[Any]) -> None:
+        self.future = future
+
+
+class _InFlight:
+    """A request written (or being written) to the socket, awaiting its answer."""
+
+    __slots__ = ("api_version", "future", "handshake", "request_type")
+
+    def __init__(
+        self,
+        request_type: type[Request],
+        api_version: int,
+        future: PendingRequest[Any] | None,
+    ) -> None:
+        self.request_type = request_type
+        self.api_version = api_version
+        self.future = future  # None for the connection's own ApiVersions handshake
+        self.handshake = future is None
+
+    @property
+    def api_key(self) -> int:
+        return self.request_type.API_KEY
+
+
+class BrokerConnection:
+    """A single TCP connection to a broker, non-blocking and single-threaded.
+
+    Construction starts a non-blocking connect; the ApiVersions handshake follows by
+    itself. ``send`` may be called in any state: requests queue until versions are known
+    and fail with ``BrokerConnectionError`` if the connection closes first.
+
+    Drive it either from a shared selector loop (pass ``selector`` and call
+    ``handle_io(mask)`` for its socket, ``expire()`` after each wake-up, and
+    ``run_callbacks()``), or standalone by passing no selector and calling ``poll``.
+
+    ``on_complete`` is told about every request that completes; the default (standalone)
+    collects them and runs their callbacks at the end of ``poll``.
+    """
+
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        *,
+        node_id: int = -1,
+        client_id: str = "coopconsumer",
+        request_timeout_ms: float = 30_000,
+        connection_setup_timeout_ms: float = 10_000,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+        selector: selectors.BaseSelector | None = None,
+        on_complete: Callable[[PendingRequest[Any]], None] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        label: str | None = None,
+    ) -> None:
+        self.host = host
+        self.port = port
+        self.node_id = node_id
+        #: Human-readable name used in every error: ``host:port (node N)``.
+        self.broker = f"{host}:{port} ({label or f'node {node_id}'})"
+        self._client_id = client_id
+        self._request_timeout_s = request_timeout_ms / 1000.0
+        self._max_response_bytes = max_response_bytes
+        self._clock = clock
+        self._owns_selector = selector is None
+        self._selector: selectors.BaseSelector = selector or selectors.DefaultSelector()
+        self._completed: list[PendingRequest[Any]] = []
+        self._on_complete = on_complete or self._completed.append
+
+        self.state = ConnectionState.CONNECTING
+        #: Why the connection closed; None while open or after a deliberate close.
+        self.close_error: BaseException | None = None
+        #: Whether the handshake ever completed (used for reconnect backoff resets).
+        self.was_ready = False
+        self._api_versions: dict[int, tuple[int, int]] = {}
+        self._handshake_version = FIRST_API_VERSIONS_VERSION
+        self._setup_deadline: float | None = self._clock() + connection_setup_timeout_ms / 1000
+        self._last_activity = self._clock()
+
+        self._next_correlation_id = 0
+        self._queued: collections.deque[_Queued] = collections.deque()
+        self._in_flight: dict[int, _InFlight] = {}  # insertion order == send order
+        self._out = bytearray()
+        self._in = bytearray()
+        self._registered_events = 0
+
+        self._sock: socket.socket | None = None
+        try:
+            self._start_connect()
+        except BaseException as exc:
+            self._fail_connect(exc)
+
+    # ------------------------------------------------------------------ public API
+
+    @property
+    def in_flight_count(self) -> int:
+        """Requests written and not yet answered (the handshake included)."""
+        return len(self._in_flight)
+
+    @property
+    def queued_count(self) -> int:
+        """Requests waiting for the connection to become READY."""
+        return len(self._queued)
+
+    @property
+    def last_activity(self) -> float:
+        """Monotonic time of the last byte sent or received."""
+        return self._last_activity
+
+    @property
+    def api_versions(self) -> dict[int, tuple[int, int]]:
+        """The broker's ``{api_key: (min, max)}`` once READY (a copy)."""
+        return dict(self._api_versions)
+
+    @property
+    def handshake_version(self) -> int:
+        """The ApiVersions version the handshake used (or is trying)."""
+        return self._handshake_version
+
+    def fileno(self) -> int:
+        """The socket's file descriptor, -1 when closed."""
+        return self._sock.fileno() if self._sock is not None else -1
+
+    def negotiated_version(self, request_type: type[Request]) -> int:
+        """The version this connection speaks for ``request_type``.
+
+        Raises ``RuntimeError`` before READY and ``KafkaError`` UNSUPPORTED_VERSION when
+        the two sides share no version of the API.
+        """
+        if self.state is not ConnectionState.READY:
+            raise RuntimeError(f"connection to {self.broker} is {self.state.value}, not ready")
+        return choose_version(
+            request_type, self._api_versions.get(request_type.API_KEY), broker=self.broker
+        )
+
+    def send(
+        self,
+        request: Request,
+        *,
+        timeout_ms: float | None = None,
+        api_version: int | None = None,
+    ) -> PendingRequest[Any]:
+        """Queue ``request``; returns its ``PendingRequest`` (never raises for I/O).
+
+        ``api_version`` pins the version (it must be within the negotiated range);
+        by default the highest common version is used. The timeout (default: the
+        connection's request timeout) runs from this call, queueing included.
+        """
+        timeout_s = self._request_timeout_s if timeout_ms is None else timeout_ms / 1000.0
+        future: PendingRequest[Any] = PendingRequest(
+            request,
+            node_id=self.node_id,
+            broker=self.broker,
+            deadline=self._clock() + timeout_s,
+            api_version=api_version,
+        )
+        self.enqueue(future)
+        return future
+
+    def enqueue(self, future: PendingRequest[Any]) -> None:
+        """Take over an already created ``PendingRequest`` (used by ``KafkaClient``)."""
+        if self.state is ConnectionState.CLOSED:
+            self._complete_error(future, self._closed_error(future))
+        elif self.state is ConnectionState.READY:
+            self._write_request(future)
+            self._update_interest()
+        else:
+            self._queued.append(_Queued(future))
+
+    def next_deadline(self) -> float | None:
+        """The earliest monotonic time at which ``expire`` has something to do."""
+        deadlines = [q.future.deadline for q in self._queued]
+        deadlines.extend(e.future.deadline for e in self._in_flight.values() if e.future)
+        if self._setup_deadline is not None and self.state is not ConnectionState.CLOSED:
+            deadlines.append(self._setup_deadline)
+        return min(deadlines) if deadlines else None
+
+    def handle_io(self, mask: int) -> None:
+        """React to selector readiness ``mask`` (``EVENT_READ``/``EVENT_WRITE``)."""
+        if self.state is ConnectionState.CLOSED:
+            return
+        try:
+            if mask & selectors.EVENT_WRITE:
+                if self.state is ConnectionState.CONNECTING:
+                    self._finish_connect()
+                if self._open() and self._out:
+                    self._flush()
+            if mask & selectors.EVENT_READ and self._open():
+                self._read()
+        except _StreamFailure as failure:
+            self._close_with(failure.error, failure.victim)
+        except OSError as exc:
+            self._close_with(
+                BrokerConnectionError(f"socket error: {exc}", broker=self.broker), None
+            )
+        if self._open():
+            self._update_interest()
+
+    def expire(self, now: float | None = None) -> None:
+        """Fail requests whose deadline passed; close on a written one (Java does)."""
+        if self.state is ConnectionState.CLOSED:
+            return
+        now = self._clock() if now is None else now
+        if self._setup_deadline is not None and now >= self._setup_deadline:
+            what = (
+                "connect" if self.state is ConnectionState.CONNECTING else "ApiVersions handshake"
+            )
+            self._close_with(
+                BrokerConnectionError(f"connection setup ({what}) timed out", broker=self.broker),
+                None,
+            )
+            return
+        while self._queued and self._queued[0].future.deadline <= now:
+            future = self._queued.popleft().future
+            self._complete_error(future, self._timeout_error(future, sent=False))
+        # Queued deadlines are not monotonic in queue order when callers pass different
+        # timeouts; sweep the rest too.
+        if any(q.future.deadline <= now for q in self._queued):
+            keep: collections.deque[_Queued] = collections.deque()
+            for queued in self._queued:
+                if queued.future.deadline <= now:
+                    self._complete_error(
+                        queued.future, self._timeout_error(queued.future, sent=False)
+                    )
+                else:
+                    keep.append(queued)
+            self._queued = keep
+        for entry in self._in_flight.values():
+            if entry.future is not None and entry.future.deadline <= now:
+                # KAFKA semantics: a request that timed out after being written leaves
+                # the stream in an unknown position, so the connection goes (as in
+                # Java's NetworkClient.handleTimedOutRequests).
+                self._close_with(self._timeout_error(entry.future, sent=True), entry)
+                return
+
+    def poll(self, timeout_s: float) -> None:
+        """Standalone driving: wait up to ``timeout_s`` for I/O, then expire and run
+        callbacks. Only for a connection constructed without a shared selector."""
+        if not self._owns_selector:
+            raise RuntimeError("this connection is driven by its owner's selector loop")
+        now = self._clock()
+        deadline = self.next_deadline()
+        wait = max(0.0, timeout_s)
+        if deadline is not None:
+            wait = min(wait, max(0.0, deadline - now))
+        if self._sock is not None and self._registered_events:
+            for _key, mask in self._selector.select(wait):
+                self.handle_io(mask)
+        elif wait > 0 and self.state is not ConnectionState.CLOSED:
+            time.sleep(wait)
+        self.expire()
+        self.run_callbacks()
+
+    def run_callbacks(self) -> None:
+        """Run done-callbacks of requests completed since the last call (standalone)."""
+        while self._completed:
+            batch, self._completed = self._completed, []
+            for future in batch:
+                future._run_callbacks()
+
+    def close(self) -> None:
+        """Close the socket; outstanding requests fail with ``BrokerConnectionError``.
+
+        Idempotent. A standalone connection also closes its selector.
+        """
+        if self.state is not ConnectionState.CLOSED:
+            self._close_with(None, None)
+        if self._owns_selector:
+            self.run_callbacks()
+            self._selector.close()
+
+    def _open(self) -> bool:
+        # A method, not an inline comparison: mypy would narrow ``state`` across the
+        # calls that close the connection.
+        return self.state is not ConnectionState.CLOSED
+
+    def __repr__(self) -> str:
+        return f"<BrokerConnection {self.broker} {self.state.value}>"
+
+    # ------------------------------------------------------------------ connect
+
+    def _start_connect(self) -> None:
+        infos = socket.getaddrinfo(self.host, self.port, type=socket.SOCK_STREAM)
+        if not infos:
+            raise OSError(f"cannot resolve {self.host}")
+        family, socktype, proto, _canon, address = infos[0]
+        sock = socket.socket(family, socktype, proto)
+        try:
+            sock.setblocking(False)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            code = sock.connect_ex(address)
+            if code not in (0, errno.EINPROGRESS, errno.EWOULDBLOCK, errno.EAGAIN):
+                raise OSError(code, errno.errorcode.get(code, str(code)))
+        except BaseException:
+            sock.close()
+            raise
+        self._sock = sock
+        self._registered_events = selectors.EVENT_WRITE
+        try:
+            self._selector.register(sock, selectors.EVENT_WRITE, self)
+        except BaseException:
+            self._sock = None
+            self._registered_events = 0
+            sock.close()
+            raise
+
+    def _fail_connect(self, exc: BaseException) -> None:
+        error = BrokerConnectionError(f"cannot connect: {exc}", broker=self.broker)
+        error.__cause__ = exc
+        self._close_with(error, None)
+
+    def _finish_connect(self) -> None:
+        assert self._sock is not None
+        code = self._sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+        if code != 0:
+            raise _StreamFailure(
+                BrokerConnectionError(
+                    f"cannot connect: [Errno {code}] {errno.errorcode.get(code, '')}".rstrip(),
+                    broker=self.broker,
+                ),
+                None,
+            )
+        self.state = ConnectionState.NEGOTIATING
+        self._send_handshake()
+
+    def _send_handshake(self) -> None:
+        version = self._handshake_version
+        request = ApiVersionsRequest(
+            client_software_name=CLIENT_SOFTWARE_NAME,
+            client_software_version=CLIENT_SOFTWARE_VERSION,
+        )
+        self._write_frame(request, version, None)
+
+    def _on_handshake(self, entry: _InFlight, frame: bytes) -> None:
+        response = self._decode_api_versions(entry, frame)
+        code = response.error_code
+        if code == errors.UNSUPPORTED_VERSION and entry.api_version > 0:
+            # KIP-511: the broker answers a too-new ApiVersions with a v0 body carrying
+            # its own ApiVersions range (if it knows how); retry at that, else v0.
+            advertised = {k.api_key: k.max_version for k in response.api_keys}
+            fallback = min(advertised.get(ApiVersionsRequest.API_KEY, 0), entry.api_version - 1)
+            self._handshake_version = max(0, fallback)
+            log.debug(
+                "%s rejected ApiVersions v%d; retrying with v%d",
+                self.broker,
+                entry.api_version,
+                self._handshake_version,
+            )
+            self._send_handshake()
+            return
+        if code != 0:
+            raise _StreamFailure(
+                BrokerConnectionError(
+                    "ApiVersions handshake failed: "
+                    + str(
+                        errors.to_exception(
+                            code,
+                            api_key=ApiVersionsRequest.API_KEY,
+                            api_version=entry.api_version,
+                            broker=self.broker,
+                            message=None,
+                        )
+                    ),
+                    broker=self.broker,
+                ),
+                None,
+            )
+        self._api_versions = {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
+        self.state = ConnectionState.READY
+        self.was_ready = True
+        self._setup_deadline = None
+        queued, self._queued = self._queued, collections.deque()
+        for item in queued:
+            self._write_request(item.future)
+
+    def _decode_api_versions(self, entry: _InFlight, frame: bytes) -> ApiVersionsResponse:
+        try:
+            _cid, response = decode_response(
+                ApiVersionsRequest, frame, api_version=entry.api_version
+            )
+        except ProtocolError:
+            if entry.api_version == 0:
+                raise
+            # Java's ApiVersionsResponse.parse: a broker that does not know our version
+            # answers in v0, so parse again as v0 before giving up.
+            _cid, response = decode_response(ApiVersionsRequest, frame, api_version=0)
+        assert isinstance(response, ApiVersionsResponse)
+        return response
+
+    # ------------------------------------------------------------------ writing
+
+    def _write_request(self, future: PendingRequest[Any]) -> None:
+        request_type = type(future.request)
+        try:
+            negotiated = choose_version(
+                request_type, self._api_versions.get(request_type.API_KEY), broker=self.broker
+            )
+            if future.api_version is None:
+                version = negotiated
+            else:
+                version = future.api_version
+                low = max(
+                    request_type.MIN_VERSION,
+                    self._api_versions[request_type.API_KEY][0],
+                )
+                if not low <= version <= negotiated:
+                    raise _unsupported(
+                        request_type,
+                        f"{api_name(request_type)} v{version} requested, but only"
+                        f" v{low}-{negotiated} is common to client and broker",
+                        self.broker,
+                    )
+            future.api_version = version
+            self._write_frame(future.request, version, future)
+        except (KafkaError, ProtocolError, ValueError, TypeError) as exc:
+            # Version mismatch or a request the codec refuses at this version: only
+            # this request fails; nothing was written, so the stream is intact.
+            if isinstance(exc, KafkaError | ProtocolError):
+                error: BaseException = exc
+            else:
+                error = ProtocolError(
+                    f"cannot encode {api_name(request_type)} v{future.api_version}: {exc}",
+                    api_key=request_type.API_KEY,
+                    api_version=future.api_version,
+                    broker=self.broker,
+                )
+                error.__cause__ = exc
+            self._complete_error(future, error)
+
+    def _write_frame(
+        self, request: Request, version: int, future: PendingRequest[Any] | None
+    ) -> None:
+        correlation_id = self._next_correlation_id
+        self._next_correlation_id = (correlation_id + 1) % (_MAX_CORRELATION_ID + 1)
+        payload = encode_request(
+            request, api_version=version, correlation_id=correlation_id, client_id=self._client_id
+        )
+        if future is not None:
+            future.correlation_id = correlation_id
+        self._in_flight[correlation_id] = _InFlight(type(request), version, future)
+        self._out += len(payload).to_bytes(4, "big", signed=True)
+        self._out += payload
+        self._update_interest()
+
+    def _flush(self) -> None:
+        assert self._sock is not None
+        while self._out:
+            try:
+                sent = self._sock.send(self._out)
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError as exc:
+                raise _StreamFailure(
+                    BrokerConnectionError(f"send failed: {exc}", broker=self.broker), None
+                ) from exc
+            if sent == 0:
+                return
+            del self._out[:sent]
+            self._last_activity = self._clock()
+
+    # ------------------------------------------------------------------ reading
+
+    def _read(self) -> None:
+        assert self._sock is not None
+        while True:
+            try:
+                chunk = self._sock.recv(_READ_CHUNK)
+            except (BlockingIOError, InterruptedError):
+                break
+            except OSError as exc:
+                raise _StreamFailure(
+                    BrokerConnectionError(f"receive failed: {exc}", broker=self.broker), None
+                ) from exc
+            if not chunk:
+                self._process_frames()  # complete frames that arrived with the EOF
+                raise _StreamFailure(self._eof_error(), None)
+            self._in += chunk
+            self._last_activity = self._clock()
+            if len(chunk) < _READ_CHUNK:
+                break
+        self._process_frames()
+
+    def _process_frames(self) -> None:
+        buf = self._in
+        offset = 0
+        try:
+            while len(buf) - offset >= 4 and self.state is not ConnectionState.CLOSED:
+                size = int.from_bytes(buf[offset : offset + 4], "big", signed=True)
+                if size < 4 or size > self._max_response_bytes:
+                    oldest = self._oldest()
+                    raise _StreamFailure(
+                        self._protocol_error(
+                            f"response size {size} outside 4..{self._max_response_bytes}"
+                            " bytes: not a Kafka frame",
+                            oldest,
+                        ),
+                        oldest,
+                    )
+                if len(buf) - offset - 4 < size:
+                    break
+                frame = bytes(buf[offset + 4 : offset + 4 + size])
+                offset += 4 + size
+                self._on_frame(frame)
+        finally:
+            if offset:
+                del buf[:offset]
+
+    def _on_frame(self, frame: bytes) -> None:
+        correlation_id = int.from_bytes(frame[:4], "big", signed=True)
+        entry = self._in_flight.pop(correlation_id, None)
+        if entry is None:
+            oldest = self._oldest()
+            expected = list(self._in_flight)[:5]
+            raise _StreamFailure(
+                self._protocol_error(
+                    f"response with unknown correlation id {correlation_id}"
+                    f" (outstanding: {expected})",
+                    oldest,
+                ),
+                oldest,
+            )
+        if entry.handshake:
+            try:
+                self._on_handshake(entry, frame)
+            except _StreamFailure:
+                raise
+            except Exception as exc:
+                raise _StreamFailure(self._wrap_decode_error(entry, exc), None) from exc
+            return
+        assert entry.future is not None
+        try:
+            _cid, response = decode_response(
+                entry.request_type, frame, api_version=entry.api_version
+            )
+        except Exception as exc:
+            # Put the entry back so that the close reports this request as the victim.
+            self._in_flight[correlation_id] = entry
+            raise _StreamFailure(self._wrap_decode_error(entry, exc), entry) from exc
+        entry.future._set_result(response)
+        self._on_complete(entry.future)
+
+    # ------------------------------------------------------------------ closing
+
+    def _close_with(self, error: BaseException | None, victim: _InFlight | None) -> None:
+        """Close the socket and fail everything outstanding.
+
+        ``victim`` (if any) gets ``error`` itself; the others get a
+        ``BrokerConnectionError`` chained to it.
+        """
+        if self.state is ConnectionState.CLOSED:
+            return
+        self.state = ConnectionState.CLOSED
+        self.close_error = error
+        sock, self._sock = self._sock, None
+        try:
+            if sock is not None:
+                try:
+                    if self._registered_events:
+                        self._selector.unregister(sock)
+                except (KeyError, ValueError, OSError):
+                    pass
+        finally:
+            self._registered_events = 0
+            if sock is not None:
+                sock.close()
+            self._out.clear()
+            self._in.clear()
+        if error is not None:
+            log.info("connection to %s closed: %s", self.broker, error)
+        in_flight, self._in_flight = self._in_flight, {}
+        queued, self._queued = self._queued, collections.deque()
+        for entry in in_flight.values():
+            if entry.future is None:
+                continue
+            if entry is victim and error is not None:
+                self._complete_error(entry.future, error)
+            else:
+                self._complete_error(entry.future, self._closed_error(entry.future))
+        for item in queued:
+            self._complete_error(item.future, self._closed_error(item.future))
+
+    def _complete_error(self, future: PendingRequest[Any], error: BaseException) -> None:
+        if future._set_exception(error):
+            self._on_complete(future)
+
+    # ------------------------------------------------------------------ errors
+
+    def _oldest(self) -> _InFlight | None:
+        for entry in self._in_flight.values():
+            return entry
+        return None
+
+    def _closed_error(self, future: PendingRequest[Any]) -> BrokerConnectionError:
+        version = "?" if future.api_version is None else str(future.api_version)
+        cause = self.close_error
+        reason = f": {cause}" if cause is not None else " by the client"
+        error = BrokerConnectionError(
+            f"connection closed before the {future.api_name} v{version} response{reason}",
+            broker=self.broker,
+        )
+        error.__cause__ = cause
+        return error
+
+    def _eof_error(self) -> BrokerConnectionError:
+        oldest = self._oldest()
+        pending = "" if not self._in else f" after {len(self._in)} bytes of a response"
+        if oldest is None:
+            return BrokerConnectionError(
+                f"connection closed by the broker{pending}", broker=self.broker
+            )
+        return BrokerConnectionError(
+            f"connection closed by the broker{pending} while waiting for"
+            f" {api_name(oldest.request_type)} v{oldest.api_version}",
+            broker=self.broker,
+        )
+
+    def _timeout_error(self, future: PendingRequest[Any], *, sent: bool) -> RequestTimeoutError:
+        where = "no response" if sent else "not sent (connection not ready)"
+        version = "?" if future.api_version is None else str(future.api_version)
+        return RequestTimeoutError(
+            f"{future.api_name} v{version} to {self.broker}: {where} within the request timeout",
+            api_key=future.api_key,
+            api_version=future.api_version,
+            broker=self.broker,
+        )
+
+    def _protocol_error(self, message: str, entry: _InFlight | None) -> ProtocolError:
+        return ProtocolError(
+            message,
+            api_key=entry.api_key if entry else None,
+            api_version=entry.api_version if entry else None,
+            broker=self.broker,
+        )
+
+    def _wrap_decode_error(self, entry: _InFlight, exc: BaseException) -> ProtocolError:
+        error = ProtocolError(
+            f"cannot decode {api_name(entry.request_type)} v{entry.api_version} response: {exc}",
+            api_key=entry.api_key,
+            api_version=entry.api_version,
+            broker=self.broker,
+        )
+        error.__cause__ = exc
+        return error
+
+    def _update_interest(self) -> None:
+        if self._sock is None:
+            return
+        if self.state is ConnectionState.CONNECTING:
+            wanted = selectors.EVENT_WRITE
+        else:
+            wanted = selectors.EVENT_READ | (selectors.EVENT_WRITE if self._out else 0)
+        if wanted != self._registered_events:
+            self._selector.modify(self._sock, wanted, self)
+            self._registered_events = wanted
+
+
+class _StreamFailure(Exception):
+    """Internal: the stream is unusable; ``victim`` is the request the error concerns."""
+
+    def __init__(self, error: BaseException, victim: _InFlight | None) -> None:
+        super().__init__(str(error))
+        self.error = error
+        self.victim = victim

@@ -433,7 +433,8 @@ _SYNONYMS: dict[str, str] = {
 FETCHER_PASSTHROUGH_KEYS: Mapping[str, Callable[[str, object], ConfigValue]] = {
     "fetch.wait.max.ms": _int(0, 300000),
     "fetch.min.bytes": _int(1, 100000000),
-    "fetch.max.bytes": _int(0, 2147483135),
+    # librdkafka: fetch.max.bytes >= message.max.bytes (1000000, not configurable here).
+    "fetch.max.bytes": _int(1000000, 2147483135),
     "fetch.message.max.bytes": _int(1, 1000000000),
     "max.partition.fetch.bytes": _int(1, 1000000000),
     "fetch.error.backoff.ms": _int(0, 300000),
@@ -604,11 +605,7 @@ class ConsumerConfig:
                 passthrough[lib_key] = FETCHER_PASSTHROUGH_KEYS[lib_key](key, value)
                 continue
             raise _unknown_key(key)
-        if {"fetch.message.max.bytes", "max.partition.fetch.bytes"} <= passthrough.keys():
-            raise ConfigurationError(
-                "'fetch.message.max.bytes' and 'max.partition.fetch.bytes' are the same "
-                "librdkafka option; give one"
-            )
+        _check_passthrough(passthrough)
 
         resolved: dict[str, Any] = {}
         for option in _OPTIONS:
@@ -682,6 +679,28 @@ class ConsumerConfig:
             }
         )
         return config
+
+
+#: librdkafka's default fetch.max.bytes, for the receive.message.max.bytes check.
+_LIBRDKAFKA_FETCH_MAX_BYTES = 52428800
+
+
+def _check_passthrough(passthrough: Mapping[str, ConfigValue]) -> None:
+    # Cross-key rules librdkafka enforces when the fetcher is created: checked here so
+    # they fail at configuration time with our error type.
+    if {"fetch.message.max.bytes", "max.partition.fetch.bytes"} <= passthrough.keys():
+        raise ConfigurationError(
+            "'fetch.message.max.bytes' and 'max.partition.fetch.bytes' are the same "
+            "librdkafka option; give one"
+        )
+    receive_max = passthrough.get("receive.message.max.bytes")
+    if receive_max is not None:
+        fetch_max = passthrough.get("fetch.max.bytes", _LIBRDKAFKA_FETCH_MAX_BYTES)
+        if int(receive_max) < int(fetch_max) + 512:
+            raise ConfigurationError(
+                f"'receive.message.max.bytes' ({receive_max}) must be at least "
+                f"'fetch.max.bytes' ({fetch_max}) + 512"
+            )
 
 
 def _check_relations(resolved: Mapping[str, Any]) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import json
 import os
 import queue
 import signal
@@ -20,7 +21,8 @@ import tempfile
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from typing import IO, Literal, NamedTuple
+from pathlib import Path
+from typing import IO, Any, Literal, NamedTuple
 
 from .._errors import BrokerConnectionError, ConfigurationError, CoopConsumerError
 from ._probe import probe_api_versions
@@ -326,6 +328,7 @@ class _ManagedProcess:
         self._lines: queue.Queue[str | None] = queue.Queue()
         self._lock = threading.Lock()
         self._stopped = False
+        self._next_id = 0
         self._popen = subprocess.Popen(
             argv,
             stdin=subprocess.PIPE,
@@ -359,18 +362,32 @@ class _ManagedProcess:
         except queue.Empty:
             raise TimeoutError(f"{self.label}: no output within {timeout_s} s") from None
 
-    def request(self, line: str, timeout_s: float) -> str | None:
-        """Write one line and read the answer (serialised between threads)."""
+    def request(self, command: Mapping[str, object], timeout_s: float) -> dict[str, Any] | None:
+        """Send one JSON command and return its JSON answer; ``None`` once the child is gone.
+
+        Commands carry an ``id`` the child echoes, so an answer that arrives after its
+        request timed out is skipped instead of being taken for the next one's.
+        Serialised between threads. Raises TimeoutError.
+        """
         with self._lock:
             stdin = self._popen.stdin
             if self._stopped or stdin is None:
                 return None
+            self._next_id += 1
+            request_id = self._next_id
             try:
-                stdin.write(line.encode() + b"\n")
+                stdin.write(json.dumps({**command, "id": request_id}).encode() + b"\n")
                 stdin.flush()
             except (BrokenPipeError, ValueError):
                 return None
-            return self.read_line(timeout_s)
+            deadline = time.monotonic() + timeout_s
+            while True:
+                line = self.read_line(max(0.0, deadline - time.monotonic()))
+                if line is None:
+                    return None
+                answer: dict[str, Any] = json.loads(line)
+                if answer.get("id") == request_id:
+                    return answer
 
     def output_tail(self, chars: int = _TAIL_CHARS) -> str:
         try:
@@ -416,6 +433,11 @@ class _ManagedProcess:
             os.killpg(self._popen.pid, signum)
 
 
-def python_module_argv(module: str, *args: str) -> list[str]:
-    """argv running ``module`` with this interpreter, isolated from user site hooks."""
-    return [sys.executable, "-m", module, *args]
+def helper_argv(script: str, *args: str) -> list[str]:
+    """argv running the standard-library-only helper ``script`` (a file in this package).
+
+    Run by path rather than ``-m`` so the child does not need coopconsumer importable
+    (or import it at all); ``-P`` (3.11+) keeps this directory, whose private module
+    names could shadow others, off the child's ``sys.path``.
+    """
+    return [sys.executable, "-P", str(Path(__file__).with_name(script)), *args]

@@ -13,7 +13,12 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from .._errors import BrokerConnectionError, ConfigurationError, KafkaError
+from .._errors import (
+    BrokerConnectionError,
+    ConfigurationError,
+    KafkaError,
+    RequestTimeoutError,
+)
 from ._broker import (
     BrokerKind,
     BrokerStartupError,
@@ -22,7 +27,7 @@ from ._broker import (
     _ManagedProcess,
     _require_int,
     _require_topic,
-    python_module_argv,
+    helper_argv,
 )
 from ._probe import wait_until_answering
 
@@ -62,14 +67,19 @@ class _MockBroker(EmbeddedBroker):
         self._process.discard_log()
 
     def _call(self, op: str, **args: Any) -> Any:
-        answer = self._process.request(json.dumps({"op": op, "args": args}), _COMMAND_TIMEOUT_S)
-        if answer is None:
+        try:
+            reply = self._process.request({"op": op, "args": args}, _COMMAND_TIMEOUT_S)
+        except TimeoutError as exc:
+            raise RequestTimeoutError(
+                f"mock command {op} got no answer within {_COMMAND_TIMEOUT_S} s",
+                broker=self.bootstrap,
+            ) from exc
+        if reply is None:
             raise BrokerConnectionError(
                 f"mock cluster process is gone (exit status {self._process.exit_status()}); "
                 f"its output ends with:\n{self._process.output_tail()}",
                 broker=self.bootstrap,
             )
-        reply = json.loads(answer)
         if reply.get("ok"):
             return reply.get("result")
         code = reply.get("code")
@@ -177,7 +187,7 @@ def start_mock(*, num_brokers: int, startup_timeout_s: float) -> _MockBroker:
 
     deadline = time.monotonic() + startup_timeout_s
     process = _ManagedProcess(
-        python_module_argv("coopconsumer.testing._mock_server", str(num_brokers)),
+        helper_argv("_mock_server.py", str(num_brokers)),
         env=os.environ,
         label="mock",
     )

@@ -8,12 +8,14 @@ only as long as the rd_kafka_t handle that created it.
 
 Protocol: the first stdout line is ``{"ready": true, "bootstrap": ..., "pid": ...}``
 (or ``{"ready": false, "error": ...}``); then every stdin line is one JSON command
-``{"op": name, "args": {...}}`` answered by one stdout line ``{"ok": true, "result": ...}``
-or ``{"ok": false, "error": ..., "code": ...}``. The process exits when stdin closes, so it
-never outlives the test process that started it.
+``{"id": n, "op": name, "args": {...}}`` answered by one stdout line
+``{"id": n, "ok": true, "result": ...}`` or ``{"id": n, "ok": false, "error": ...,
+"code": ..., "name": ...}`` (``code`` is librdkafka's, ``null`` for a malformed command).
+The process exits when stdin closes, so it never outlives the test process that
+started it.
 
 Imports only the standard library (not confluent_kafka, not the rest of coopconsumer):
-it must start fast and must not depend on the code under test.
+it is run by path, must start fast and must not depend on the code under test.
 """
 
 from __future__ import annotations
@@ -240,18 +242,31 @@ _OPS = frozenset(name for name in vars(MockCluster) if not name.startswith("_") 
 
 
 def _dispatch(cluster: MockCluster, line: str) -> dict[str, Any]:
+    request_id = None
     try:
         command = json.loads(line)
+        request_id = command.get("id")
         op = command["op"]
         args = command.get("args", {})
         if op not in _OPS:
             raise CommandError(f"unknown mock command {op!r}")
         method: Callable[..., Any] = getattr(cluster, op)
-        return {"ok": True, "result": method(**args)}
+        return {"id": request_id, "ok": True, "result": method(**args)}
     except CommandError as exc:
-        return {"ok": False, "error": str(exc), "code": exc.code, "name": exc.name}
-    except (ValueError, KeyError, TypeError, ctypes.ArgumentError) as exc:
-        return {"ok": False, "error": f"malformed command {line.strip()!r}: {exc}", "code": None}
+        return {
+            "id": request_id,
+            "ok": False,
+            "error": str(exc),
+            "code": exc.code,
+            "name": exc.name,
+        }
+    except (ValueError, KeyError, TypeError, AttributeError, ctypes.ArgumentError) as exc:
+        return {
+            "id": request_id,
+            "ok": False,
+            "error": f"malformed command {line.strip()!r}: {exc}",
+            "code": None,
+        }
 
 
 def _reply(message: dict[str, Any]) -> None:

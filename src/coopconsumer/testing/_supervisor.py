@@ -10,7 +10,8 @@ test broker has nothing worth saving.
 
 Protocol: the first stdout line is ``{"pid": <broker pid>}``; the broker's own stdout and
 stderr go to this process's stderr. The supervisor exits with the broker's exit status
-when the broker exits on its own. Standard library only.
+when the broker exits on its own. Standard library only: it is run by path, without
+coopconsumer on ``sys.path``.
 """
 
 from __future__ import annotations

@@ -12,6 +12,7 @@ import json
 import os
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 from ._broker import (
@@ -19,7 +20,7 @@ from ._broker import (
     BrokerStartupError,
     EmbeddedBroker,
     _ManagedProcess,
-    python_module_argv,
+    helper_argv,
 )
 from ._ports import free_port
 from ._probe import wait_until_answering
@@ -58,8 +59,15 @@ def find_tansu_binary() -> Path:
 class _TansuBroker(EmbeddedBroker):
     kind: BrokerKind = "tansu"
 
-    def __init__(self, process: _ManagedProcess, broker_pid: int, **kwargs: object) -> None:
-        super().__init__(**kwargs)  # type: ignore[arg-type]
+    def __init__(
+        self,
+        process: _ManagedProcess,
+        broker_pid: int,
+        *,
+        bootstrap: str,
+        api_versions: Mapping[int, tuple[int, int]],
+    ) -> None:
+        super().__init__(bootstrap=bootstrap, api_versions=api_versions)
         self._process = process
         self._broker_pid = broker_pid
 
@@ -104,7 +112,7 @@ def start_tansu(*, startup_timeout_s: float) -> _TansuBroker:
     for _ in range(_PORT_ATTEMPTS):
         port = free_port()
         process = _ManagedProcess(
-            python_module_argv("coopconsumer.testing._supervisor", *_command(binary, port)),
+            helper_argv("_supervisor.py", *_command(binary, port)),
             env=env,
             label="tansu",
         )

@@ -1,0 +1,307 @@
+"""validate_cooperative_assignment (KIP-429's rule) and check_assignment (the leader's
+sanity check on every assignor result)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import pytest
+from _strategies_basic import problems
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from coopconsumer._errors import AssignorError, InvalidAssignmentError
+from coopconsumer.assignors import (
+    Assignment,
+    ClusterMetadata,
+    ConsumerPartitionAssignor,
+    GroupAssignment,
+    GroupSubscription,
+    RangeAssignor,
+    RoundRobinAssignor,
+    Subscription,
+    TopicPartition,
+    validate_cooperative_assignment,
+)
+from coopconsumer.assignors._validation import check_assignment
+
+TP = TopicPartition
+
+
+def _group(
+    owned: Mapping[str, Sequence[TopicPartition]], topics: Sequence[str] = ("t",)
+) -> GroupSubscription:
+    return GroupSubscription(
+        subscriptions={
+            m: Subscription(topics=topics, owned_partitions=ps) for m, ps in owned.items()
+        }
+    )
+
+
+def _result(assigned: Mapping[str, Sequence[TopicPartition]]) -> GroupAssignment:
+    return GroupAssignment(assignments={m: Assignment(partitions=ps) for m, ps in assigned.items()})
+
+
+def _coop_error(group: GroupSubscription, result: GroupAssignment) -> str:
+    with pytest.raises(InvalidAssignmentError) as info:
+        validate_cooperative_assignment(group, result, assignor_name="my-coop")
+    return str(info.value)
+
+
+# --- validate_cooperative_assignment -------------------------------------------------------
+
+
+def test_invalid_assignment_error_is_an_assignor_error() -> None:
+    assert issubclass(InvalidAssignmentError, AssignorError)
+
+
+def test_first_generation_has_nothing_to_violate() -> None:
+    group = _group({"a": [], "b": []})
+    validate_cooperative_assignment(
+        group, _result({"a": [TP("t", 0)], "b": [TP("t", 1)]}), assignor_name="x"
+    )
+
+
+def test_keeping_owned_and_adding_free_partitions_is_fine() -> None:
+    group = _group({"a": [TP("t", 0), TP("t", 1)], "b": []})
+    result = _result({"a": [TP("t", 0)], "b": [TP("t", 2)]})
+    validate_cooperative_assignment(group, result, assignor_name="x")
+
+
+def test_revoking_without_reassigning_is_the_cooperative_way() -> None:
+    # t-1 leaves a this round and stays unassigned until the follow-up rebalance.
+    group = _group({"a": [TP("t", 0), TP("t", 1)], "b": []})
+    validate_cooperative_assignment(group, _result({"a": [TP("t", 0)], "b": []}), assignor_name="x")
+
+
+def test_handing_a_partition_straight_to_another_member_is_rejected() -> None:
+    group = _group({"a": [TP("t", 0), TP("t", 1)], "b": []})
+    message = _coop_error(group, _result({"a": [TP("t", 0)], "b": [TP("t", 1)]}))
+    assert "'my-coop'" in message
+    assert "t-1 from 'a' to 'b'" in message
+    assert "1 partition(s)" in message
+
+
+def test_adding_a_partition_its_owner_keeps_is_rejected_too() -> None:
+    group = _group({"a": [TP("t", 0)], "b": []})
+    message = _coop_error(group, _result({"a": [TP("t", 0)], "b": [TP("t", 0)]}))
+    assert "t-0 from 'a' to 'b'" in message
+
+
+def test_all_previous_claimants_are_named() -> None:
+    group = _group({"a": [TP("t", 0)], "b": [TP("t", 0)], "c": []})
+    message = _coop_error(group, _result({"a": [], "b": [], "c": [TP("t", 0)]}))
+    assert "t-0 from 'a', 'b' to 'c'" in message
+
+
+def test_member_keeping_a_partition_another_also_claims_is_not_a_handover() -> None:
+    # Two members claim t-0 (one from a stale generation); giving it to one of them adds
+    # it to nobody, so nothing moves in this round.
+    group = _group({"a": [TP("t", 0)], "b": [TP("t", 0)]})
+    validate_cooperative_assignment(group, _result({"a": [TP("t", 0)], "b": []}), assignor_name="x")
+
+
+def test_long_violation_lists_are_truncated_in_order() -> None:
+    owned = {"a": [TP("t", p) for p in range(25)], "b": []}
+    message = _coop_error(_group(owned), _result({"a": [], "b": owned["a"]}))
+    assert "25 partition(s)" in message
+    assert "t-0 from 'a' to 'b'" in message
+    assert "t-9 from 'a' to 'b'" in message
+    assert "t-10 " not in message
+    assert "... and 15 more" in message
+
+
+def test_result_member_missing_from_subscription_counts_as_owning_nothing() -> None:
+    group = _group({"a": [TP("t", 0)]})
+    assert "to 'ghost'" in _coop_error(group, _result({"a": [], "ghost": [TP("t", 0)]}))
+
+
+@settings(max_examples=150, deadline=None)
+@given(problems(), st.data())
+def test_rejects_exactly_when_a_partition_changes_owner(
+    problem: tuple[ClusterMetadata, GroupSubscription], data: st.DataObject
+) -> None:
+    # Owned partitions from one range round; the next round is a roundrobin result on
+    # the same members, optionally with moving partitions stripped as KIP-429 requires.
+    metadata, group = problem
+    previous = RangeAssignor().assign(metadata, group).assignments
+    owned_group = GroupSubscription(
+        subscriptions={
+            m: Subscription(topics=s.topics, owned_partitions=previous[m].partitions)
+            for m, s in group.subscriptions.items()
+        }
+    )
+    proposed = RoundRobinAssignor().assign(metadata, group).assignments
+    owner = {tp: m for m, a in previous.items() for tp in a.partitions}
+    moving = {tp for m, a in proposed.items() for tp in a.partitions if owner.get(tp, m) != m}
+    strip = data.draw(st.booleans())
+    result = GroupAssignment(
+        assignments={
+            m: Assignment(partitions=[tp for tp in a.partitions if not (strip and tp in moving)])
+            for m, a in proposed.items()
+        }
+    )
+    if strip or not moving:
+        validate_cooperative_assignment(owned_group, result, assignor_name="rr")
+    else:
+        message = _coop_error(owned_group, result)
+        assert f"{len(moving)} partition(s)" in message
+
+
+# --- check_assignment ------------------------------------------------------------------------
+
+METADATA = ClusterMetadata.from_partition_counts({"t": 3, "u": 2})
+
+
+def _subs(**topics: Sequence[str]) -> GroupSubscription:
+    return GroupSubscription(subscriptions={m: Subscription(topics=ts) for m, ts in topics.items()})
+
+
+def _check_error(group: GroupSubscription, result: object) -> str:
+    with pytest.raises(InvalidAssignmentError) as info:
+        check_assignment(METADATA, group, result, assignor_name="custom")  # type: ignore[arg-type]
+    assert "'custom'" in str(info.value)
+    return str(info.value)
+
+
+def test_valid_assignment_passes_even_with_idle_partitions() -> None:
+    group = _subs(a=["t"], b=["t", "u"])
+    check_assignment(
+        METADATA,
+        group,
+        _result({"a": [TP("t", 0)], "b": [TP("t", 2), TP("u", 1)]}),
+        assignor_name="custom",
+    )
+    check_assignment(METADATA, group, _result({"a": [], "b": []}), assignor_name="custom")
+
+
+def test_missing_member() -> None:
+    message = _check_error(_subs(a=["t"], b=["t"]), _result({"a": [TP("t", 0)]}))
+    assert "no assignment for 1 member(s) of the group: 'b'" in message
+
+
+def test_member_not_in_group() -> None:
+    message = _check_error(_subs(a=["t"]), _result({"a": [], "zombie": []}))
+    assert "1 member(s) not in the group: 'zombie'" in message
+
+
+def test_partition_assigned_to_two_members() -> None:
+    message = _check_error(
+        _subs(a=["t"], b=["t"]), _result({"a": [TP("t", 0)], "b": [TP("t", 0), TP("t", 1)]})
+    )
+    assert "1 partition(s) assigned more than once: t-0 to 'a', 'b'" in message
+
+
+def test_partition_listed_twice_for_one_member() -> None:
+    message = _check_error(_subs(a=["t"]), _result({"a": [TP("t", 1), TP("t", 1)]}))
+    assert "t-1 to 'a', 'a'" in message
+
+
+def test_partition_of_unsubscribed_topic() -> None:
+    message = _check_error(_subs(a=["t"], b=["u"]), _result({"a": [TP("u", 0)], "b": []}))
+    assert "'a' got 'u'" in message
+
+
+@pytest.mark.parametrize(
+    ("partition", "shown"),
+    [(TP("t", 3), "t-3"), (TP("t", -1), "t--1"), (TP("gone", 0), "gone-0")],
+)
+def test_partition_not_in_metadata(partition: TopicPartition, shown: str) -> None:
+    group = _subs(a=["t", "gone"])
+    message = _check_error(group, _result({"a": [partition]}))
+    assert f"1 partition(s) not in the metadata: {shown}" in message
+
+
+def test_all_problems_are_reported_together() -> None:
+    group = _subs(a=["t"], b=["t"], c=["t"])
+    result = _result({"a": [TP("t", 0), TP("u", 0)], "b": [TP("t", 0), TP("t", 7)], "x": []})
+    message = _check_error(group, result)
+    for fragment in (
+        "no assignment for 1 member(s) of the group: 'c'",
+        "not in the group: 'x'",
+        "assigned more than once: t-0",
+        "'a' got 'u'",
+        "not in the metadata: t-7",
+    ):
+        assert fragment in message
+
+
+def test_long_problem_lists_are_truncated() -> None:
+    group = _subs(a=["t"])
+    result = _result({"a": [TP("t", 100 + i) for i in range(30)]})
+    message = _check_error(group, result)
+    assert "30 partition(s) not in the metadata" in message
+    assert "... and 20 more" in message
+
+
+def test_not_a_group_assignment() -> None:
+    assert "returned dict, not a GroupAssignment" in _check_error(_subs(a=["t"]), {"a": []})
+
+
+def test_entries_that_are_not_assignments() -> None:
+    bad = GroupAssignment(assignments={"a": [TP("t", 0)]})  # type: ignore[dict-item]
+    assert "not Assignment objects for member(s) 'a'" in _check_error(_subs(a=["t"]), bad)
+
+
+@pytest.mark.parametrize("entry", [("t", "0"), ("t",), "t-0", ("t", True), (0, 0)])
+def test_malformed_partitions(entry: object) -> None:
+    result = _result({"a": [entry]})  # type: ignore[list-item]
+    assert "not TopicPartition" in _check_error(_subs(a=["t"]), result)
+
+
+def test_plain_tuples_count_as_partitions() -> None:
+    result = _result({"a": [("t", 0)]})  # type: ignore[list-item]
+    check_assignment(METADATA, _subs(a=["t"]), result, assignor_name="custom")
+
+
+BUILTINS: list[ConsumerPartitionAssignor] = [RangeAssignor(), RoundRobinAssignor()]
+
+
+@pytest.mark.parametrize("assignor", BUILTINS, ids=lambda a: a.name)
+@settings(max_examples=100, deadline=None)
+@given(problem=problems(racks=True))
+def test_builtin_results_always_pass(
+    assignor: ConsumerPartitionAssignor, problem: tuple[ClusterMetadata, GroupSubscription]
+) -> None:
+    metadata, group = problem
+    result = assignor.assign(metadata, group)
+    check_assignment(metadata, group, result, assignor_name=assignor.name)
+
+
+@settings(max_examples=100, deadline=None)
+@given(problems(), st.data())
+def test_corrupted_results_fail(
+    problem: tuple[ClusterMetadata, GroupSubscription], data: st.DataObject
+) -> None:
+    metadata, group = problem
+    assignments = dict(RangeAssignor().assign(metadata, group).assignments)
+    corruption = data.draw(st.sampled_from(["drop", "extra", "duplicate", "foreign", "ghost"]))
+    member = data.draw(st.sampled_from(sorted(assignments)))
+    if corruption == "drop":
+        del assignments[member]
+    elif corruption == "extra":
+        assignments["not-a-member-" + member] = Assignment(partitions=())
+    elif corruption == "ghost":
+        ghost = TP("no-such-topic", 0)
+        assignments[member] = Assignment(partitions=(*assignments[member].partitions, ghost))
+    else:
+        holders = [m for m, a in assignments.items() if a.partitions]
+        if not holders:
+            return
+        donor = data.draw(st.sampled_from(holders))
+        tp = data.draw(st.sampled_from(assignments[donor].partitions))
+        if corruption == "duplicate":
+            target = data.draw(st.sampled_from(sorted(assignments)))
+        else:  # "foreign": hand it to a member not subscribed to its topic
+            outsiders = [m for m, s in group.subscriptions.items() if tp.topic not in s.topics]
+            if not outsiders:
+                return
+            target = data.draw(st.sampled_from(outsiders))
+            assignments[donor] = Assignment(
+                partitions=[p for p in assignments[donor].partitions if p != tp]
+            )
+        assignments[target] = Assignment(partitions=(*assignments[target].partitions, tp))
+    with pytest.raises(InvalidAssignmentError):
+        check_assignment(
+            metadata, group, GroupAssignment(assignments=assignments), assignor_name="x"
+        )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 import threading
 
 import attrs
@@ -404,3 +405,124 @@ def test_property_stats_within_one_window(events: list[tuple[float, float]]) -> 
     assert registry.measure("count", now) == len(values)
     # One sample, so one empty prior window of 30 s is assumed.
     assert registry.measure("rate", now) == pytest.approx(len(values) / (now - first + 30.0))
+
+
+# -- exporters ------------------------------------------------------------------------
+
+
+def _recorded_metrics() -> CoordinatorMetrics:
+    metrics = CoordinatorMetrics()
+    metrics.rebalance_started(10.0)
+    metrics.rebalance_completed(13.5)
+    metrics.commit_completed(0.002, 13.5)
+    metrics.set_assigned_partitions(4)
+    return metrics
+
+
+def test_prometheus_text_output_has_every_metric() -> None:
+    pytest.importorskip("prometheus_client")
+    from prometheus_client import CollectorRegistry, generate_latest
+
+    from coopconsumer.metrics_export import register_prometheus
+
+    metrics = _recorded_metrics()
+    registry = CollectorRegistry()
+    exporter = register_prometheus(
+        lambda: metrics.snapshot(20.0), registry, labels={"client_id": "c1"}
+    )
+    text = generate_latest(registry).decode()
+    assert 'kafka_consumer_coordinator_rebalance_latency_avg{client_id="c1"} 3500.0' in text
+    # The TYPE line names the family with or without _total depending on the version.
+    assert re.search(r"# TYPE kafka_consumer_coordinator_rebalance(_total)? counter\n", text)
+    assert 'kafka_consumer_coordinator_rebalance_total{client_id="c1"} 1.0' in text
+    assert 'kafka_consumer_coordinator_assigned_partitions{client_id="c1"} 4.0' in text
+    assert 'kafka_consumer_coordinator_last_rebalance_seconds_ago{client_id="c1"} 6.0' in text
+    assert 'kafka_consumer_coordinator_join_time_avg{client_id="c1"} NaN' in text
+    # HELP text comes from the registry's descriptions.
+    assert "# HELP kafka_consumer_coordinator_rebalance_latency_max Longest successful" in text
+    for name in CODE_NAMES:
+        family = exporter.prometheus_name(name)
+        assert f"\n{family}" in text or text.startswith(family), name
+    # Scrapes read the source again: new recordings show up.
+    metrics.commit_completed(0.002, 21.0)
+    assert 'kafka_consumer_coordinator_commit_total{client_id="c1"} 2.0' in (
+        generate_latest(registry).decode()
+    )
+
+
+def test_prometheus_duplicate_registration_is_refused() -> None:
+    pytest.importorskip("prometheus_client")
+    from prometheus_client import CollectorRegistry
+
+    from coopconsumer.metrics_export import register_prometheus
+
+    metrics = CoordinatorMetrics()
+    registry = CollectorRegistry()
+    register_prometheus(lambda: metrics.snapshot(0.0), registry)
+    with pytest.raises(ValueError, match="Duplicated"):
+        register_prometheus(lambda: metrics.snapshot(0.0), registry)
+    register_prometheus(lambda: metrics.snapshot(0.0), registry, namespace="second")
+
+
+def test_prometheus_bad_names() -> None:
+    pytest.importorskip("prometheus_client")
+    from coopconsumer._errors import ConfigurationError
+    from coopconsumer.metrics_export import PrometheusExporter
+
+    with pytest.raises(ConfigurationError, match="namespace"):
+        PrometheusExporter(dict, namespace="kafka-consumer")
+    with pytest.raises(ConfigurationError, match="label name"):
+        PrometheusExporter(dict, labels={"client-id": "x"})
+
+
+def test_missing_extras_name_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    from coopconsumer.metrics_export import OpenTelemetryExporter, PrometheusExporter
+
+    for module in ("prometheus_client", "prometheus_client.metrics_core"):
+        monkeypatch.setitem(sys.modules, module, None)
+    for module in ("opentelemetry", "opentelemetry.metrics"):
+        monkeypatch.setitem(sys.modules, module, None)
+    with pytest.raises(ImportError, match=r"pip install 'coopconsumer\[prometheus\]'"):
+        PrometheusExporter(dict)
+    with pytest.raises(ImportError, match=r"pip install 'coopconsumer\[otel\]'"):
+        OpenTelemetryExporter(dict)
+
+
+def test_opentelemetry_observable_instruments() -> None:
+    pytest.importorskip("opentelemetry.sdk.metrics")
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+
+    from coopconsumer.metrics_export import register_opentelemetry
+
+    metrics = _recorded_metrics()
+    reader = InMemoryMetricReader()
+    provider = MeterProvider(metric_readers=[reader])
+    exporter = register_opentelemetry(
+        lambda: metrics.snapshot(20.0),
+        provider.get_meter("test"),
+        attributes={"client.id": "c1"},
+    )
+    prefix = "kafka.consumer.coordinator."
+    assert set(exporter.instrument_names) == {prefix + name for name in CODE_NAMES}
+
+    data = reader.get_metrics_data()
+    assert data is not None
+    points: dict[str, tuple[float, dict[str, object], str]] = {}
+    for resource_metrics in data.resource_metrics:
+        for scope_metrics in resource_metrics.scope_metrics:
+            for metric in scope_metrics.metrics:
+                for point in metric.data.data_points:
+                    value = point.value  # type: ignore[union-attr]
+                    points[metric.name] = (value, dict(point.attributes or {}), metric.unit or "")
+    assert points[prefix + "rebalance-total"][0] == 1.0
+    assert points[prefix + "rebalance-latency-avg"] == (3500.0, {"client.id": "c1"}, "ms")
+    assert points[prefix + "rebalance-rate-per-hour"][2] == "1/h"
+    assert points[prefix + "commit-rate"][2] == "1/s"
+    assert points[prefix + "last-rebalance-seconds-ago"][:2] == (6.0, {"client.id": "c1"})
+    assert points[prefix + "assigned-partitions"][0] == 4.0
+    # NaN (nothing in the window) is not reported.
+    assert prefix + "join-time-avg" not in points
+    provider.shutdown()

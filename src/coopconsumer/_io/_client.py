@@ -874,7 +874,12 @@ class KafkaClient:
                 continue
             if conn.state is ConnectionState.CLOSED:
                 self._on_connection_closed(node, conn, now)
-            elif (
+                continue
+            if conn.was_ready and node.failures:
+                # Java's ClusterConnectionStates.ready(): a good connection resets the
+                # exponential reconnect backoff.
+                node.failures = 0
+            if (
                 conn.state is ConnectionState.READY
                 and conn.in_flight_count == 0
                 and conn.queued_count == 0
@@ -933,7 +938,8 @@ class KafkaClient:
 
     def _run_callbacks(self) -> None:
         while self._completed:
-            batch, self._completed = self._completed, []
+            batch = list(self._completed)
+            self._completed.clear()
             for future in batch:
                 future._run_callbacks()
 
@@ -958,17 +964,19 @@ class KafkaClient:
             raise BrokerConnectionError(f"unknown broker node id {node_id}")
         timeout_s = (self._config.request_timeout_ms if timeout_ms is None else timeout_ms) / 1000.0
         deadline = self._clock() + timeout_s
+        attempt: BrokerConnection | None = None
         while True:
             conn = self._connection_for(node)
             if conn is not None:
-                if conn.state is ConnectionState.READY:
-                    return
-                if conn.state is ConnectionState.CLOSED:
-                    self._on_connection_closed(node, conn, self._clock())
-                    error = conn.close_error or BrokerConnectionError(
-                        "connection closed", broker=node.broker
-                    )
-                    raise error
+                attempt = conn
+            if attempt is not None and attempt.state is ConnectionState.READY:
+                return
+            if attempt is not None and attempt.state is ConnectionState.CLOSED:
+                if node.connection is attempt:
+                    self._on_connection_closed(node, attempt, self._clock())
+                raise attempt.close_error or BrokerConnectionError(
+                    "connection closed", broker=node.broker
+                )
             now = self._clock()
             if now >= deadline:
                 raise RequestTimeoutError(

@@ -387,7 +387,8 @@ class BrokerConnection:
     def run_callbacks(self) -> None:
         """Run done-callbacks of requests completed since the last call (standalone)."""
         while self._completed:
-            batch, self._completed = self._completed, []
+            batch = list(self._completed)
+            self._completed.clear()
             for future in batch:
                 future._run_callbacks()
 

@@ -35,6 +35,8 @@ __all__ = [
     "external_broker",
 ]
 
+#: What serves an :class:`EmbeddedBroker`: the Tansu binary, librdkafka's mock cluster,
+#: or an already-running cluster wrapped by :func:`external_broker`.
 BrokerKind = Literal["tansu", "mock", "external"]
 
 _STOP_GRACE_S = 5.0

@@ -28,9 +28,11 @@ __all__ = ["main"]
 _DEFAULT_GRACE_S = 0.2
 
 
-def _exit_with_child(child: subprocess.Popen[bytes]) -> None:
+def _exit_with_child(child: subprocess.Popen[bytes], stopping: threading.Event) -> None:
     code = child.wait()
     sys.stderr.flush()
+    if stopping.is_set():
+        os._exit(0)
     # The broker died on its own: leave at once so the parent notices (os._exit
     # because the main thread is blocked reading stdin).
     os._exit(code if code >= 0 else 128 - code)
@@ -53,11 +55,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     sys.stdout.write(json.dumps({"pid": child.pid}) + "\n")
     sys.stdout.flush()
-    threading.Thread(target=_exit_with_child, args=(child,), daemon=True).start()
+    stopping = threading.Event()
+    threading.Thread(target=_exit_with_child, args=(child, stopping), daemon=True).start()
     # Block until the parent closes the pipe (normal stop) or dies (pipe closed by the
     # kernel); anything it writes is ignored.
     while sys.stdin.buffer.read(4096):
         pass
+    stopping.set()
     child.send_signal(signal.SIGTERM)
     try:
         child.wait(grace_s)

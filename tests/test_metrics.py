@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import re
 import threading
+from typing import Any, cast
 
 import attrs
 import pytest
@@ -515,7 +516,8 @@ def test_opentelemetry_observable_instruments() -> None:
         for scope_metrics in resource_metrics.scope_metrics:
             for metric in scope_metrics.metrics:
                 for point in metric.data.data_points:
-                    value = point.value  # type: ignore[union-attr]
+                    # Gauge and sum points both have .value; histogram points do not.
+                    value = float(cast(Any, point).value)
                     points[metric.name] = (value, dict(point.attributes or {}), metric.unit or "")
     assert points[prefix + "rebalance-total"][0] == 1.0
     assert points[prefix + "rebalance-latency-avg"] == (3500.0, {"client.id": "c1"}, "ms")

@@ -1,0 +1,88 @@
+"""The sans-I/O group member: a pure, deterministic state machine (KIP-429 semantics).
+
+``GroupMember.handle(input, now) -> list[Effect]`` plus ``next_deadline``; the driver in
+``coopconsumer._io`` executes effects and feeds inputs. Nothing here opens a socket,
+starts a thread, reads a clock or imports ``confluent_kafka``/``coopconsumer._io``.
+"""
+
+from ._diff import AssignmentDiff as AssignmentDiff
+from ._diff import diff_assignment as diff_assignment
+from ._diff import revoke_before_join as revoke_before_join
+from ._effects import Assign as Assign
+from ._effects import CommitBeforeRevoke as CommitBeforeRevoke
+from ._effects import CommitDone as CommitDone
+from ._effects import Effect as Effect
+from ._effects import Fatal as Fatal
+from ._effects import FindCoordinator as FindCoordinator
+from ._effects import InvokeListener as InvokeListener
+from ._effects import ListenerKind as ListenerKind
+from ._effects import Log as Log
+from ._effects import MetadataNeeded as MetadataNeeded
+from ._effects import Observation as Observation
+from ._effects import Observe as Observe
+from ._effects import ReportError as ReportError
+from ._effects import Send as Send
+from ._effects import Unassign as Unassign
+from ._error_actions import Api as Api
+from ._error_actions import ErrorAction as ErrorAction
+from ._error_actions import action_for as action_for
+from ._inputs import CloseRequested as CloseRequested
+from ._inputs import CommitRequested as CommitRequested
+from ._inputs import CoordinatorFound as CoordinatorFound
+from ._inputs import CoordinatorUnavailable as CoordinatorUnavailable
+from ._inputs import Input as Input
+from ._inputs import LeaveRequested as LeaveRequested
+from ._inputs import ListenerDone as ListenerDone
+from ._inputs import MetadataUpdate as MetadataUpdate
+from ._inputs import OffsetAndMetadata as OffsetAndMetadata
+from ._inputs import PollCalled as PollCalled
+from ._inputs import RequestFailed as RequestFailed
+from ._inputs import ResponseReceived as ResponseReceived
+from ._inputs import Subscribe as Subscribe
+from ._inputs import Tick as Tick
+from ._member import GroupMember as GroupMember
+from ._member import IllegalTransition as IllegalTransition
+from ._member import MemberConfig as MemberConfig
+from ._states import MemberState as MemberState
+
+__all__ = [
+    "Api",
+    "Assign",
+    "AssignmentDiff",
+    "CloseRequested",
+    "CommitBeforeRevoke",
+    "CommitDone",
+    "CommitRequested",
+    "CoordinatorFound",
+    "CoordinatorUnavailable",
+    "Effect",
+    "ErrorAction",
+    "Fatal",
+    "FindCoordinator",
+    "GroupMember",
+    "IllegalTransition",
+    "Input",
+    "InvokeListener",
+    "LeaveRequested",
+    "ListenerDone",
+    "ListenerKind",
+    "Log",
+    "MemberConfig",
+    "MemberState",
+    "MetadataNeeded",
+    "MetadataUpdate",
+    "Observation",
+    "Observe",
+    "OffsetAndMetadata",
+    "PollCalled",
+    "ReportError",
+    "RequestFailed",
+    "ResponseReceived",
+    "Send",
+    "Subscribe",
+    "Tick",
+    "Unassign",
+    "action_for",
+    "diff_assignment",
+    "revoke_before_join",
+]

@@ -1,0 +1,126 @@
+"""Error code -> action: the one table the member consults for every response error.
+
+A default action per error code, overridden per API where Java's response handlers
+differ (``AbstractCoordinator``'s Join/Sync/Heartbeat/LeaveGroup handlers and
+``ConsumerCoordinator``'s OffsetCommit handler). Pure: imports only the error table.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from types import MappingProxyType
+
+from .._protocol import errors
+
+__all__ = ["Api", "ErrorAction", "action_for"]
+
+
+class Api(enum.Enum):
+    """The group APIs the member sends (value = Kafka API key)."""
+
+    OFFSET_COMMIT = 8
+    JOIN_GROUP = 11
+    HEARTBEAT = 12
+    LEAVE_GROUP = 13
+    SYNC_GROUP = 14
+
+
+class ErrorAction(enum.Enum):
+    """What the member does about an error code."""
+
+    RETRY = "retry"
+    """Send the same request again after ``retry.backoff.ms`` (JoinGroup); for a
+    commit: fail it with a retriable error (the Consumer decides to retry)."""
+
+    FIND_COORDINATOR = "find-coordinator"
+    """Mark the coordinator unknown and look it up again; the request's own follow-up
+    (rejoin, retriable commit failure) as for RETRY."""
+
+    RESET_AND_REJOIN = "reset-and-rejoin"
+    """Generation reset (and member id cleared for UNKNOWN_MEMBER_ID): owned
+    partitions are LOST, then rejoin with nothing owned (KIP-429 1.4)."""
+
+    REJOIN = "rejoin"
+    """Rejoin keeping the generation and owned partitions (REBALANCE_IN_PROGRESS)."""
+
+    MEMBER_ID_REQUIRED = "member-id-required"
+    """Take the member id from the JoinGroup response and rejoin at once (KIP-394)."""
+
+    FAIL_REQUEST = "fail-request"
+    """Only this request fails (a commit's KafkaError); the group state is unchanged."""
+
+    IGNORE = "ignore"
+    """Nothing to do (e.g. REBALANCE_IN_PROGRESS on a heartbeat mid-rebalance; any
+    LeaveGroup error: the member is gone either way)."""
+
+    FATAL = "fatal"
+    """The member cannot continue: FATAL state, ``Fatal`` effect."""
+
+
+_DEFAULTS: Mapping[int, ErrorAction] = MappingProxyType(
+    {
+        errors.COORDINATOR_LOAD_IN_PROGRESS: ErrorAction.RETRY,
+        errors.COORDINATOR_NOT_AVAILABLE: ErrorAction.FIND_COORDINATOR,
+        errors.NOT_COORDINATOR: ErrorAction.FIND_COORDINATOR,
+        errors.REQUEST_TIMED_OUT: ErrorAction.FIND_COORDINATOR,
+        errors.UNKNOWN_MEMBER_ID: ErrorAction.RESET_AND_REJOIN,
+        errors.ILLEGAL_GENERATION: ErrorAction.RESET_AND_REJOIN,
+        errors.REBALANCE_IN_PROGRESS: ErrorAction.REJOIN,
+        errors.MEMBER_ID_REQUIRED: ErrorAction.MEMBER_ID_REQUIRED,
+        errors.FENCED_INSTANCE_ID: ErrorAction.FATAL,
+        errors.GROUP_AUTHORIZATION_FAILED: ErrorAction.FATAL,
+        errors.INCONSISTENT_GROUP_PROTOCOL: ErrorAction.FATAL,
+        errors.INVALID_SESSION_TIMEOUT: ErrorAction.FATAL,
+        errors.INVALID_GROUP_ID: ErrorAction.FATAL,
+        errors.GROUP_MAX_SIZE_REACHED: ErrorAction.FATAL,
+        errors.UNSUPPORTED_VERSION: ErrorAction.FATAL,
+        errors.GROUP_ID_NOT_FOUND: ErrorAction.FATAL,
+    }
+)
+
+_OVERRIDES: Mapping[tuple[Api, int], ErrorAction] = MappingProxyType(
+    {
+        # Java's SyncGroup handler: coordinator loss means rejoin, not resend.
+        (Api.SYNC_GROUP, errors.COORDINATOR_LOAD_IN_PROGRESS): ErrorAction.REJOIN,
+        # Java's OffsetCommit handler: per-partition errors only fail the commit.
+        (Api.OFFSET_COMMIT, errors.UNKNOWN_TOPIC_OR_PARTITION): ErrorAction.RETRY,
+        (Api.OFFSET_COMMIT, errors.OFFSET_METADATA_TOO_LARGE): ErrorAction.FAIL_REQUEST,
+        (Api.OFFSET_COMMIT, errors.INVALID_COMMIT_OFFSET_SIZE): ErrorAction.FAIL_REQUEST,
+        (Api.OFFSET_COMMIT, errors.TOPIC_AUTHORIZATION_FAILED): ErrorAction.FAIL_REQUEST,
+        (Api.OFFSET_COMMIT, errors.UNSTABLE_OFFSET_COMMIT): ErrorAction.RETRY,
+        # A member that is leaving does not care why the coordinator objects.
+        **{
+            (Api.LEAVE_GROUP, code): ErrorAction.IGNORE
+            for code in (
+                errors.UNKNOWN_MEMBER_ID,
+                errors.ILLEGAL_GENERATION,
+                errors.REBALANCE_IN_PROGRESS,
+                errors.COORDINATOR_LOAD_IN_PROGRESS,
+                errors.COORDINATOR_NOT_AVAILABLE,
+                errors.NOT_COORDINATOR,
+                errors.FENCED_INSTANCE_ID,
+            )
+        },
+    }
+)
+
+
+def action_for(api: Api, code: int) -> ErrorAction:
+    """The action for error ``code`` (non-zero) answered to ``api``.
+
+    Unlisted codes: a commit fails with the error (retriable or not, as Kafka's table
+    says); a LeaveGroup error is ignored; elsewhere a retriable code is retried and any
+    other code is fatal (Java raises ``KafkaException("Unexpected error ...")``).
+    """
+    found = _OVERRIDES.get((api, code))
+    if found is not None:
+        return found
+    found = _DEFAULTS.get(code)
+    if found is not None:
+        return found
+    if api is Api.OFFSET_COMMIT:
+        return ErrorAction.RETRY if errors.is_retriable(code) else ErrorAction.FAIL_REQUEST
+    if api is Api.LEAVE_GROUP:
+        return ErrorAction.IGNORE
+    return ErrorAction.RETRY if errors.is_retriable(code) else ErrorAction.FATAL

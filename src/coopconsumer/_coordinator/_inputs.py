@@ -1,0 +1,183 @@
+"""Inputs: the facts a driver feeds to ``GroupMember.handle``.
+
+Pure data (frozen attrs classes). Must not import sockets, threads, clocks,
+``confluent_kafka`` or ``coopconsumer._io``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from types import MappingProxyType
+
+import attrs
+
+from .._errors import ConfigurationError, CoopConsumerError
+from .._types import TopicPartition
+from ..assignors._api import ClusterMetadata
+from ._effects import ListenerKind
+
+__all__ = [
+    "CloseRequested",
+    "CommitRequested",
+    "CoordinatorFound",
+    "CoordinatorUnavailable",
+    "Input",
+    "LeaveRequested",
+    "ListenerDone",
+    "MetadataUpdate",
+    "OffsetAndMetadata",
+    "PollCalled",
+    "RequestFailed",
+    "ResponseReceived",
+    "Subscribe",
+    "Tick",
+]
+
+
+def _topics(values: Iterable[str]) -> frozenset[str]:
+    if isinstance(values, str):
+        raise ConfigurationError(f"topics must be a collection of names, not the string {values!r}")
+    return frozenset(values)
+
+
+def _check_subscription(
+    instance: Subscribe, attribute: object, value: re.Pattern[str] | None
+) -> None:
+    if instance.pattern is not None and instance.topics:
+        raise ConfigurationError("subscribe to topics or to a pattern, not both")
+
+
+@attrs.frozen(kw_only=True)
+class Subscribe:
+    """The application (re)subscribed: to ``topics``, or to every topic whose whole
+    name matches ``pattern`` (computed from ``MetadataUpdate`` topic names, internal
+    topics excluded, as Java's ``Pattern.matcher(topic).matches()``)."""
+
+    topics: frozenset[str] = attrs.field(default=frozenset(), converter=_topics)
+    pattern: re.Pattern[str] | None = attrs.field(default=None, validator=_check_subscription)
+
+
+def _internal(values: Iterable[str]) -> frozenset[str]:
+    return frozenset(values)
+
+
+@attrs.frozen(kw_only=True)
+class MetadataUpdate:
+    """Fresh cluster metadata: every known topic's partition count (and racks).
+    ``internal_topics`` names topics a pattern subscription must skip."""
+
+    metadata: ClusterMetadata
+    internal_topics: frozenset[str] = attrs.field(default=frozenset(), converter=_internal)
+
+
+@attrs.frozen(kw_only=True)
+class CoordinatorFound:
+    """FindCoordinator answered: the group coordinator is broker ``node_id``."""
+
+    node_id: int
+
+
+@attrs.frozen(kw_only=True)
+class CoordinatorUnavailable:
+    """FindCoordinator failed (error code or connection failure); the member retries
+    after ``retry.backoff.ms``."""
+
+    error: CoopConsumerError | None = None
+
+
+@attrs.frozen(kw_only=True)
+class ResponseReceived:
+    """The answer to ``Send(request_id, ...)``: a ``_protocol.messages`` response."""
+
+    request_id: int
+    response: object
+
+
+@attrs.frozen(kw_only=True)
+class RequestFailed:
+    """``Send(request_id, ...)`` got no answer: connection failure or timeout."""
+
+    request_id: int
+    error: CoopConsumerError
+
+
+@attrs.frozen(kw_only=True)
+class Tick:
+    """Time passed; feed at ``next_deadline`` (extra ticks are harmless)."""
+
+
+@attrs.frozen(kw_only=True)
+class PollCalled:
+    """The application called ``poll()``: restarts ``max.poll.interval.ms``."""
+
+
+@attrs.frozen(kw_only=True)
+class ListenerDone:
+    """The callback of ``InvokeListener(invocation_id, kind, ...)`` returned (or
+    raised: the invoker keeps the exception; KIP-429 treats it as done)."""
+
+    invocation_id: int
+    kind: ListenerKind
+
+
+def _check_offset(instance: OffsetAndMetadata, attribute: object, value: int) -> None:
+    if value < 0:
+        raise ConfigurationError(f"invalid offset to commit: {value}")
+
+
+@attrs.frozen(kw_only=True)
+class OffsetAndMetadata:
+    """An offset to commit (the next record to read), with optional metadata and the
+    leader epoch of the last consumed record (-1 when unknown)."""
+
+    offset: int = attrs.field(validator=_check_offset)
+    metadata: str = ""
+    leader_epoch: int = -1
+
+
+def _offsets(
+    values: Mapping[TopicPartition, OffsetAndMetadata],
+) -> Mapping[TopicPartition, OffsetAndMetadata]:
+    return MappingProxyType(dict(values))
+
+
+@attrs.frozen(kw_only=True)
+class CommitRequested:
+    """Commit ``offsets``; the answer is ``CommitDone(token, error)`` (always exactly
+    one per token)."""
+
+    offsets: Mapping[TopicPartition, OffsetAndMetadata] = attrs.field(converter=_offsets)
+    token: object
+
+
+@attrs.frozen(kw_only=True)
+class LeaveRequested:
+    """Unsubscribe: leave the group (listeners first) and return to UNJOINED."""
+
+    reason: str = "the consumer unsubscribed"
+
+
+@attrs.frozen(kw_only=True)
+class CloseRequested:
+    """Close: listeners, LeaveGroup, CLOSED. ``leave_group`` None means Java's default:
+    a dynamic member leaves, a static member (``group.instance.id``) does not."""
+
+    leave_group: bool | None = None
+    reason: str = "the consumer is being closed"
+
+
+Input = (
+    Subscribe
+    | MetadataUpdate
+    | CoordinatorFound
+    | CoordinatorUnavailable
+    | ResponseReceived
+    | RequestFailed
+    | Tick
+    | PollCalled
+    | ListenerDone
+    | CommitRequested
+    | LeaveRequested
+    | CloseRequested
+)

@@ -302,15 +302,20 @@ def test_tansu_advertises_the_group_api_versions_design_md_lists(
     assert versions[9][1] >= 9  # OffsetFetch
 
 
-def test_tansu_quirk_produce_auto_creates_topics(tansu_broker: EmbeddedBroker) -> None:
-    # Tansu quirk: topics spring into existence on first use, so a test that forgets
-    # create_topic() passes on Tansu and fails on the mock or a real Kafka with
-    # auto.create.topics.enable=false. Fixtures therefore always create topics.
+@pytest.mark.parametrize("fixture", ["tansu_broker", "mock_broker"])
+def test_quirk_metadata_auto_creates_topics_with_4_partitions(
+    fixture: str, request: pytest.FixtureRequest
+) -> None:
+    # Quirk of both embedded brokers: a Metadata request that allows auto-creation (a
+    # producer's does) creates the topic with 4 partitions, as a real Kafka does only
+    # with auto.create.topics.enable=true and num.partitions=4. A test that forgets
+    # create_topic() passes here and fails on a stricter cluster, so create topics
+    # explicitly; and our own client must send allow_auto_topic_creation=false.
+    embedded: EmbeddedBroker = request.getfixturevalue(fixture)
     topic = unique_name("autocreate")
-    _produce(tansu_broker.bootstrap, topic, [(0, b"first")])
-    assert _fetch_assigned(tansu_broker.bootstrap, unique_name("g"), topic, 1, 1) == {
-        (0, 0, b"first")
-    }
+    _produce(embedded.bootstrap, topic, [(0, b"first")])
+    assert _fetch_assigned(embedded.bootstrap, unique_name("g"), topic, 4, 1) == {(0, 0, b"first")}
+    _produce(embedded.bootstrap, topic, [(3, b"last partition")])
 
 
 # --- mock cluster: every fault is observable ---------------------------------------------

@@ -13,6 +13,13 @@ exist (see the project's DESIGN.md, "Test brokers"):
   codes, coordinator placement, API version caps). JoinGroup/SyncGroup/LeaveGroup are
   capped at versions 5/3/2 at start because the mock's higher versions are broken.
 
+Both deviate from Kafka in places (DESIGN.md lists the group-protocol ones). Two that
+every test meets: both auto-create a topic with 4 partitions when a Metadata request
+allows it (a producer's does), so create topics explicitly with
+:meth:`EmbeddedBroker.create_topic`; and Tansu is one broker with node id 111 while the
+mock's broker ids are ``1..num_brokers``. Brokers run as child processes in their own
+session (POSIX only); they start in about 0.1 s.
+
 Usage in your own ``conftest.py``::
 
     import os

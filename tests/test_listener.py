@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 import logging
 
 import pytest
@@ -303,3 +304,26 @@ def test_property_call_rules_and_first_error(
     assert calls == expected
     assert len(sink.records) == len(expected)
     assert invoker.take_error() is (errors[0] if errors else None)
+
+
+class ForeignKind(enum.Enum):
+    """Stands in for the coordinator's own kind enum (same values)."""
+
+    REVOKED = "revoked"
+    ASSIGNED = "assigned"
+    LOST = "lost"
+    OTHER = "other"
+
+
+def test_kinds_of_another_enum_map_by_value() -> None:
+    listener = RecorderWithLost()
+    sink = RecordingSink()
+    invoker = ListenerInvoker(listener, sink, now_fn=FakeClock())
+    invoker.invoke(ForeignKind.LOST, [TP0])
+    invoker.invoke(ForeignKind.REVOKED, [])
+    invoker.invoke(ForeignKind.ASSIGNED, [])
+    assert listener.calls == [("lost", frozenset({TP0})), ("assigned", frozenset())]
+    assert [kind for kind, _, _ in sink.records] == [ListenerKind.LOST, ListenerKind.ASSIGNED]
+    assert ListenerKind.of(ListenerKind.REVOKED) is ListenerKind.REVOKED
+    with pytest.raises(ValueError, match="'other' is not a valid ListenerKind"):
+        invoker.invoke(ForeignKind.OTHER, [TP0])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 import math
 import re
 import threading
@@ -528,3 +529,52 @@ def test_opentelemetry_observable_instruments() -> None:
     # NaN (nothing in the window) is not reported.
     assert prefix + "join-time-avg" not in points
     provider.shutdown()
+
+
+class ForeignObservation(enum.Enum):
+    """Stands in for the coordinator's Observation enum (values are method names)."""
+
+    REBALANCE_STARTED = "rebalance_started"
+    REBALANCE_COMPLETED = "rebalance_completed"
+    JOIN_COMPLETED = "join_completed"
+    HEARTBEAT_SENT = "heartbeat_sent"
+    SOMETHING_ELSE = "something_else"
+
+
+def test_observe_dispatches_by_name() -> None:
+    metrics = CoordinatorMetrics()
+    metrics.observe(ForeignObservation.REBALANCE_STARTED, 1.0)
+    metrics.observe(ForeignObservation.JOIN_COMPLETED, 1.5, 0.5)
+    metrics.observe("sync_completed", 1.75, 0.25)
+    metrics.observe("rebalance_failed", 1.8)
+    metrics.observe(ForeignObservation.REBALANCE_COMPLETED, 2.0)
+    metrics.observe(ForeignObservation.HEARTBEAT_SENT, 2.0)
+    metrics.observe("heartbeat_completed", 2.0, 0.004)
+    metrics.observe("commit_completed", 2.0, 0.003)
+    snap = metrics.snapshot(4.5)
+    assert snap["rebalance-latency-max"] == pytest.approx(1000.0)
+    assert snap["failed-rebalance-total"] == 1.0
+    assert snap["join-time-max"] == pytest.approx(500.0)
+    assert snap["sync-time-max"] == pytest.approx(250.0)
+    assert snap["heartbeat-response-time-max"] == pytest.approx(4.0)
+    assert snap["commit-latency-max"] == pytest.approx(3.0)
+    assert snap["last-heartbeat-seconds-ago"] == 2.0
+
+
+def test_observe_rejects_unknown_names_and_latency_mismatches() -> None:
+    metrics = CoordinatorMetrics()
+    with pytest.raises(ValueError, match="unknown observation 'something_else'"):
+        metrics.observe(ForeignObservation.SOMETHING_ELSE, 0.0)
+    with pytest.raises(ValueError, match="needs latency_s"):
+        metrics.observe("join_completed", 0.0)
+    with pytest.raises(ValueError, match="takes no latency"):
+        metrics.observe("heartbeat_sent", 0.0, 0.1)
+
+
+def test_listener_latency_accepts_foreign_kinds() -> None:
+    class Kind(enum.Enum):
+        LOST = "lost"
+
+    metrics = CoordinatorMetrics()
+    metrics.listener_latency(Kind.LOST, 0.002, 0.0)
+    assert metrics.snapshot(0.0)["partitions-lost-latency-max"] == pytest.approx(2.0)

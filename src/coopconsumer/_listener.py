@@ -21,6 +21,7 @@ from ._errors import ConfigurationError
 from ._types import TopicPartition
 
 __all__ = [
+    "KindLike",
     "ListenerInvoker",
     "ListenerKind",
     "ListenerMetricsSink",
@@ -132,6 +133,24 @@ class ListenerKind(enum.Enum):
         """The listener method for this kind, e.g. ``"on_partitions_revoked"``."""
         return f"on_partitions_{self.value}"
 
+    @classmethod
+    def of(cls, kind: ListenerKind | KindLike) -> ListenerKind:
+        """This enum's member for ``kind``, or for any enum member with the same value.
+
+        The sans-I/O coordinator declares its own kind enum (it must not import this
+        module's clock); its members map here by value. ``ValueError`` otherwise.
+        """
+        if isinstance(kind, ListenerKind):
+            return kind
+        return cls(kind.value)
+
+
+class KindLike(Protocol):
+    """An enum member whose value is ``"revoked"``, ``"assigned"`` or ``"lost"``."""
+
+    @property
+    def value(self) -> str: ...
+
 
 class ListenerMetricsSink(Protocol):
     """Where the invoker reports callback latency (``CoordinatorMetrics`` is one)."""
@@ -220,14 +239,16 @@ class ListenerInvoker:
 
     def invoke(
         self,
-        kind: ListenerKind,
+        kind: ListenerKind | KindLike,
         partitions: Iterable[TopicPartition],
         now_fn: Callable[[], float] | None = None,
     ) -> None:
         """Run the ``kind`` callback for ``partitions``; never raises an ``Exception``.
 
-        ``now_fn`` overrides the constructor's clock for this call.
+        ``kind`` may be a member of another enum with the same values (the
+        coordinator's). ``now_fn`` overrides the constructor's clock for this call.
         """
+        kind = ListenerKind.of(kind)
         parts = frozenset(partitions)
         if not parts and kind is not ListenerKind.ASSIGNED:
             # KIP-429: revoked/lost are only called for a non-empty set.

@@ -21,7 +21,7 @@ from types import MappingProxyType
 
 import attrs
 
-from ._listener import ListenerKind
+from ._listener import KindLike, ListenerKind
 
 __all__ = [
     "COORDINATOR_METRIC_GROUP",
@@ -445,6 +445,13 @@ class MetricsRegistry:
             )
 
 
+_INSTANT_OBSERVATIONS = frozenset(
+    {"rebalance_started", "rebalance_completed", "rebalance_failed", "heartbeat_sent"}
+)
+_TIMED_OBSERVATIONS = frozenset(
+    {"join_completed", "sync_completed", "heartbeat_completed", "commit_completed"}
+)
+
 _LISTENER_SENSOR = {
     ListenerKind.REVOKED: "partition-revoked-latency",
     ListenerKind.ASSIGNED: "partition-assigned-latency",
@@ -655,9 +662,32 @@ class CoordinatorMetrics:
         """An OffsetCommit response arrived (any error code) ``latency_s`` after sending."""
         self._commit.record(_ms(latency_s), now)
 
-    def listener_latency(self, kind: ListenerKind, seconds: float, now: float) -> None:
+    def listener_latency(self, kind: ListenerKind | KindLike, seconds: float, now: float) -> None:
         """A rebalance listener callback of ``kind`` took ``seconds``."""
-        self._listener[kind].record(_ms(seconds), now)
+        self._listener[ListenerKind.of(kind)].record(_ms(seconds), now)
+
+    def observe(self, event: str | KindLike, now: float, latency_s: float | None = None) -> None:
+        """Dispatch an observation by name, so a driver can forward them without branching.
+
+        ``event`` is one of ``"rebalance_started"``, ``"rebalance_completed"``,
+        ``"rebalance_failed"``, ``"heartbeat_sent"`` (no latency) or
+        ``"join_completed"``, ``"sync_completed"``, ``"heartbeat_completed"``,
+        ``"commit_completed"`` (``latency_s`` required) -- the method names, which are
+        also the values of the coordinator's ``Observation`` enum, whose members are
+        accepted as is. ``ValueError`` for an unknown name or a missing latency.
+        """
+        name = event if isinstance(event, str) else event.value
+        if name in _INSTANT_OBSERVATIONS:
+            if latency_s is not None:
+                raise ValueError(f"observation {name!r} takes no latency")
+            getattr(self, name)(now)
+        elif name in _TIMED_OBSERVATIONS:
+            if latency_s is None:
+                raise ValueError(f"observation {name!r} needs latency_s")
+            getattr(self, name)(latency_s, now)
+        else:
+            known = sorted(_INSTANT_OBSERVATIONS | _TIMED_OBSERVATIONS)
+            raise ValueError(f"unknown observation {name!r}; known: {', '.join(known)}")
 
     def set_assigned_partitions(self, count: int) -> None:
         """The number of partitions now assigned (the ``assigned-partitions`` gauge)."""

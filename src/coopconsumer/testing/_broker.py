@@ -262,7 +262,17 @@ def _admin_create_topic(
     from confluent_kafka.admin import AdminClient
     from confluent_kafka.cimpl import NewTopic
 
-    from .._errors import KafkaError
+    from .._errors import KafkaError, RequestTimeoutError
+
+    def as_kafka_error(exc: KafkaException, what: str) -> KafkaError:
+        error = exc.args[0]
+        return KafkaError(
+            error.code(),
+            error.name(),
+            retriable=bool(error.retriable()),
+            message=f"{what}: {error.str()}",
+            broker=bootstrap,
+        )
 
     admin = AdminClient({"bootstrap.servers": bootstrap, "socket.timeout.ms": 10000})
     futures = admin.create_topics(
@@ -273,18 +283,19 @@ def _admin_create_topic(
     try:
         futures[name].result(timeout=timeout_s)
     except KafkaException as exc:
-        error = exc.args[0]
-        raise KafkaError(
-            error.code(),
-            error.name(),
-            message=f"create_topic({name!r}): {error.str()}",
-            broker=bootstrap,
+        raise as_kafka_error(exc, f"create_topic({name!r})") from exc
+    except TimeoutError as exc:
+        raise RequestTimeoutError(
+            f"create_topic({name!r}) got no answer within {timeout_s} s", broker=bootstrap
         ) from exc
     deadline = time.monotonic() + timeout_s
     while True:
         # All topics, not list_topics(topic=name): a per-topic Metadata request could
         # auto-create the topic on brokers that allow it and hide a failure.
-        topics = admin.list_topics(timeout=max(1.0, deadline - time.monotonic())).topics
+        try:
+            topics = admin.list_topics(timeout=max(1.0, deadline - time.monotonic())).topics
+        except KafkaException as exc:
+            raise as_kafka_error(exc, f"metadata after create_topic({name!r})") from exc
         meta = topics.get(name)
         if meta is not None and meta.error is None and len(meta.partitions) == partitions:
             return
@@ -309,6 +320,7 @@ def _stop_all_at_exit() -> None:
         remaining = list(_live)
     for process in remaining:
         process.stop()
+        process.discard_log()
 
 
 atexit.register(_stop_all_at_exit)
@@ -346,9 +358,14 @@ class _ManagedProcess:
     def _pump(self) -> None:
         stdout = self._popen.stdout
         assert stdout is not None
-        for raw in stdout:
-            self._lines.put(raw.decode(errors="replace"))
-        self._lines.put(None)
+        try:
+            for raw in stdout:
+                self._lines.put(raw.decode(errors="replace"))
+        except (OSError, ValueError):
+            pass  # the pipe broke: same as EOF for the reader
+        finally:
+            self._lines.put(None)
+            stdout.close()
 
     @property
     def pid(self) -> int:
@@ -356,6 +373,11 @@ class _ManagedProcess:
 
     def exit_status(self) -> int | None:
         return self._popen.poll()
+
+    def exit_reason(self) -> str | None:
+        """``None`` while running, else why it is not (for startup error messages)."""
+        status = self._popen.poll()
+        return None if status is None else f"{self.label} exited with status {status}"
 
     def read_line(self, timeout_s: float) -> str | None:
         """Next stdout line; ``None`` at EOF. Raises TimeoutError."""
@@ -387,8 +409,11 @@ class _ManagedProcess:
                 line = self.read_line(max(0.0, deadline - time.monotonic()))
                 if line is None:
                     return None
-                answer: dict[str, Any] = json.loads(line)
-                if answer.get("id") == request_id:
+                try:
+                    answer: dict[str, Any] = json.loads(line)
+                except ValueError:
+                    continue  # not a protocol line (a library printing to stdout)
+                if isinstance(answer, dict) and answer.get("id") == request_id:
                     return answer
 
     def output_tail(self, chars: int = _TAIL_CHARS) -> str:
@@ -420,9 +445,6 @@ class _ManagedProcess:
         self._signal_group(signal.SIGKILL)
         with contextlib.suppress(subprocess.TimeoutExpired):
             self._popen.wait(_STOP_GRACE_S)
-        if self._popen.stdout is not None:
-            with contextlib.suppress(OSError):
-                self._popen.stdout.close()
         self._log.close()
 
     def discard_log(self) -> None:

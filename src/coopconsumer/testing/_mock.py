@@ -203,11 +203,7 @@ def start_mock(*, num_brokers: int, startup_timeout_s: float) -> _MockBroker:
         answers = wait_until_answering(
             addresses,
             timeout_s=max(0.1, deadline - time.monotonic()),
-            still_starting=lambda: (
-                None
-                if process.exit_status() is None
-                else f"mock server exited ({process.exit_status()})"
-            ),
+            still_starting=process.exit_reason,
         )
         return _MockBroker(
             process, num_brokers, bootstrap=bootstrap, api_versions=answers[addresses[0]]

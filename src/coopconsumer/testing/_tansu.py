@@ -125,9 +125,7 @@ def start_tansu(*, startup_timeout_s: float) -> _TansuBroker:
             answers = wait_until_answering(
                 [address],
                 timeout_s=max(0.1, deadline - time.monotonic()),
-                still_starting=lambda p=process: (  # type: ignore[misc]
-                    None if p.exit_status() is None else f"tansu exited ({p.exit_status()})"
-                ),
+                still_starting=process.exit_reason,
             )
             return _TansuBroker(
                 process, broker_pid, bootstrap=address, api_versions=answers[address]
@@ -143,7 +141,7 @@ def start_tansu(*, startup_timeout_s: float) -> _TansuBroker:
             tail = process.output_tail()
             process.discard_log()
             raise BrokerStartupError(
-                f"tansu did not answer ApiVersions within {startup_timeout_s} s: {exc}",
+                f"tansu did not start within {startup_timeout_s} s: {exc}",
                 stderr_tail=tail,
             ) from exc
         except BaseException:

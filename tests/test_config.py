@@ -48,6 +48,9 @@ def test_defaults() -> None:
     conn = config.connection
     assert (conn.socket_timeout_ms, conn.request_timeout_ms) == (60000, 30000)
     assert (conn.reconnect_backoff_ms, conn.reconnect_backoff_max_ms) == (100, 10000)
+    assert (conn.retry_backoff_ms, conn.retry_backoff_max_ms) == (100, 1000)
+    assert conn.socket_connection_setup_timeout_ms == 10000
+    assert conn.connections_max_idle_ms == 540000
     assert config.group_id is None
     assert config.group_instance_id is None
     assert config.client_rack is None
@@ -62,7 +65,6 @@ def test_defaults() -> None:
     assert config.auto_commit_interval_ms == 5000
     assert config.auto_offset_reset == "latest"
     assert config.isolation_level == "read_uncommitted"
-    assert (config.retry_backoff_ms, config.retry_backoff_max_ms) == (100, 1000)
     assert config.metadata_max_age_ms == 300000
     assert config.default_api_timeout_ms == 60000
     assert config.security_protocol == "PLAINTEXT"
@@ -401,6 +403,8 @@ def test_fetcher_config_defaults() -> None:
         "auto.offset.reset": "latest",
         "isolation.level": "read_committed",
         "socket.timeout.ms": 60000,
+        "socket.connection.setup.timeout.ms": 10000,
+        "connections.max.idle.ms": 540000,
         "reconnect.backoff.ms": 100,
         "reconnect.backoff.max.ms": 10000,
         "retry.backoff.ms": 100,
@@ -492,6 +496,8 @@ def test_librdkafka_accepts_the_fetcher_config_at_range_limits() -> None:
         retry__backoff__max__ms=300000,
         reconnect__backoff__max__ms=3600000,
         metadata__max__age__ms=3600000,
+        socket__connection__setup__timeout__ms=1000,
+        connections__max__idle__ms=1,
         auto__offset__reset="none",
         client__rack="r1",
         **{key.replace(".", "__"): _limit_value(key) for key in FETCHER_PASSTHROUGH_KEYS},
@@ -567,3 +573,25 @@ def _documented_sample(key: str) -> object:
     if key in FETCHER_PASSTHROUGH_KEYS:
         return _limit_value(key) if key != "max.partition.fetch.bytes" else 1000
     return 1000
+
+
+def test_connection_config_builds_the_wire_clients_config() -> None:
+    """ConnectionConfig's names match the wire client's ClientConfig (contract check)."""
+    from coopconsumer._io._client import ClientConfig
+
+    config = parse(
+        bootstrap__servers="a:1,b:2",
+        client__id="me",
+        request__timeout__ms=1234,
+        retry__backoff__max__ms=5000,
+        connections__max__idle__ms=1000,
+    )
+    client_fields = {field.name for field in attrs.fields(ClientConfig)}
+    ours = attrs.asdict(config.connection, recurse=False)
+    assert set(ours) - client_fields == {"socket_timeout_ms"}
+    client = ClientConfig(**{k: v for k, v in ours.items() if k in client_fields})
+    assert client.bootstrap_servers == (("a", 1), ("b", 2))
+    assert client.client_id == "me"
+    assert client.request_timeout_ms == 1234
+    assert client.retry_backoff_max_ms == 5000
+    assert client.connections_max_idle_ms == 1000

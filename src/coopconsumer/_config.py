@@ -368,6 +368,21 @@ _OPTIONS: tuple[_Option, ...] = (
         "How long to wait for a response before failing the request and closing the connection.",
     ),
     _Option(
+        "socket.connection.setup.timeout.ms",
+        "socket_connection_setup_timeout_ms",
+        _int(1000),
+        10000,
+        "Longest time to set up a broker connection (TCP connect and ApiVersions); "
+        "Java's default, also given to the fetcher.",
+    ),
+    _Option(
+        "connections.max.idle.ms",
+        "connections_max_idle_ms",
+        _int(1),
+        540000,
+        "Close connections idle for this long (Java's default; also given to the fetcher).",
+    ),
+    _Option(
         "reconnect.backoff.ms",
         "reconnect_backoff_ms",
         _int(0, 3600000),
@@ -447,8 +462,6 @@ FETCHER_PASSTHROUGH_KEYS: Mapping[str, Callable[[str, object], ConfigValue]] = {
     "socket.nagle.disable": _bool,
     "socket.receive.buffer.bytes": _int(0, 100000000),
     "socket.send.buffer.bytes": _int(0, 100000000),
-    "socket.connection.setup.timeout.ms": _int(1000, 2147483647),
-    "connections.max.idle.ms": _int(0, 2147483647),
     "broker.address.family": _choice({"any": "any", "v4": "v4", "v6": "v6"}),
     "debug": _str(),
     "log_level": _int(0, 7),
@@ -499,14 +512,22 @@ def _freeze_pairs(value: Mapping[str, ConfigValue]) -> tuple[tuple[str, ConfigVa
 
 @attrs.frozen(kw_only=True)
 class ConnectionConfig:
-    """What the wire client needs to reach brokers."""
+    """What the wire client needs to reach brokers (milliseconds, Kafka's key names).
+
+    Field names match the wire client's ``ClientConfig`` where both have the setting;
+    ``socket_timeout_ms`` is librdkafka's and is given to the fetcher.
+    """
 
     bootstrap_servers: BootstrapServers
     client_id: str
-    socket_timeout_ms: int
     request_timeout_ms: int
+    socket_connection_setup_timeout_ms: int
     reconnect_backoff_ms: int
     reconnect_backoff_max_ms: int
+    retry_backoff_ms: int
+    retry_backoff_max_ms: int
+    connections_max_idle_ms: int
+    socket_timeout_ms: int
 
 
 @attrs.frozen(kw_only=True)
@@ -534,8 +555,6 @@ class ConsumerConfig:
     #: ``"latest"``, ``"earliest"`` or ``"none"`` (librdkafka spellings normalized).
     auto_offset_reset: str
     isolation_level: str
-    retry_backoff_ms: int
-    retry_backoff_max_ms: int
     metadata_max_age_ms: int
     default_api_timeout_ms: int
     security_protocol: str
@@ -624,12 +643,7 @@ class ConsumerConfig:
         _check_relations(resolved)
 
         connection = ConnectionConfig(
-            bootstrap_servers=resolved.pop("bootstrap_servers"),
-            client_id=resolved.pop("client_id"),
-            socket_timeout_ms=resolved.pop("socket_timeout_ms"),
-            request_timeout_ms=resolved.pop("request_timeout_ms"),
-            reconnect_backoff_ms=resolved.pop("reconnect_backoff_ms"),
-            reconnect_backoff_max_ms=resolved.pop("reconnect_backoff_max_ms"),
+            **{field.name: resolved.pop(field.name) for field in attrs.fields(ConnectionConfig)}
         )
         return cls(connection=connection, fetcher_overrides=passthrough, **resolved)
 
@@ -661,10 +675,14 @@ class ConsumerConfig:
             else self.auto_offset_reset,
             "isolation.level": self.isolation_level,
             "socket.timeout.ms": self.connection.socket_timeout_ms,
+            "socket.connection.setup.timeout.ms": (
+                self.connection.socket_connection_setup_timeout_ms
+            ),
+            "connections.max.idle.ms": self.connection.connections_max_idle_ms,
             "reconnect.backoff.ms": self.connection.reconnect_backoff_ms,
             "reconnect.backoff.max.ms": self.connection.reconnect_backoff_max_ms,
-            "retry.backoff.ms": self.retry_backoff_ms,
-            "retry.backoff.max.ms": self.retry_backoff_max_ms,
+            "retry.backoff.ms": self.connection.retry_backoff_ms,
+            "retry.backoff.max.ms": self.connection.retry_backoff_max_ms,
             "topic.metadata.refresh.interval.ms": self.metadata_max_age_ms,
         }
         if self.client_rack is not None:

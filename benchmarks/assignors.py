@@ -1,0 +1,413 @@
+"""Benchmark: cooperative-sticky on a large group, against kafka-python 3.x.
+
+    python benchmarks/assignors.py [--scale small|full] [--kafka-python-timeout SECONDS]
+
+Full scale: 500 topics x 2000 partitions (1,000,000 partitions), 2000 members, every
+member subscribed to every topic.
+
+* pass 1: first assignment (nobody owns anything);
+* pass 2: 200 members leave; the 1800 survivors report the partitions pass 1 gave
+  them (``owned_partitions``) and generation 1.
+
+Each pass is timed three times on fresh assignor instances (best and median printed);
+peak memory is measured in a separate, untimed run under ``tracemalloc`` (tracing
+slows Python down, so it never overlaps a timed run). Every result is checked outside
+the timed region: each partition assigned exactly once, sizes within one, and in pass
+2 that survivors kept everything they owned.
+
+Then kafka-python's ``CooperativeStickyAssignor`` (installed by the ``bench`` extra;
+imported lazily, reported clearly when missing). Its algorithm keeps, for every
+partition, the list of every member that could take it (1,000,000 x 2000 entries at
+full scale, ~16 GB), so it runs in a subprocess with a time limit and an address-space
+limit. The full-scale attempt is reported as finished or not (then the speed-up is a
+lower bound, "> X"); the same passes are also run on a reduced input (50 topics x 500
+partitions, 200 members) where kafka-python finishes, with coopconsumer timed on that
+same input, and the ratio printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import time
+import tracemalloc
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, NamedTuple
+
+from coopconsumer.assignors import (
+    ClusterMetadata,
+    CooperativeStickyAssignor,
+    GroupAssignment,
+    GroupSubscription,
+    Subscription,
+    TopicPartition,
+)
+
+MIB = 1024 * 1024
+
+
+class Scale(NamedTuple):
+    topics: int
+    partitions: int  # per topic
+    members: int
+    leaving: int
+
+    @property
+    def total(self) -> int:
+        return self.topics * self.partitions
+
+    def describe(self) -> str:
+        return (
+            f"{self.topics} topics x {self.partitions} partitions = {self.total:,} partitions, "
+            f"{self.members} members ({self.leaving} leave before pass 2)"
+        )
+
+
+SCALES = {
+    "full": Scale(topics=500, partitions=2000, members=2000, leaving=200),
+    "small": Scale(topics=50, partitions=200, members=200, leaving=20),
+}
+# kafka-python's comparison input when the main scale is too big for it.
+REDUCED = {
+    "full": Scale(topics=50, partitions=500, members=200, leaving=20),
+    "small": SCALES["small"],
+}
+
+
+def topic_names(scale: Scale) -> tuple[str, ...]:
+    return tuple(f"topic-{i:04d}" for i in range(scale.topics))
+
+
+def member_names(scale: Scale) -> list[str]:
+    return [f"member-{i:05d}" for i in range(scale.members)]
+
+
+# --------------------------------------------------------------------------- ours
+
+
+def time_runs(
+    run: Callable[[], GroupAssignment], repeats: int
+) -> tuple[list[float], GroupAssignment]:
+    times: list[float] = []
+    result: GroupAssignment | None = None
+    for _ in range(repeats):
+        result = None
+        gc.collect()
+        start = time.perf_counter()
+        result = run()
+        times.append(time.perf_counter() - start)
+    assert result is not None
+    return times, result
+
+
+def traced_peak(run: Callable[[], GroupAssignment]) -> int:
+    gc.collect()
+    tracemalloc.start()
+    try:
+        run()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def verify(
+    scale: Scale,
+    result: Mapping[str, Sequence[TopicPartition]],
+    kept_from: Mapping[str, Sequence[TopicPartition]] | None = None,
+) -> str:
+    """Check count, uniqueness and balance (and stickiness for pass 2); describe it."""
+    sizes = [len(p) for p in result.values()]
+    total = sum(sizes)
+    distinct: set[TopicPartition] = set()
+    for partitions in result.values():
+        distinct.update(partitions)
+    problems = []
+    if total != scale.total:
+        problems.append(f"{total:,} partitions assigned, expected {scale.total:,}")
+    if len(distinct) != total:
+        problems.append(f"{total - len(distinct):,} partitions assigned more than once")
+    if max(sizes) - min(sizes) > 1:
+        problems.append(f"unbalanced: sizes {min(sizes)}..{max(sizes)}")
+    kept = ""
+    if kept_from is not None:
+        lost = sum(len(set(owned) - set(result[m])) for m, owned in kept_from.items())
+        if lost:
+            problems.append(f"survivors lost {lost:,} owned partitions")
+        kept = f"; survivors kept all {sum(len(o) for o in kept_from.values()):,} owned"
+    if problems:
+        raise SystemExit("INVALID RESULT: " + "; ".join(problems))
+    return (
+        f"valid: {total:,} partitions, each exactly once, {len(sizes)} members with "
+        f"{min(sizes)}..{max(sizes)} each{kept}"
+    )
+
+
+class PassFigures(NamedTuple):
+    best: float
+    median: float
+    peak: int | None
+
+
+def run_ours(
+    scale: Scale, *, repeats: int, measure_memory: bool
+) -> tuple[PassFigures, PassFigures]:
+    topics = topic_names(scale)
+    members = member_names(scale)
+    metadata = ClusterMetadata.from_partition_counts(dict.fromkeys(topics, scale.partitions))
+    first = GroupSubscription(subscriptions={m: Subscription(topics=topics) for m in members})
+
+    def pass1() -> GroupAssignment:
+        return CooperativeStickyAssignor().assign(metadata, first)
+
+    times1, result1 = time_runs(pass1, repeats)
+    peak1 = traced_peak(pass1) if measure_memory else None
+    owned = {m: a.partitions for m, a in result1.assignments.items()}
+    check1 = verify(scale, owned)
+
+    survivors = members[scale.leaving :]
+    second = GroupSubscription(
+        subscriptions={
+            m: Subscription(topics=topics, owned_partitions=owned[m], generation_id=1)
+            for m in survivors
+        }
+    )
+    del result1
+
+    def pass2() -> GroupAssignment:
+        return CooperativeStickyAssignor().assign(metadata, second)
+
+    times2, result2 = time_runs(pass2, repeats)
+    peak2 = traced_peak(pass2) if measure_memory else None
+    check2 = verify(
+        scale,
+        {m: a.partitions for m, a in result2.assignments.items()},
+        {m: owned[m] for m in survivors},
+    )
+    figures = []
+    for label, times, peak, check in (
+        ("pass 1 (first assignment)", times1, peak1, check1),
+        (f"pass 2 ({scale.leaving} members left)", times2, peak2, check2),
+    ):
+        fig = PassFigures(min(times), statistics.median(times), peak)
+        mem = f"; tracemalloc peak {peak / MIB:,.0f} MiB" if peak is not None else ""
+        print(
+            f"  {label:<32} best {fig.best:6.3f} s, median {fig.median:6.3f} s of {len(times)}{mem}"
+        )
+        print(f"    {check}")
+        figures.append(fig)
+    return figures[0], figures[1]
+
+
+# --------------------------------------------------------------------------- kafka-python
+
+
+def kafka_python_version() -> str | None:
+    try:
+        import kafka
+        from kafka.coordinator.assignors.cooperative_sticky import (  # noqa: F401
+            CooperativeStickyAssignor as _K,
+        )
+    except ImportError:
+        return None
+    return str(getattr(kafka, "__version__", "unknown"))
+
+
+def kafka_python_worker(scale: Scale) -> None:
+    """Child process: run both passes with kafka-python, print one JSON line per pass."""
+    from kafka.coordinator.assignors.cooperative_sticky import CooperativeStickyAssignor as K
+    from kafka.protocol.consumer.metadata import ConsumerProtocolSubscription as CPS
+
+    topics = list(topic_names(scale))
+    known = set(topics)
+    partitions = set(range(scale.partitions))
+
+    class Cluster:
+        def topics(self) -> set[str]:
+            return set(topics)
+
+        def partitions_for_topic(self, topic: str) -> set[int] | None:
+            return set(partitions) if topic in known else None
+
+    class Member(NamedTuple):
+        member_id: str
+        metadata: Any
+        group_instance_id: str | None = None
+
+    def sizes(result: Mapping[str, Any]) -> dict[str, list[TopicPartition]]:
+        return {
+            m: [TopicPartition(t, p) for t, ps in a.assigned_partitions for p in ps]
+            for m, a in result.items()
+        }
+
+    names = member_names(scale)
+    members = [
+        Member(
+            m, CPS(version=2, topics=topics, user_data=b"", owned_partitions=[], generation_id=-1)
+        )
+        for m in names
+    ]
+    gc.collect()
+    start = time.perf_counter()
+    result = K().assign(Cluster(), members)
+    elapsed = time.perf_counter() - start
+    first = sizes(result)
+    print(json.dumps({"pass": 1, "seconds": elapsed, "check": verify(scale, first)}), flush=True)
+
+    survivors = names[scale.leaving :]
+    members2 = []
+    for m in survivors:
+        by_topic: dict[str, list[int]] = {}
+        for tp in first[m]:
+            by_topic.setdefault(tp.topic, []).append(tp.partition)
+        owned = [CPS.TopicPartition(topic=t, partitions=ps) for t, ps in sorted(by_topic.items())]
+        members2.append(
+            Member(
+                m,
+                CPS(
+                    version=2, topics=topics, user_data=b"", owned_partitions=owned, generation_id=1
+                ),
+            )
+        )
+    del result
+    gc.collect()
+    start = time.perf_counter()
+    result2 = K().assign(Cluster(), members2)
+    elapsed = time.perf_counter() - start
+    check = verify(scale, sizes(result2), {m: first[m] for m in survivors})
+    print(json.dumps({"pass": 2, "seconds": elapsed, "check": check}), flush=True)
+
+
+class ChildOutcome(NamedTuple):
+    passes: dict[int, tuple[float, str]]
+    note: str  # empty when both passes finished
+
+
+def run_kafka_python(scale: Scale, timeout: float, memory_limit: int) -> ChildOutcome:
+    """Run the worker in a subprocess under a time and address-space limit."""
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (memory_limit, memory_limit))
+
+    cmd = [sys.executable, os.path.abspath(__file__), "--kafka-python-worker", *map(str, scale)]
+    start = time.perf_counter()
+    try:
+        proc = subprocess.run(
+            cmd, capture_output=True, text=True, timeout=timeout, preexec_fn=limit, check=False
+        )
+        out, err, code = proc.stdout, proc.stderr, proc.returncode
+        timed_out = False
+    except subprocess.TimeoutExpired as exc:
+        out = exc.stdout.decode() if isinstance(exc.stdout, bytes) else (exc.stdout or "")
+        err, code, timed_out = "", None, True
+    wall = time.perf_counter() - start
+    passes: dict[int, tuple[float, str]] = {}
+    for line in out.splitlines():
+        if line.startswith("{"):
+            data = json.loads(line)
+            passes[int(data["pass"])] = (float(data["seconds"]), str(data["check"]))
+    note = ""
+    if timed_out:
+        note = f"stopped at the {timeout:.0f} s time limit"
+    elif code != 0:
+        last = err.strip().splitlines()[-1] if err.strip() else f"exit code {code}"
+        gib = memory_limit / MIB / 1024
+        note = f"failed after {wall:.0f} s ({last}; address-space limit {gib:g} GiB)"
+    return ChildOutcome(passes, note)
+
+
+def ratio(theirs: float, ours: float) -> str:
+    return f"{theirs / ours:,.0f}x"
+
+
+# --------------------------------------------------------------------------- main
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser.add_argument("--scale", choices=sorted(SCALES), default="full")
+    parser.add_argument(
+        "--kafka-python-timeout",
+        type=float,
+        default=240.0,
+        help="seconds kafka-python may take per subprocess (default 240)",
+    )
+    parser.add_argument(
+        "--kafka-python-memory-gib",
+        type=float,
+        default=4.0,
+        help="address-space limit of the kafka-python subprocess (default 4 GiB)",
+    )
+    parser.add_argument("--skip-kafka-python", action="store_true")
+    parser.add_argument("--kafka-python-worker", nargs=4, type=int, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.kafka_python_worker:
+        kafka_python_worker(Scale(*args.kafka_python_worker))
+        return 0
+
+    scale = SCALES[args.scale]
+    print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.2f}")
+    print(f"== coopconsumer cooperative-sticky, {args.scale} scale: {scale.describe()}")
+    ours1, ours2 = run_ours(scale, repeats=3, measure_memory=True)
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    print(f"  process peak RSS so far (inputs and results included): {rss / MIB:,.0f} MiB")
+    target = max(ours1.best, ours2.best) < 3.0
+    print(f"  target < 3 s per pass: {'met' if target else 'NOT MET'}")
+
+    if args.skip_kafka_python:
+        return 0 if target else 1
+    version = kafka_python_version()
+    print()
+    if version is None:
+        print(
+            "== kafka-python: NOT INSTALLED, no comparison "
+            "(pip install -e '.[bench]' installs kafka-python==3.0.12)"
+        )
+        return 0 if target else 1
+    memory_limit = int(args.kafka_python_memory_gib * 1024 * MIB)
+    print(f"== kafka-python {version} CooperativeStickyAssignor")
+    print(
+        f"  {args.scale} scale, subprocess limited to {args.kafka_python_timeout:.0f} s and "
+        f"{args.kafka_python_memory_gib:g} GiB address space:"
+    )
+    full = run_kafka_python(scale, args.kafka_python_timeout, memory_limit)
+    for n, ours in ((1, ours1), (2, ours2)):
+        if n in full.passes:
+            secs, check = full.passes[n]
+            print(
+                f"    pass {n}: {secs:8.2f} s  -> coopconsumer is {ratio(secs, ours.best)} faster"
+            )
+            print(f"      {check}")
+        else:
+            print(
+                f"    pass {n}: did not finish ({full.note}) -> coopconsumer is "
+                f"> {ratio(args.kafka_python_timeout, ours.best)} faster (lower bound)"
+            )
+    reduced = REDUCED[args.scale]
+    if reduced != scale:
+        print(f"  reduced scale: {reduced.describe()}")
+        small1, small2 = run_ours(reduced, repeats=3, measure_memory=False)
+        part = run_kafka_python(reduced, args.kafka_python_timeout, memory_limit)
+        for n, ours in ((1, small1), (2, small2)):
+            if n in part.passes:
+                secs, check = part.passes[n]
+                print(
+                    f"    kafka-python pass {n}: {secs:8.2f} s vs coopconsumer {ours.best:.3f} s "
+                    f"-> {ratio(secs, ours.best)} faster"
+                )
+                print(f"      {check}")
+            else:
+                print(
+                    f"    kafka-python pass {n}: did not finish ({part.note}) -> coopconsumer is "
+                    f"> {ratio(args.kafka_python_timeout, ours.best)} faster (lower bound)"
+                )
+    return 0 if target else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -21,11 +21,19 @@ import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer
 from confluent_kafka import KafkaError as CKafkaError
 from confluent_kafka import TopicPartition as CTopicPartition
+from confluent_kafka.admin import AdminClient
 
-from coopconsumer import BrokerConnectionError, ConfigurationError, KafkaError, ProtocolError
+from coopconsumer import (
+    BrokerConnectionError,
+    ConfigurationError,
+    KafkaError,
+    ProtocolError,
+    RequestTimeoutError,
+)
 from coopconsumer.testing import (
     BrokerStartupError,
     EmbeddedBroker,
+    MockRequest,
     embedded_broker,
     external_broker,
     free_port,
@@ -428,3 +436,42 @@ def test_mock_commands_after_stop_raise_connection_error() -> None:
         started.set_broker_down(1)
     with pytest.raises(BrokerConnectionError, match="mock cluster process is gone"):
         started.set_broker_down(1)
+
+
+def test_mock_broker_rtt_delays_answers_past_a_client_timeout(
+    mock_broker: EmbeddedBroker,
+) -> None:
+    address = mock_broker.bootstrap.split(",")[0]
+    mock_broker.set_broker_rtt(1, 5000)
+    with pytest.raises(RequestTimeoutError):
+        probe_api_versions(address, timeout_s=0.5)
+    mock_broker.set_broker_rtt(1, 0)
+    assert JOIN_GROUP in probe_api_versions(address)
+
+
+def test_mock_topic_error_shows_in_metadata(mock_broker: EmbeddedBroker, unique_topic: str) -> None:
+    mock_broker.create_topic(unique_topic, 2)
+    mock_broker.set_topic_error(unique_topic, 29)  # TOPIC_AUTHORIZATION_FAILED
+    admin = AdminClient({"bootstrap.servers": mock_broker.bootstrap})
+    topic = admin.list_topics(timeout=PATIENCE_S).topics[unique_topic]
+    assert topic.error is not None
+    assert topic.error.code() == CKafkaError.TOPIC_AUTHORIZATION_FAILED
+    mock_broker.set_topic_error(unique_topic, 0)
+    assert admin.list_topics(timeout=PATIENCE_S).topics[unique_topic].error is None
+
+
+def test_mock_request_tracking_records_clears_and_stops(mock_broker: EmbeddedBroker) -> None:
+    first = mock_broker.bootstrap.split(",")[0]
+    third = mock_broker.bootstrap.split(",")[2]
+    mock_broker.start_request_tracking()
+    probe_api_versions(first)
+    probe_api_versions(third)
+    assert mock_broker.requests() == [
+        MockRequest(broker_id=1, api_key=API_VERSIONS),
+        MockRequest(broker_id=3, api_key=API_VERSIONS),
+    ]
+    mock_broker.clear_requests()
+    assert mock_broker.requests() == []
+    mock_broker.stop_request_tracking()
+    probe_api_versions(first)
+    assert mock_broker.requests() == []

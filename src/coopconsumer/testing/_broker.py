@@ -336,8 +336,10 @@ class _ManagedProcess:
 
     def __init__(self, argv: list[str], *, env: Mapping[str, str], label: str) -> None:
         self.label = label
-        self._log: IO[bytes] = tempfile.NamedTemporaryFile(  # noqa: SIM115 - closed in stop()
-            prefix=f"coopconsumer-{label}-", suffix=".log", delete=False
+        # An unnamed temporary file: nothing is left behind even when this process is
+        # SIGKILLed. The child shares its file offset, so the tail is read with pread.
+        self._log: IO[bytes] = tempfile.TemporaryFile(  # noqa: SIM115 - closed in discard_log()
+            prefix=f"coopconsumer-{label}-", suffix=".log"
         )
         self._lines: queue.Queue[str | None] = queue.Queue()
         self._lock = threading.Lock()
@@ -418,11 +420,11 @@ class _ManagedProcess:
 
     def output_tail(self, chars: int = _TAIL_CHARS) -> str:
         try:
-            with open(self._log.name, "rb") as log:
-                log.seek(0, os.SEEK_END)
-                log.seek(max(0, log.tell() - chars))
-                return log.read().decode(errors="replace")
-        except OSError:
+            fd = self._log.fileno()
+            size = os.fstat(fd).st_size
+            start = max(0, size - chars)
+            return os.pread(fd, size - start, start).decode(errors="replace")
+        except (OSError, ValueError):
             return ""
 
     def stop(self) -> None:
@@ -445,11 +447,10 @@ class _ManagedProcess:
         self._signal_group(signal.SIGKILL)
         with contextlib.suppress(subprocess.TimeoutExpired):
             self._popen.wait(_STOP_GRACE_S)
-        self._log.close()
 
     def discard_log(self) -> None:
-        with contextlib.suppress(OSError):
-            os.unlink(self._log.name)
+        """Close the log; ``output_tail()`` returns "" from now on."""
+        self._log.close()
 
     def _signal_group(self, signum: int) -> None:
         # start_new_session=True made the child a session and group leader.

@@ -9,6 +9,7 @@ Pure computation: imports only ``_api`` and ``_types``; no I/O, no clock, no log
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from functools import partial
 from itertools import repeat
 
 from .._types import TopicPartition
@@ -21,7 +22,7 @@ from ._api import (
     Subscription,
 )
 
-__all__ = ["RangeAssignor", "java_member_order"]
+__all__ = ["RangeAssignor", "java_member_order", "subscriber_positions", "topic_partitions"]
 
 
 def _java_string_key(value: str) -> bytes:
@@ -51,23 +52,46 @@ def java_member_order(subscriptions: Mapping[str, Subscription]) -> list[str]:
     return sorted(subscriptions, key=key)
 
 
-def members_per_topic(
+def subscriber_positions(
     ordered_members: Sequence[str], subscriptions: Mapping[str, Subscription]
-) -> dict[str, list[str]]:
-    """topic -> its subscribers, each list in ``ordered_members`` order.
+) -> dict[str, list[int]]:
+    """topic -> positions in ``ordered_members`` of its subscribers, ascending.
 
-    Walking the members once in order keeps every list sorted without sorting per topic
-    (cheap with thousands of topics). A topic listed twice by one member counts once.
+    Members with the same topic list are handled together, so the common case (all
+    members subscribe alike) costs one pass over the topics rather than one per member.
+    A topic listed twice by one member counts once.
     """
-    result: dict[str, list[str]] = {}
-    for member_id in ordered_members:
-        for topic in dict.fromkeys(subscriptions[member_id].topics):
-            members = result.get(topic)
-            if members is None:
-                result[topic] = [member_id]
+    by_topics: dict[tuple[str, ...], list[int]] = {}
+    for position, member_id in enumerate(ordered_members):
+        topics = tuple(dict.fromkeys(subscriptions[member_id].topics))
+        same = by_topics.get(topics)
+        if same is None:
+            by_topics[topics] = [position]
+        else:
+            same.append(position)
+    result: dict[str, list[int]] = {}
+    merged: set[str] = set()
+    for topics, positions in by_topics.items():
+        for topic in topics:
+            existing = result.get(topic)
+            if existing is None:
+                result[topic] = positions.copy()
             else:
-                members.append(member_id)
+                existing.extend(positions)
+                merged.add(topic)
+    for topic in merged:
+        result[topic].sort()
     return result
+
+
+def topic_partitions(topic: str, count: int) -> list[TopicPartition]:
+    """``[TopicPartition(topic, 0), ..., TopicPartition(topic, count - 1)]``, built at C
+    speed (``TopicPartition`` is a named tuple; its Python-level ``__new__`` would
+    double the cost of a million-partition assignment)."""
+    return list(map(_new_partition, zip(repeat(topic, count), range(count), strict=True)))
+
+
+_new_partition = partial(tuple.__new__, TopicPartition)
 
 
 def assignable_partition_counts(metadata: ClusterMetadata, topics: Iterable[str]) -> dict[str, int]:
@@ -134,14 +158,20 @@ class RangeAssignor(ConsumerPartitionAssignor):
         """Assign every partition of every subscribed topic to one of its subscribers."""
         subscriptions = group_subscription.subscriptions
         ordered = java_member_order(subscriptions)
-        topic_members = members_per_topic(ordered, subscriptions)
-        counts = assignable_partition_counts(metadata, topic_members)
+        topic_subscribers = subscriber_positions(ordered, subscriptions)
+        counts = assignable_partition_counts(metadata, topic_subscribers)
         lists: dict[str, list[TopicPartition]] = {member_id: [] for member_id in subscriptions}
 
         consumer_racks = _consumer_racks(subscriptions)
         if consumer_racks and metadata.has_rack_info:
             states = [
-                _TopicState(topic, counts[topic], topic_members[topic], consumer_racks, metadata)
+                _TopicState(
+                    topic,
+                    counts[topic],
+                    [ordered[i] for i in topic_subscribers[topic]],
+                    consumer_racks,
+                    metadata,
+                )
                 for topic in sorted(counts)
             ]
             if any(state.needs_rack_aware for state in states):
@@ -152,13 +182,13 @@ class RangeAssignor(ConsumerPartitionAssignor):
         # out sorted without a final sort.
         for topic in sorted(counts):
             count = counts[topic]
-            members = topic_members[topic]
-            per_member, extra = divmod(count, len(members))
-            partitions = list(map(TopicPartition, repeat(topic, count), range(count)))
+            subscribers = topic_subscribers[topic]
+            per_member, extra = divmod(count, len(subscribers))
+            partitions = topic_partitions(topic, count)
             start = 0
-            for index in range(min(len(members), count)):
+            for index in range(min(len(subscribers), count)):
                 end = start + per_member + (1 if index < extra else 0)
-                lists[members[index]].extend(partitions[start:end])
+                lists[ordered[subscribers[index]]].extend(partitions[start:end])
                 start = end
         return finish(subscriptions, lists)
 
@@ -209,8 +239,10 @@ class _TopicState:
         self.needs_rack_aware = False
         if not racks_of_members:
             return
+        replica_racks = metadata.partition_racks
+        no_racks: frozenset[str] = frozenset()
         self.partition_racks = [
-            metadata.racks_for_partition(TopicPartition(topic, p)) for p in range(count)
+            replica_racks.get(tp, no_racks) for tp in topic_partitions(topic, count)
         ]
         all_partition_racks: set[str] = set()
         for racks in self.partition_racks:

@@ -7,11 +7,16 @@ Pure computation: imports only ``_api``, ``_types`` and the shared helpers of
 from __future__ import annotations
 
 from bisect import bisect_left
-from itertools import repeat
 
 from .._types import TopicPartition
 from ._api import ClusterMetadata, ConsumerPartitionAssignor, GroupAssignment, GroupSubscription
-from ._range import assignable_partition_counts, finish, java_member_order, members_per_topic
+from ._range import (
+    assignable_partition_counts,
+    finish,
+    java_member_order,
+    subscriber_positions,
+    topic_partitions,
+)
 
 __all__ = ["RoundRobinAssignor"]
 
@@ -41,9 +46,8 @@ class RoundRobinAssignor(ConsumerPartitionAssignor):
         """Deal every partition of every subscribed topic to its subscribers in turn."""
         subscriptions = group_subscription.subscriptions
         ordered = java_member_order(subscriptions)
-        position = {member_id: index for index, member_id in enumerate(ordered)}
-        topic_members = members_per_topic(ordered, subscriptions)
-        counts = assignable_partition_counts(metadata, topic_members)
+        topic_subscribers = subscriber_positions(ordered, subscriptions)
+        counts = assignable_partition_counts(metadata, topic_subscribers)
         lists: dict[str, list[TopicPartition]] = {member_id: [] for member_id in subscriptions}
         if not ordered:
             return finish(subscriptions, lists)
@@ -58,15 +62,15 @@ class RoundRobinAssignor(ConsumerPartitionAssignor):
         cursor = 0
         for topic in sorted(counts):
             count = counts[topic]
-            subscribers = [position[m] for m in topic_members[topic]]
+            subscribers = topic_subscribers[topic]
             width = len(subscribers)
             start = bisect_left(subscribers, cursor)
             if start == width:
                 start = 0
-            partitions = list(map(TopicPartition, repeat(topic, count), range(count)))
-            for offset in range(min(width, count)):
-                member_id = ordered[subscribers[(start + offset) % width]]
-                lists[member_id].extend(partitions[offset::width])
+            partitions = topic_partitions(topic, count)
+            dealt_to = subscribers[start:] + subscribers[:start]
+            for offset, member in enumerate(dealt_to[:count]):
+                lists[ordered[member]].extend(partitions[offset::width])
             last = subscribers[(start + count - 1) % width]
             cursor = (last + 1) % len(ordered)
         return finish(subscriptions, lists)

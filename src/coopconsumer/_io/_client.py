@@ -35,6 +35,7 @@ from .._errors import (
 from .._protocol import errors
 from .._protocol._schema import Request, Response
 from .._protocol.messages import (
+    ALL_REQUESTS,
     FindCoordinatorRequest,
     FindCoordinatorResponse,
     MetadataRequest,
@@ -1022,17 +1023,10 @@ class KafkaClient:
 def _request_type(api_key: int | type[Request]) -> type[Request]:
     if isinstance(api_key, type):
         return api_key
-    from .._protocol import messages
-
-    for name in messages.__all__:
-        candidate = getattr(messages, name)
-        if (
-            isinstance(candidate, type)
-            and issubclass(candidate, Request)
-            and api_key == candidate.API_KEY
-        ):
-            return candidate
-    raise ConfigurationError(f"no request class for api_key {api_key}")
+    request_type = ALL_REQUESTS.get(api_key)
+    if request_type is None:
+        raise ConfigurationError(f"no request class for api_key {api_key}")
+    return request_type
 
 
 def _metadata_request(

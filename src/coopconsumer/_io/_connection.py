@@ -53,6 +53,7 @@ DEFAULT_MAX_RESPONSE_BYTES: Final = 100_000_000
 FIRST_API_VERSIONS_VERSION: Final = min(3, ApiVersionsRequest.MAX_VERSION)
 
 _READ_CHUNK: Final = 256 * 1024
+_CONTEXT_SUFFIX: Final = re.compile(r" \(api_key=-?\d+(?:, version=-?\d+)?\)$")
 _MAX_CORRELATION_ID: Final = 2**31 - 1
 
 
@@ -767,8 +768,10 @@ class BrokerConnection:
         )
 
     def _wrap_decode_error(self, entry: _InFlight, exc: BaseException) -> ProtocolError:
+        # The codec's own message already names api_key/version; keep it once.
+        detail = _CONTEXT_SUFFIX.sub("", str(exc))
         error = ProtocolError(
-            f"cannot decode {api_name(entry.request_type)} v{entry.api_version} response: {exc}",
+            f"cannot decode {api_name(entry.request_type)} v{entry.api_version} response: {detail}",
             api_key=entry.api_key,
             api_version=entry.api_version,
             broker=self.broker,

@@ -186,6 +186,14 @@ def test_classes_and_instances_are_accepted() -> None:
     assert load_assignors([RangeAssignor])[0] is not load_assignors([RangeAssignor])[0]
 
 
+def test_registry_factories_may_be_any_callable(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(BUILTIN_ASSIGNORS, "rr-alias", lambda: RoundRobinAssignor())
+    monkeypatch.setitem(BUILTIN_ASSIGNORS, "bogus", lambda: "not an assignor")
+    assert [type(a) for a in load_assignors("rr-alias")] == [RoundRobinAssignor]
+    with pytest.raises(ConfigurationError, match="built str 'not an assignor', not a Consumer"):
+        load_assignors("bogus")
+
+
 # --- user assignors by import path --------------------------------------------------------
 
 

@@ -167,7 +167,7 @@ def _load_one(entry: object) -> ConsumerPartitionAssignor:
         _JAVA_CLASS_NAMES.get(entry, "")
     )
     if builtin is not None:
-        return _instantiate(builtin, repr(entry))
+        return _call_factory(builtin, repr(entry))
     if ":" not in entry and "." not in entry:
         raise ConfigurationError(
             f"unknown assignor {entry!r} in {_CONFIG_KEY}: valid names are "
@@ -259,12 +259,24 @@ def _instantiate(factory: object, what: str) -> ConsumerPartitionAssignor:
         raise ConfigurationError(
             f"assignor {what} in {_CONFIG_KEY} is abstract: it does not implement {missing}"
         )
+    return _call_factory(factory, what)
+
+
+def _call_factory(factory: Callable[[], object], what: str) -> ConsumerPartitionAssignor:
+    # BUILTIN_ASSIGNORS is a public, mutable registry: a factory there may be any
+    # callable, so its product is checked too.
     try:
-        return factory()
+        assignor = factory()
     except Exception as exc:
         raise ConfigurationError(
             f"constructing assignor {what} in {_CONFIG_KEY} raised {type(exc).__name__}: {exc}"
         ) from exc
+    if not isinstance(assignor, ConsumerPartitionAssignor):
+        raise ConfigurationError(
+            f"assignor {what} in {_CONFIG_KEY} built {type(assignor).__name__} {assignor!r}, not a "
+            f"ConsumerPartitionAssignor"
+        )
+    return assignor
 
 
 def _name_of(assignor: ConsumerPartitionAssignor, entry: object) -> str:

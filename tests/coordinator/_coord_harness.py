@@ -1,0 +1,282 @@
+"""``GroupHarness``: several ``GroupMember`` instances, one ``FakeGroupCoordinator`` and a
+controllable clock (franz-go's kfake / h11's ConnectionPair in miniature).
+
+It routes ``Send`` effects to the fake and answers back, answers ``FindCoordinator``
+and ``MetadataNeeded`` at once, answers every ``InvokeListener`` with ``ListenerDone``
+immediately (recording the callback), turns dropped answers into ``RequestFailed``
+after the request's timeout, and keeps an ownership ledger from ``Assign``/``Unassign``
+that fails the moment a partition would have two owners.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable, Mapping, Sequence
+
+import attrs
+from fake_group_coordinator import FakeGroupCoordinator
+
+from coopconsumer._coordinator import (
+    Assign,
+    CommitDone,
+    Effect,
+    Fatal,
+    FindCoordinator,
+    GroupMember,
+    InvokeListener,
+    ListenerDone,
+    ListenerKind,
+    MemberConfig,
+    MemberState,
+    MetadataNeeded,
+    MetadataUpdate,
+    PollCalled,
+    ReportError,
+    RequestFailed,
+    ResponseReceived,
+    Send,
+    Subscribe,
+    Tick,
+    Unassign,
+)
+from coopconsumer._coordinator._inputs import CoordinatorFound, CoordinatorUnavailable
+from coopconsumer._errors import CoopConsumerError, RequestTimeoutError
+from coopconsumer._types import TopicPartition
+from coopconsumer.assignors import ClusterMetadata, ConsumerPartitionAssignor
+
+
+class OwnershipViolation(AssertionError):
+    """A partition was assigned to a member while another member still owned it."""
+
+
+@attrs.frozen
+class Callback:
+    member: str
+    kind: ListenerKind
+    partitions: frozenset[TopicPartition]
+
+
+@attrs.define
+class HarnessMember:
+    name: str
+    member: GroupMember
+    alive: bool = True
+    polling: bool = True
+    owned: set[TopicPartition] = attrs.Factory(set)
+    effects: list[Effect] = attrs.Factory(list)
+
+
+class GroupHarness:
+    """A deterministic group of members around a fake coordinator."""
+
+    def __init__(
+        self,
+        topics: Mapping[str, int],
+        *,
+        group_id: str = "g",
+        require_member_id: bool = True,
+        session_timeout_ms: int = 10_000,
+        heartbeat_interval_ms: int = 3_000,
+        max_poll_interval_ms: int = 30_000,
+    ) -> None:
+        self.now = 0.0
+        self.group_id = group_id
+        self.topics = dict(topics)
+        self.fake = FakeGroupCoordinator(group_id, require_member_id=require_member_id)
+        self.members: dict[str, HarnessMember] = {}
+        self.callbacks: list[Callback] = []
+        self.commits: dict[object, CoopConsumerError | None] = {}
+        self.reported: list[tuple[str, CoopConsumerError]] = []
+        self.fatal: dict[str, CoopConsumerError] = {}
+        self.owner: dict[TopicPartition, str] = {}
+        self._queue: deque[tuple[str, object]] = deque()
+        self._timeouts: dict[tuple[str, int], float] = {}
+        self.session_timeout_ms = session_timeout_ms
+        self.heartbeat_interval_ms = heartbeat_interval_ms
+        self.max_poll_interval_ms = max_poll_interval_ms
+
+    # ------------------------------------------------------------------ setup
+
+    def add_member(
+        self,
+        name: str,
+        assignors: Sequence[ConsumerPartitionAssignor],
+        *,
+        topics: Iterable[str] | None = None,
+        group_instance_id: str | None = None,
+        subscribe: bool = True,
+    ) -> GroupMember:
+        config = MemberConfig(
+            group_id=self.group_id,
+            group_instance_id=group_instance_id,
+            session_timeout_ms=self.session_timeout_ms,
+            heartbeat_interval_ms=self.heartbeat_interval_ms,
+            max_poll_interval_ms=self.max_poll_interval_ms,
+        )
+        member = GroupMember(config, assignors)
+        self.members[name] = HarnessMember(name=name, member=member)
+        if subscribe:
+            self.feed(
+                name, Subscribe(topics=frozenset(topics if topics is not None else self.topics))
+            )
+        return member
+
+    def metadata(self) -> ClusterMetadata:
+        return ClusterMetadata.from_partition_counts(self.topics)
+
+    def set_topics(self, topics: Mapping[str, int]) -> None:
+        """Change the cluster's topics and tell every live member."""
+        self.topics = dict(topics)
+        for name, hm in self.members.items():
+            if hm.alive:
+                self.feed(name, MetadataUpdate(metadata=self.metadata()))
+        self.run()
+
+    # ------------------------------------------------------------------ driving
+
+    def feed(self, name: str, event: object) -> None:
+        self._queue.append((name, event))
+
+    def crash(self, name: str) -> None:
+        """The member's process dies: it stops sending; its fetcher is gone."""
+        hm = self.members[name]
+        hm.alive = False
+        for tp in hm.owned:
+            if self.owner.get(tp) == name:
+                del self.owner[tp]
+        hm.owned.clear()
+
+    def run(self) -> None:
+        """Process queued inputs and the fake's answers until nothing is left."""
+        while True:
+            self._collect_deliveries()
+            if not self._queue:
+                return
+            name, event = self._queue.popleft()
+            hm = self.members[name]
+            if not hm.alive:
+                continue
+            effects = hm.member.handle(event, self.now)
+            hm.effects.extend(effects)
+            for effect in effects:
+                self._execute(hm, effect)
+
+    def _collect_deliveries(self) -> None:
+        outbox, self.fake.outbox = self.fake.outbox, []
+        for delivery in outbox:
+            self._timeouts.pop((delivery.client, delivery.request_id), None)
+            self._queue.append(
+                (
+                    delivery.client,
+                    ResponseReceived(request_id=delivery.request_id, response=delivery.response),
+                )
+            )
+
+    def _execute(self, hm: HarnessMember, effect: Effect) -> None:
+        name = hm.name
+        if isinstance(effect, Send):
+            timeout = effect.timeout_s if effect.timeout_s is not None else 30.0
+            self._timeouts[(name, effect.request_id)] = self.now + timeout
+            self.fake.submit(name, effect.node_id, effect.request_id, effect.request, self.now)
+        elif isinstance(effect, FindCoordinator):
+            if self.fake.available:
+                self.feed(name, CoordinatorFound(node_id=self.fake.node_id))
+            else:
+                self.feed(name, CoordinatorUnavailable())
+        elif isinstance(effect, MetadataNeeded):
+            self.feed(name, MetadataUpdate(metadata=self.metadata()))
+        elif isinstance(effect, InvokeListener):
+            self.callbacks.append(Callback(name, effect.kind, effect.partitions))
+            self.feed(name, ListenerDone(invocation_id=effect.invocation_id, kind=effect.kind))
+        elif isinstance(effect, Assign):
+            for tp in effect.partitions:
+                other = self.owner.get(tp)
+                if other is not None and other != name:
+                    raise OwnershipViolation(
+                        f"t={self.now}: {tp} assigned to {name} while {other} owns it"
+                    )
+                if tp in hm.owned:
+                    raise OwnershipViolation(f"{tp} assigned twice to {name}")
+                self.owner[tp] = name
+                hm.owned.add(tp)
+        elif isinstance(effect, Unassign):
+            for tp in effect.partitions:
+                if tp not in hm.owned:
+                    raise OwnershipViolation(f"{name} unassigned {tp}, which it does not own")
+                hm.owned.discard(tp)
+                if self.owner.get(tp) == name:
+                    del self.owner[tp]
+        elif isinstance(effect, CommitDone):
+            self.commits[effect.token] = effect.error
+        elif isinstance(effect, ReportError):
+            self.reported.append((name, effect.error))
+        elif isinstance(effect, Fatal):
+            self.fatal[name] = effect.error
+
+    def _next_time(self, target: float) -> float:
+        candidates = [target]
+        for hm in self.members.values():
+            if hm.alive:
+                deadline = hm.member.next_deadline
+                if deadline is not None:
+                    candidates.append(deadline)
+        fake_deadline = self.fake.next_deadline()
+        if fake_deadline is not None:
+            candidates.append(fake_deadline)
+        candidates.extend(self._timeouts.values())
+        return max(self.now, min(candidates))
+
+    def step_to(self, t: float) -> None:
+        """Move the clock to ``t`` and let everything due at ``t`` happen: members
+        first (poll, timers), then the coordinator, then request timeouts."""
+        self.now = t
+        for name in sorted(self.members):
+            hm = self.members[name]
+            if hm.alive and hm.member.state not in (MemberState.CLOSED, MemberState.FATAL):
+                if hm.polling:
+                    self.feed(name, PollCalled())
+                self.feed(name, Tick())
+        self.run()
+        self.fake.advance(t)
+        self.run()
+        for key, due in sorted(self._timeouts.items(), key=lambda kv: kv[1]):
+            if due <= t:
+                del self._timeouts[key]
+                self.feed(
+                    key[0],
+                    RequestFailed(
+                        request_id=key[1], error=RequestTimeoutError("request timed out")
+                    ),
+                )
+        self.run()
+
+    def advance(self, seconds: float) -> None:
+        """Advance the clock by ``seconds``, stopping at every deadline on the way."""
+        target = self.now + seconds
+        self.run()
+        while True:
+            t = self._next_time(target)
+            self.step_to(t)
+            if t >= target:
+                return
+
+    # ------------------------------------------------------------------ queries
+
+    def live(self) -> list[HarnessMember]:
+        return [
+            hm
+            for hm in self.members.values()
+            if hm.alive and hm.member.state not in (MemberState.CLOSED, MemberState.FATAL)
+        ]
+
+    def assignment(self) -> dict[str, frozenset[TopicPartition]]:
+        return {name: frozenset(hm.owned) for name, hm in self.members.items() if hm.alive}
+
+    def all_partitions(self, topics: Iterable[str] | None = None) -> frozenset[TopicPartition]:
+        names = self.topics if topics is None else topics
+        return frozenset(
+            TopicPartition(t, p) for t in names if t in self.topics for p in range(self.topics[t])
+        )
+
+    def callbacks_of(self, name: str, kind: ListenerKind | None = None) -> list[Callback]:
+        return [c for c in self.callbacks if c.member == name and (kind is None or c.kind == kind)]

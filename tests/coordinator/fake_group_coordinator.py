@@ -1,0 +1,683 @@
+"""An in-process broker-side group coordinator (the classic protocol) for tests.
+
+Speaks the same ``coopconsumer._protocol.messages`` objects as a real broker and follows
+Kafka's classic ``GroupCoordinator``: MEMBER_ID_REQUIRED on a dynamic member's first
+join (JoinGroup v4+ behaviour), generations, leader election, protocol selection by
+vote among the members' common protocols, joins held until every known member rejoined
+or the rebalance timeout passed, SyncGroup distribution, heartbeats answered
+REBALANCE_IN_PROGRESS during a rebalance, session expiry, LeaveGroup, static membership
+(fencing, rejoin without rebalance), and OffsetCommit/OffsetFetch with generation
+checks. Faults are injected through its public API (``fail_next``, ``drop_next``,
+``move_coordinator``, ``set_available``), never by patching.
+
+Time is an argument; nothing here reads a clock. Answers are queued in ``outbox`` as
+``Delivery`` values for a harness to route (JoinGroup and SyncGroup may be answered
+long after they were received).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections import Counter
+from collections.abc import Iterable, Mapping
+
+import attrs
+
+from coopconsumer._protocol import errors
+from coopconsumer._protocol.messages import (
+    HeartbeatRequest,
+    HeartbeatResponse,
+    JoinGroupRequest,
+    JoinGroupResponse,
+    JoinGroupResponseMember,
+    LeaveGroupRequest,
+    LeaveGroupResponse,
+    MemberResponse,
+    OffsetCommitRequest,
+    OffsetCommitResponse,
+    OffsetCommitResponsePartition,
+    OffsetCommitResponseTopic,
+    OffsetFetchRequest,
+    OffsetFetchResponse,
+    OffsetFetchResponsePartition,
+    OffsetFetchResponseTopic,
+    SyncGroupRequest,
+    SyncGroupResponse,
+)
+from coopconsumer._types import TopicPartition
+
+__all__ = ["Delivery", "FakeGroupCoordinator", "GroupPhase"]
+
+
+class GroupPhase(enum.Enum):
+    """The broker-side group states (Kafka's ``GroupState``)."""
+
+    EMPTY = "Empty"
+    PREPARING_REBALANCE = "PreparingRebalance"
+    COMPLETING_REBALANCE = "CompletingRebalance"
+    STABLE = "Stable"
+
+
+@attrs.frozen
+class Delivery:
+    """An answer for ``client``'s request ``request_id``."""
+
+    client: str
+    request_id: int
+    response: object
+
+
+@attrs.define
+class _Member:
+    member_id: str
+    group_instance_id: str | None
+    client: str
+    protocols: tuple[tuple[str, bytes], ...]
+    session_timeout_s: float
+    rebalance_timeout_s: float
+    last_heartbeat: float
+    awaiting_join: int | None = None  # request id of a parked JoinGroup
+    awaiting_sync: int | None = None  # request id of a parked SyncGroup
+    assignment: bytes = b""
+    joined_generation: int = -1
+
+    def metadata_for(self, protocol: str) -> bytes:
+        for name, metadata in self.protocols:
+            if name == protocol:
+                return metadata
+        raise KeyError(protocol)
+
+
+@attrs.define
+class _Fault:
+    error_code: int | None  # None: drop the answer
+    remaining: int
+
+
+_API_KEYS = {
+    JoinGroupRequest: 11,
+    SyncGroupRequest: 14,
+    HeartbeatRequest: 12,
+    LeaveGroupRequest: 13,
+    OffsetCommitRequest: 8,
+    OffsetFetchRequest: 9,
+}
+
+
+class FakeGroupCoordinator:
+    """One consumer group's coordinator. ``submit`` a request, ``advance`` the clock,
+    and take answers from ``outbox``.
+
+    ``require_member_id`` mimics JoinGroup v4+ (KIP-394). Generations start at 0 and the
+    first completed rebalance makes generation 1, as Kafka.
+    """
+
+    def __init__(
+        self,
+        group_id: str,
+        *,
+        node_id: int = 1,
+        require_member_id: bool = True,
+        protocol_type: str = "consumer",
+    ) -> None:
+        self.group_id = group_id
+        self.node_id = node_id
+        self.available = True
+        self.require_member_id = require_member_id
+        self.protocol_type = protocol_type
+        self.phase = GroupPhase.EMPTY
+        self.generation_id = 0
+        self.protocol_name: str | None = None
+        self.leader_id: str | None = None
+        self.members: dict[str, _Member] = {}
+        self.static_members: dict[str, str] = {}  # group.instance.id -> member id
+        self.pending_members: dict[str, float] = {}  # MEMBER_ID_REQUIRED issued -> expiry
+        self.rebalance_deadline: float | None = None
+        self.committed: dict[TopicPartition, int] = {}
+        self.outbox: list[Delivery] = []
+        self.rebalances = 0
+        self._faults: dict[int, _Fault] = {}
+        self._next_member = 0
+
+    # ------------------------------------------------------------------ fault API
+
+    def fail_next(self, api_key: int, error_code: int, count: int = 1) -> None:
+        """Answer the next ``count`` requests of ``api_key`` with ``error_code`` (the
+        request is not processed)."""
+        self._faults[api_key] = _Fault(error_code, count)
+
+    def drop_next(self, api_key: int, count: int = 1) -> None:
+        """Process the next ``count`` requests of ``api_key`` but never answer them."""
+        self._faults[api_key] = _Fault(None, count)
+
+    def move_coordinator(self, node_id: int) -> None:
+        """The group moves to broker ``node_id``: requests to the old node get
+        NOT_COORDINATOR, parked joins and syncs are answered NOT_COORDINATOR."""
+        self.node_id = node_id
+        for member in self.members.values():
+            if member.awaiting_join is not None:
+                self._answer(
+                    member.client, member.awaiting_join, self._join_error(errors.NOT_COORDINATOR)
+                )
+                member.awaiting_join = None
+            if member.awaiting_sync is not None:
+                self._answer(
+                    member.client,
+                    member.awaiting_sync,
+                    SyncGroupResponse(error_code=errors.NOT_COORDINATOR),
+                )
+                member.awaiting_sync = None
+
+    def set_available(self, available: bool) -> None:
+        """FindCoordinator fails (COORDINATOR_NOT_AVAILABLE) while False."""
+        self.available = available
+
+    # ------------------------------------------------------------------ queries
+
+    def member_for_client(self, client: str) -> str | None:
+        for member in self.members.values():
+            if member.client == client:
+                return member.member_id
+        return None
+
+    def next_deadline(self) -> float | None:
+        """When ``advance`` has something to do (session expiry, rebalance timeout)."""
+        candidates = [m.last_heartbeat + m.session_timeout_s for m in self.members.values()]
+        candidates.extend(self.pending_members.values())
+        if self.rebalance_deadline is not None:
+            candidates.append(self.rebalance_deadline)
+        return min(candidates) if candidates else None
+
+    # ------------------------------------------------------------------ clock
+
+    def advance(self, now: float) -> None:
+        """Expire sessions and pending members; complete a timed-out join."""
+        for member_id, expiry in list(self.pending_members.items()):
+            if now >= expiry:
+                del self.pending_members[member_id]
+        if self.rebalance_deadline is not None and now >= self.rebalance_deadline:
+            self._complete_join(now, force=True)
+        for member in list(self.members.values()):
+            if member.awaiting_join is not None or member.awaiting_sync is not None:
+                continue  # Kafka: parked members have a satisfied heartbeat
+            if now >= member.last_heartbeat + member.session_timeout_s:
+                self._remove_member(member.member_id, now)
+
+    # ------------------------------------------------------------------ requests
+
+    def submit(
+        self, client: str, node_id: int, request_id: int, request: object, now: float
+    ) -> None:
+        """Receive ``request`` from ``client`` sent to broker ``node_id``."""
+        api_key = _API_KEYS[type(request)]
+        if node_id != self.node_id:
+            self._answer(client, request_id, _error_response(request, errors.NOT_COORDINATOR))
+            return
+        fault = self._faults.get(api_key)
+        if fault is not None and fault.remaining > 0:
+            fault.remaining -= 1
+            if fault.error_code is not None:
+                self._answer(client, request_id, _error_response(request, fault.error_code))
+                return
+            self._dispatch(client, -request_id - 1, request, now)  # processed, answer dropped
+            return
+        self._dispatch(client, request_id, request, now)
+
+    def _dispatch(self, client: str, request_id: int, request: object, now: float) -> None:
+        if isinstance(request, JoinGroupRequest):
+            self._join(client, request_id, request, now)
+        elif isinstance(request, SyncGroupRequest):
+            self._sync(client, request_id, request, now)
+        elif isinstance(request, HeartbeatRequest):
+            self._answer(
+                client, request_id, HeartbeatResponse(error_code=self._heartbeat(request, now))
+            )
+        elif isinstance(request, LeaveGroupRequest):
+            self._answer(client, request_id, self._leave(request, now))
+        elif isinstance(request, OffsetCommitRequest):
+            self._answer(client, request_id, self._commit(request))
+        elif isinstance(request, OffsetFetchRequest):
+            self._answer(client, request_id, self._fetch(request))
+        else:  # pragma: no cover - _API_KEYS guards this
+            raise TypeError(type(request))
+
+    def _answer(self, client: str, request_id: int, response: object) -> None:
+        if request_id < 0:
+            return  # a dropped answer (drop_next)
+        self.outbox.append(Delivery(client, request_id, response))
+
+    # ------------------------------------------------------------------ JoinGroup
+
+    def _join_error(self, code: int, member_id: str = "") -> JoinGroupResponse:
+        return JoinGroupResponse(error_code=code, member_id=member_id, generation_id=-1)
+
+    def _new_member_id(self, client: str, instance: str | None) -> str:
+        self._next_member += 1
+        return f"{instance or client}-{self._next_member}"
+
+    def _join(self, client: str, request_id: int, request: JoinGroupRequest, now: float) -> None:
+        if request.protocol_type != self.protocol_type or not request.protocols:
+            self._answer(client, request_id, self._join_error(errors.INCONSISTENT_GROUP_PROTOCOL))
+            return
+        protocols = tuple((p.name, p.metadata) for p in request.protocols)
+        if self.members and not self._supports_common_protocol(protocols, request.member_id):
+            self._answer(client, request_id, self._join_error(errors.INCONSISTENT_GROUP_PROTOCOL))
+            return
+        instance = request.group_instance_id
+        member_id = request.member_id
+        if instance is not None:
+            known = self.static_members.get(instance)
+            if member_id and known is not None and known != member_id:
+                self._answer(client, request_id, self._join_error(errors.FENCED_INSTANCE_ID))
+                return
+            if not member_id:
+                member_id = self._new_member_id(client, instance)
+                if known is not None and known in self.members:
+                    self._replace_static(
+                        known, member_id, client, request, protocols, request_id, now
+                    )
+                    return
+                self.static_members[instance] = member_id
+                self._add_member(member_id, client, request, protocols, request_id, now)
+                return
+        elif not member_id:
+            if self.require_member_id:
+                member_id = self._new_member_id(client, None)
+                self.pending_members[member_id] = now + request.session_timeout_ms / 1000.0
+                self._answer(
+                    client, request_id, self._join_error(errors.MEMBER_ID_REQUIRED, member_id)
+                )
+                return
+            member_id = self._new_member_id(client, None)
+            self._add_member(member_id, client, request, protocols, request_id, now)
+            return
+        if member_id in self.pending_members:
+            del self.pending_members[member_id]
+            self._add_member(member_id, client, request, protocols, request_id, now)
+            return
+        member = self.members.get(member_id)
+        if member is None:
+            self._answer(client, request_id, self._join_error(errors.UNKNOWN_MEMBER_ID, member_id))
+            return
+        if member.awaiting_join is not None and member.awaiting_join != request_id:
+            # A newer join supersedes a parked one (the client gave up on it).
+            member.awaiting_join = None
+        changed = member.protocols != protocols
+        member.protocols = protocols
+        member.client = client
+        member.last_heartbeat = now
+        if self.phase is GroupPhase.PREPARING_REBALANCE:
+            member.awaiting_join = request_id
+            self._complete_join(now)
+        elif (
+            not changed
+            and member_id != self.leader_id
+            and self.phase
+            in (
+                GroupPhase.STABLE,
+                GroupPhase.COMPLETING_REBALANCE,
+            )
+        ):
+            # Kafka: a follower rejoining with unchanged metadata gets the current state.
+            self._answer(client, request_id, self._join_response(member, skip=False))
+        else:
+            member.awaiting_join = request_id
+            self._prepare_rebalance(now, f"member {member_id} rejoined")
+
+    def _supports_common_protocol(
+        self, protocols: tuple[tuple[str, bytes], ...], member_id: str
+    ) -> bool:
+        others = [m for m in self.members.values() if m.member_id != member_id]
+        if not others:
+            return True
+        common = {name for name, _ in protocols}
+        for other in others:
+            common &= {name for name, _ in other.protocols}
+        return bool(common)
+
+    def _add_member(
+        self,
+        member_id: str,
+        client: str,
+        request: JoinGroupRequest,
+        protocols: tuple[tuple[str, bytes], ...],
+        request_id: int,
+        now: float,
+    ) -> None:
+        self.members[member_id] = _Member(
+            member_id=member_id,
+            group_instance_id=request.group_instance_id,
+            client=client,
+            protocols=protocols,
+            session_timeout_s=request.session_timeout_ms / 1000.0,
+            rebalance_timeout_s=max(request.rebalance_timeout_ms, 0) / 1000.0,
+            last_heartbeat=now,
+            awaiting_join=request_id,
+        )
+        if self.phase is GroupPhase.PREPARING_REBALANCE:
+            self._complete_join(now)
+        else:
+            self._prepare_rebalance(now, f"member {member_id} joined")
+
+    def _replace_static(
+        self,
+        old_id: str,
+        new_id: str,
+        client: str,
+        request: JoinGroupRequest,
+        protocols: tuple[tuple[str, bytes], ...],
+        request_id: int,
+        now: float,
+    ) -> None:
+        """A static member rejoined with an unknown member id: it takes over its old
+        identity (the old id is fenced). In a stable group with unchanged protocols the
+        current assignment stands (KIP-345); a leader gets skip_assignment (KIP-814)."""
+        old = self.members.pop(old_id)
+        assert request.group_instance_id is not None
+        self.static_members[request.group_instance_id] = new_id
+        if old.awaiting_join is not None:
+            self._answer(old.client, old.awaiting_join, self._join_error(errors.FENCED_INSTANCE_ID))
+        if old.awaiting_sync is not None:
+            self._answer(
+                old.client,
+                old.awaiting_sync,
+                SyncGroupResponse(error_code=errors.FENCED_INSTANCE_ID),
+            )
+        member = attrs.evolve(
+            old,
+            member_id=new_id,
+            client=client,
+            last_heartbeat=now,
+            awaiting_join=None,
+            awaiting_sync=None,
+            session_timeout_s=request.session_timeout_ms / 1000.0,
+        )
+        self.members[new_id] = member
+        was_leader = self.leader_id == old_id
+        if was_leader:
+            self.leader_id = new_id
+        if self.phase is GroupPhase.STABLE and old.protocols == protocols:
+            member.protocols = protocols
+            self._answer(client, request_id, self._join_response(member, skip=was_leader))
+            return
+        member.protocols = protocols
+        member.awaiting_join = request_id
+        if self.phase is GroupPhase.PREPARING_REBALANCE:
+            self._complete_join(now)
+        else:
+            self._prepare_rebalance(now, f"static member {request.group_instance_id} rejoined")
+
+    def _prepare_rebalance(self, now: float, reason: str) -> None:
+        if self.phase is GroupPhase.COMPLETING_REBALANCE:
+            for member in self.members.values():
+                if member.awaiting_sync is not None:
+                    self._answer(
+                        member.client,
+                        member.awaiting_sync,
+                        SyncGroupResponse(error_code=errors.REBALANCE_IN_PROGRESS),
+                    )
+                    member.awaiting_sync = None
+        self.phase = GroupPhase.PREPARING_REBALANCE
+        timeout = max((m.rebalance_timeout_s for m in self.members.values()), default=0.0)
+        self.rebalance_deadline = now + timeout
+        self._complete_join(now)
+
+    def _complete_join(self, now: float, *, force: bool = False) -> None:
+        if self.phase is not GroupPhase.PREPARING_REBALANCE:
+            return
+        waiting = [m for m in self.members.values() if m.awaiting_join is None]
+        if waiting and not force:
+            return
+        for member in waiting:  # did not rejoin within the rebalance timeout
+            self._drop(member.member_id)
+        self.rebalance_deadline = None
+        self.generation_id += 1
+        self.rebalances += 1
+        if not self.members:
+            self.phase = GroupPhase.EMPTY
+            self.protocol_name = None
+            self.leader_id = None
+            return
+        self.phase = GroupPhase.COMPLETING_REBALANCE
+        if self.leader_id not in self.members:
+            self.leader_id = next(iter(self.members))
+        self.protocol_name = self._vote()
+        for member in self.members.values():
+            member.last_heartbeat = now
+            member.joined_generation = self.generation_id
+            request_id = member.awaiting_join
+            member.awaiting_join = None
+            assert request_id is not None
+            self._answer(member.client, request_id, self._join_response(member, skip=False))
+
+    def _vote(self) -> str:
+        """Kafka's ``selectProtocol``: candidates every member supports; each member
+        votes for its most preferred candidate; most votes wins (ties: the leader's
+        preference order, for determinism)."""
+        members = list(self.members.values())
+        candidates = {name for name, _ in members[0].protocols}
+        for member in members[1:]:
+            candidates &= {name for name, _ in member.protocols}
+        votes = Counter(
+            next(name for name, _ in member.protocols if name in candidates) for member in members
+        )
+        best = max(votes.values())
+        leader = self.members[self.leader_id] if self.leader_id else members[0]
+        return next(name for name, _ in leader.protocols if votes.get(name) == best)
+
+    def _join_response(self, member: _Member, *, skip: bool) -> JoinGroupResponse:
+        assert self.protocol_name is not None
+        assert self.leader_id is not None
+        is_leader = member.member_id == self.leader_id
+        members: tuple[JoinGroupResponseMember, ...] = ()
+        if is_leader and not skip:
+            members = tuple(
+                JoinGroupResponseMember(
+                    member_id=m.member_id,
+                    group_instance_id=m.group_instance_id,
+                    metadata=m.metadata_for(self.protocol_name),
+                )
+                for m in self.members.values()
+            )
+        return JoinGroupResponse(
+            error_code=errors.NONE,
+            generation_id=self.generation_id,
+            protocol_type=self.protocol_type,
+            protocol_name=self.protocol_name,
+            leader=self.leader_id,
+            skip_assignment=skip,
+            member_id=member.member_id,
+            members=members,
+        )
+
+    # ------------------------------------------------------------------ SyncGroup
+
+    def _check_member(self, member_id: str, instance: str | None, generation_id: int | None) -> int:
+        if instance is not None:
+            known = self.static_members.get(instance)
+            if known is not None and known != member_id:
+                return errors.FENCED_INSTANCE_ID
+        if member_id not in self.members:
+            return errors.UNKNOWN_MEMBER_ID
+        if generation_id is not None and generation_id != self.generation_id:
+            return errors.ILLEGAL_GENERATION
+        return errors.NONE
+
+    def _sync(self, client: str, request_id: int, request: SyncGroupRequest, now: float) -> None:
+        code = self._check_member(
+            request.member_id, request.group_instance_id, request.generation_id
+        )
+        if code == errors.NONE and (
+            (request.protocol_type is not None and request.protocol_type != self.protocol_type)
+            or (request.protocol_name is not None and request.protocol_name != self.protocol_name)
+        ):
+            code = errors.INCONSISTENT_GROUP_PROTOCOL
+        if code == errors.NONE and self.phase is GroupPhase.PREPARING_REBALANCE:
+            code = errors.REBALANCE_IN_PROGRESS
+        if code != errors.NONE:
+            self._answer(client, request_id, SyncGroupResponse(error_code=code))
+            return
+        member = self.members[request.member_id]
+        member.last_heartbeat = now
+        if self.phase is GroupPhase.STABLE:
+            self._answer(client, request_id, self._sync_response(member))
+            return
+        member.awaiting_sync = request_id
+        if request.member_id == self.leader_id:
+            given = {a.member_id: a.assignment for a in request.assignments}
+            for m in self.members.values():
+                m.assignment = given.get(m.member_id, b"")
+            self.phase = GroupPhase.STABLE
+            for m in self.members.values():
+                if m.awaiting_sync is not None:
+                    self._answer(m.client, m.awaiting_sync, self._sync_response(m))
+                    m.awaiting_sync = None
+
+    def _sync_response(self, member: _Member) -> SyncGroupResponse:
+        return SyncGroupResponse(
+            error_code=errors.NONE,
+            protocol_type=self.protocol_type,
+            protocol_name=self.protocol_name,
+            assignment=member.assignment,
+        )
+
+    # ------------------------------------------------------------------ Heartbeat
+
+    def _heartbeat(self, request: HeartbeatRequest, now: float) -> int:
+        code = self._check_member(
+            request.member_id, request.group_instance_id, request.generation_id
+        )
+        if code != errors.NONE:
+            return code
+        self.members[request.member_id].last_heartbeat = now
+        if self.phase is GroupPhase.PREPARING_REBALANCE:
+            return errors.REBALANCE_IN_PROGRESS
+        return errors.NONE
+
+    # ------------------------------------------------------------------ LeaveGroup
+
+    def _leave(self, request: LeaveGroupRequest, now: float) -> LeaveGroupResponse:
+        identities: Iterable[tuple[str, str | None]]
+        if request.members:
+            identities = [(m.member_id, m.group_instance_id) for m in request.members]
+        else:
+            identities = [(request.member_id, None)]
+        results = []
+        for member_id, instance in identities:
+            code = self._check_member(member_id, instance, None)
+            if code == errors.NONE:
+                self._remove_member(member_id, now)
+            results.append(
+                MemberResponse(member_id=member_id, group_instance_id=instance, error_code=code)
+            )
+        if not request.members:
+            return LeaveGroupResponse(error_code=results[0].error_code)
+        return LeaveGroupResponse(error_code=errors.NONE, members=tuple(results))
+
+    def _drop(self, member_id: str) -> None:
+        member = self.members.pop(member_id)
+        if member.group_instance_id is not None:
+            self.static_members.pop(member.group_instance_id, None)
+        if member.awaiting_sync is not None:
+            self._answer(
+                member.client,
+                member.awaiting_sync,
+                SyncGroupResponse(error_code=errors.UNKNOWN_MEMBER_ID),
+            )
+        if member.awaiting_join is not None:
+            self._answer(
+                member.client, member.awaiting_join, self._join_error(errors.UNKNOWN_MEMBER_ID)
+            )
+
+    def _remove_member(self, member_id: str, now: float) -> None:
+        self._drop(member_id)
+        if self.leader_id == member_id:
+            self.leader_id = None
+        if self.phase is GroupPhase.PREPARING_REBALANCE:
+            self._complete_join(now)
+        elif self.phase in (GroupPhase.STABLE, GroupPhase.COMPLETING_REBALANCE):
+            self._prepare_rebalance(now, f"member {member_id} left")
+
+    # ------------------------------------------------------------------ offsets
+
+    def _commit(self, request: OffsetCommitRequest) -> OffsetCommitResponse:
+        if request.generation_id < 0 and not request.member_id:
+            code = errors.NONE if self.phase is GroupPhase.EMPTY else errors.ILLEGAL_GENERATION
+        else:
+            code = self._check_member(
+                request.member_id, request.group_instance_id, request.generation_id
+            )
+            if code == errors.NONE and self.phase is GroupPhase.COMPLETING_REBALANCE:
+                code = errors.REBALANCE_IN_PROGRESS
+        if code == errors.NONE:
+            for topic in request.topics:
+                for p in topic.partitions:
+                    self.committed[TopicPartition(topic.name, p.partition_index)] = (
+                        p.committed_offset
+                    )
+        return OffsetCommitResponse(
+            topics=tuple(
+                OffsetCommitResponseTopic(
+                    name=topic.name,
+                    partitions=tuple(
+                        OffsetCommitResponsePartition(
+                            partition_index=p.partition_index, error_code=code
+                        )
+                        for p in topic.partitions
+                    ),
+                )
+                for topic in request.topics
+            )
+        )
+
+    def _fetch(self, request: OffsetFetchRequest) -> OffsetFetchResponse:
+        """The single-group (v1-7) form; every partition the request names."""
+        topics = request.topics or ()
+        return OffsetFetchResponse(
+            topics=tuple(
+                OffsetFetchResponseTopic(
+                    name=t.name,
+                    partitions=tuple(
+                        OffsetFetchResponsePartition(
+                            partition_index=p,
+                            committed_offset=self.committed.get(TopicPartition(t.name, p), -1),
+                        )
+                        for p in t.partition_indexes
+                    ),
+                )
+                for t in topics
+            )
+        )
+
+    def committed_offsets(self) -> Mapping[TopicPartition, int]:
+        """Every committed offset."""
+        return dict(self.committed)
+
+
+def _error_response(request: object, code: int) -> object:
+    if isinstance(request, JoinGroupRequest):
+        return JoinGroupResponse(error_code=code, generation_id=-1, member_id=request.member_id)
+    if isinstance(request, SyncGroupRequest):
+        return SyncGroupResponse(error_code=code)
+    if isinstance(request, HeartbeatRequest):
+        return HeartbeatResponse(error_code=code)
+    if isinstance(request, LeaveGroupRequest):
+        return LeaveGroupResponse(error_code=code)
+    if isinstance(request, OffsetCommitRequest):
+        return OffsetCommitResponse(
+            topics=tuple(
+                OffsetCommitResponseTopic(
+                    name=t.name,
+                    partitions=tuple(
+                        OffsetCommitResponsePartition(
+                            partition_index=p.partition_index, error_code=code
+                        )
+                        for p in t.partitions
+                    ),
+                )
+                for t in request.topics
+            )
+        )
+    if isinstance(request, OffsetFetchRequest):
+        return OffsetFetchResponse(error_code=code)
+    raise TypeError(type(request))

@@ -284,6 +284,7 @@ def test_external_broker_that_never_answers_is_a_startup_error() -> None:
 def test_tansu_has_no_fault_injection(tansu_broker: EmbeddedBroker) -> None:
     assert tansu_broker.kind == "tansu"
     assert not tansu_broker.supports_faults
+    assert tansu_broker.broker_ids == ()
     calls: list[Callable[[], object]] = [
         lambda: tansu_broker.set_broker_down(1),
         lambda: tansu_broker.set_broker_up(1),
@@ -331,6 +332,7 @@ def test_quirk_metadata_auto_creates_topics_with_4_partitions(
 
 def test_mock_caps_the_group_apis_it_implements_badly(mock_broker: EmbeddedBroker) -> None:
     assert mock_broker.supports_faults
+    assert mock_broker.broker_ids == (1, 2, 3)
     versions = mock_broker.api_versions
     assert versions[JOIN_GROUP][1] == 5
     assert versions[SYNC_GROUP][1] == 3

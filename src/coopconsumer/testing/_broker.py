@@ -122,6 +122,14 @@ class EmbeddedBroker:
         return None
 
     @property
+    def broker_ids(self) -> tuple[int, ...]:
+        """Broker ids the fault-injection methods accept.
+
+        ``1..num_brokers`` on the mock; empty on kinds without fault injection.
+        """
+        return ()
+
+    @property
     def running(self) -> bool:
         """True until the broker has been stopped (always true for an external one)."""
         return True

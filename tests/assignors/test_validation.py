@@ -15,10 +15,12 @@ from coopconsumer.assignors import (
     Assignment,
     ClusterMetadata,
     ConsumerPartitionAssignor,
+    CooperativeStickyAssignor,
     GroupAssignment,
     GroupSubscription,
     RangeAssignor,
     RoundRobinAssignor,
+    StickyAssignor,
     Subscription,
     TopicPartition,
     validate_cooperative_assignment,
@@ -148,6 +150,35 @@ def test_rejects_exactly_when_a_partition_changes_owner(
         assert f"{len(moving)} partition(s)" in message
 
 
+@settings(max_examples=100, deadline=None)
+@given(problems(), st.data())
+def test_cooperative_sticky_second_round_passes(
+    problem: tuple[ClusterMetadata, GroupSubscription], data: st.DataObject
+) -> None:
+    # Cross-check with the built-in COOPERATIVE assignor: after a membership change it
+    # must leave moving partitions out, so its result always validates.
+    metadata, group = problem
+    first = CooperativeStickyAssignor().assign(metadata, group).assignments
+    members = dict(group.subscriptions)
+    if len(members) > 1 and data.draw(st.booleans()):
+        del members[data.draw(st.sampled_from(sorted(members)))]
+    else:
+        members["newcomer"] = next(iter(members.values()))
+    second_group = GroupSubscription(
+        subscriptions={
+            m: Subscription(
+                topics=s.topics,
+                owned_partitions=first[m].partitions if m in first else (),
+                generation_id=1 if m in first else -1,
+            )
+            for m, s in members.items()
+        }
+    )
+    result = CooperativeStickyAssignor().assign(metadata, second_group)
+    check_assignment(metadata, second_group, result, assignor_name="cooperative-sticky")
+    validate_cooperative_assignment(second_group, result, assignor_name="cooperative-sticky")
+
+
 # --- check_assignment ------------------------------------------------------------------------
 
 METADATA = ClusterMetadata.from_partition_counts({"t": 3, "u": 2})
@@ -254,7 +285,12 @@ def test_plain_tuples_count_as_partitions() -> None:
     check_assignment(METADATA, _subs(a=["t"]), result, assignor_name="custom")
 
 
-BUILTINS: list[ConsumerPartitionAssignor] = [RangeAssignor(), RoundRobinAssignor()]
+BUILTINS: list[ConsumerPartitionAssignor] = [
+    RangeAssignor(),
+    RoundRobinAssignor(),
+    StickyAssignor(),
+    CooperativeStickyAssignor(),
+]
 
 
 @pytest.mark.parametrize("assignor", BUILTINS, ids=lambda a: a.name)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import attrs
 import pytest
 
+from coopconsumer._errors import ProtocolError
 from coopconsumer._protocol import decode, decode_response, encode, encode_request
 from coopconsumer._protocol.consumer import (
     ConsumerProtocolAssignment,
@@ -20,6 +21,7 @@ from coopconsumer._protocol.consumer import (
     CooperativeStickyAssignorUserData,
     StickyAssignorTopicPartitions,
     StickyAssignorUserData,
+    decode_sticky_assignor_user_data,
 )
 from coopconsumer._protocol.messages import (
     ApiVersionsRequest,
@@ -320,6 +322,11 @@ def test_sticky_assignor_user_data_v0_and_v1() -> None:
     v0 = decode(StickyAssignorUserData, STICKY_V0, 0, exact=True)
     assert v0.previous_assignment == data.previous_assignment
     assert v0.generation == -1
+    # Java's fallback: V1 first, then V0 when the generation is missing.
+    assert decode_sticky_assignor_user_data(STICKY_V1) == data
+    assert decode_sticky_assignor_user_data(STICKY_V0) == v0
+    with pytest.raises(ProtocolError):
+        decode_sticky_assignor_user_data(STICKY_V0[:-1])
 
 
 def test_cooperative_sticky_user_data_is_a_bare_int32() -> None:

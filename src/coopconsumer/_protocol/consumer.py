@@ -15,9 +15,10 @@ The sticky assignors' user data is older than the JSON specs and has no version 
   ``CooperativeStickyAssignor``).
 
 Both are plain schemas for :func:`~coopconsumer._protocol.encode` /
-:func:`~coopconsumer._protocol.decode`.
+:func:`~coopconsumer._protocol.decode`; :func:`decode_sticky_assignor_user_data` does
+Java's V1-then-V0 fallback.
 
-Imports only the standard library, attrs and ``_schema``.
+Imports only the standard library, attrs, ``coopconsumer._errors`` and siblings.
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ from typing import Final
 
 import attrs
 
+from .._errors import ProtocolError
+from ._codec import decode
 from ._schema import Struct, kf
 
 __all__ = [
@@ -38,6 +41,7 @@ __all__ = [
     "CooperativeStickyAssignorUserData",
     "StickyAssignorTopicPartitions",
     "StickyAssignorUserData",
+    "decode_sticky_assignor_user_data",
 ]
 
 #: The int16 version that precedes a consumer protocol subscription or assignment.
@@ -135,3 +139,15 @@ class CooperativeStickyAssignorUserData(Struct):
     FLEXIBLE_VERSION = None
 
     generation: int = attrs.field(default=-1, metadata=kf("0+", "int32"))
+
+
+def decode_sticky_assignor_user_data(data: bytes) -> StickyAssignorUserData:
+    """Read eager ``sticky`` user data as V1, falling back to V0 (generation -1).
+
+    Java's ``StickyAssignor`` does the same: V0 bytes are a strict prefix of V1, so
+    reading them as V1 runs out of bytes. Raises ProtocolError when neither parses.
+    """
+    try:
+        return decode(StickyAssignorUserData, data, 1)
+    except ProtocolError:
+        return decode(StickyAssignorUserData, data, 0)

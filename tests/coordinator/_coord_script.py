@@ -91,7 +91,6 @@ class Script:
         self.listeners: list[InvokeListener] = []
         self.history: list[Effect] = []
 
-    @property
     def state(self) -> MemberState:
         return self.member.state
 
@@ -179,12 +178,12 @@ class Script:
         self, owned: Iterable[TopicPartition] = tps("t-0", "t-1"), *, generation_id: int = 1
     ) -> None:
         """Subscribe to "t" and complete a join as a follower owning ``owned``."""
-        if self.state is MemberState.UNJOINED:
+        if self.state() is MemberState.UNJOINED:
             self.subscribe()
         self.answer(JoinGroupRequest, self.join_response(generation_id=generation_id))
         self.answer(SyncGroupRequest, self.sync_response(owned))
         self.finish_listeners()
-        assert self.state is MemberState.STABLE, self.state
+        assert self.state() is MemberState.STABLE, self.state()
 
     def heartbeat(self, code: int = errors.NONE) -> list[Effect]:
         """Let a heartbeat fall due, then answer it with ``code``."""
@@ -240,5 +239,5 @@ def in_state(state: MemberState, *, cooperative: bool = False) -> Script:
     elif state is MemberState.FATAL:
         s.subscribe()
         s.answer(JoinGroupRequest, s.join_response(error_code=errors.GROUP_AUTHORIZATION_FAILED))
-    assert s.state is state, (state, s.state)
+    assert s.state() is state, (state, s.state())
     return s

@@ -213,7 +213,7 @@ def test_handled_row(state: MemberState, input_type: type) -> None:
     script = in_state(state)
     assert not _unreachable_listener(script, input_type)
     script.feed(_canonical(script, input_type))
-    assert script.state is EXPECTED[(state, input_type)]
+    assert script.state() is EXPECTED[(state, input_type)]
 
 
 @pytest.mark.parametrize(
@@ -227,10 +227,10 @@ def test_ignored_row(state: MemberState, input_type: type) -> None:
         # No listener can be outstanding here: an unknown invocation is a driver bug.
         with pytest.raises(IllegalTransition):
             script.feed(ListenerDone(invocation_id=999, kind=ListenerKind.ASSIGNED))
-        assert script.state is state
+        assert script.state() is state
         return
     effects = script.feed(_canonical(script, input_type))
-    assert script.state is state
+    assert script.state() is state
     assert all(isinstance(e, Log | Unassign) for e in effects), effects
 
 
@@ -246,7 +246,7 @@ def test_rejected_row(state: MemberState, input_type: type) -> None:
         script.feed(_canonical(script, input_type))
     assert info.value.state is state
     assert info.value.input_type is input_type
-    assert script.state is state
+    assert script.state() is state
     assert script.member.owned_partitions == owned
 
 

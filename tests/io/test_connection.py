@@ -3,6 +3,7 @@ stream failures and the ApiVersions handshake."""
 
 from __future__ import annotations
 
+import socket
 import struct
 from collections.abc import Iterator
 from typing import Any
@@ -418,3 +419,39 @@ def test_choose_version_without_overlap(broker_range: tuple[int, int] | None) ->
         choose_version(HeartbeatRequest, broker_range, broker="b:1 (node 1)")
     assert info.value.code == 35
     assert info.value.broker == "b:1 (node 1)"
+
+
+def test_connect_falls_through_to_the_next_resolved_address(
+    fake: FakeBroker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with FakeBroker() as dead:
+        dead_port = dead.port
+
+    def resolve(host: str, port: int, *args: Any, **kwargs: Any) -> list[Any]:
+        assert host == "kafka.example"
+        # Like "localhost" resolving to ::1 (nobody listening) and then 127.0.0.1.
+        return [
+            (socket.AF_INET, socket.SOCK_STREAM, 6, "", ("127.0.0.1", dead_port)),
+            (socket.AF_INET, socket.SOCK_STREAM, 6, "", ("127.0.0.1", fake.port)),
+        ]
+
+    monkeypatch.setattr(socket, "getaddrinfo", resolve)
+    conn = BrokerConnection("kafka.example", fake.port)
+    try:
+        future = conn.send(heartbeat())
+        drive(conn, future)
+        assert future.result().error_code == 0
+    finally:
+        conn.close()
+
+
+def test_unresolvable_host_fails_requests_with_a_connection_error() -> None:
+    conn = BrokerConnection("no-such-host.invalid", 9092)
+    try:
+        future = conn.send(heartbeat())
+        assert future.done()
+        error = future.exception()
+        assert isinstance(error, BrokerConnectionError)
+        assert "no-such-host.invalid:9092" in str(error)
+    finally:
+        conn.close()

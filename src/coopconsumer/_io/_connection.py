@@ -22,6 +22,7 @@ import enum
 import errno
 import importlib.metadata
 import logging
+import os
 import re
 import selectors
 import socket
@@ -219,6 +220,7 @@ class BrokerConnection:
         self._registered_events = 0
 
         self._sock: socket.socket | None = None
+        self._addresses: list[tuple[int, Any]] = []
         try:
             self._start_connect()
         except BaseException as exc:
@@ -327,6 +329,13 @@ class BrokerConnection:
             self._close_with(
                 BrokerConnectionError(f"socket error: {exc}", broker=self.broker), None
             )
+        except Exception as exc:
+            # A bug here must not wedge the caller's loop: the connection goes, every
+            # outstanding request learns why, and the traceback is logged.
+            log.exception("unexpected error on the connection to %s", self.broker)
+            error = BrokerConnectionError(f"internal error: {exc!r}", broker=self.broker)
+            error.__cause__ = exc
+            self._close_with(error, None)
         if self._open():
             self._update_interest()
 
@@ -415,29 +424,36 @@ class BrokerConnection:
     # ------------------------------------------------------------------ connect
 
     def _start_connect(self) -> None:
+        # Name resolution blocks (as in Java's client); everything after does not.
         infos = socket.getaddrinfo(self.host, self.port, type=socket.SOCK_STREAM)
         if not infos:
             raise OSError(f"cannot resolve {self.host}")
-        family, socktype, proto, _canon, address = infos[0]
-        sock = socket.socket(family, socktype, proto)
-        try:
-            sock.setblocking(False)
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            code = sock.connect_ex(address)
-            if code not in (0, errno.EINPROGRESS, errno.EWOULDBLOCK, errno.EAGAIN):
-                raise OSError(code, errno.errorcode.get(code, str(code)))
-        except BaseException:
-            sock.close()
-            raise
-        self._sock = sock
-        self._registered_events = selectors.EVENT_WRITE
-        try:
-            self._selector.register(sock, selectors.EVENT_WRITE, self)
-        except BaseException:
-            self._sock = None
-            self._registered_events = 0
-            sock.close()
-            raise
+        self._addresses = [(family, address) for family, _t, _p, _c, address in infos]
+        self._connect_next(None)
+
+    def _connect_next(self, previous_error: OSError | None) -> None:
+        """Try the next resolved address (``localhost`` may be ::1 and 127.0.0.1)."""
+        while self._addresses:
+            family, address = self._addresses.pop(0)
+            sock = socket.socket(family, socket.SOCK_STREAM)
+            try:
+                sock.setblocking(False)
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                code = sock.connect_ex(address)
+                if code not in (0, errno.EINPROGRESS, errno.EWOULDBLOCK, errno.EAGAIN):
+                    raise OSError(code, f"{os.strerror(code)} ({address[0]})")
+                self._selector.register(sock, selectors.EVENT_WRITE, self)
+            except OSError as exc:
+                sock.close()
+                previous_error = exc
+                continue
+            except BaseException:
+                sock.close()
+                raise
+            self._sock = sock
+            self._registered_events = selectors.EVENT_WRITE
+            return
+        raise previous_error or OSError(f"no address to connect to for {self.host}")
 
     def _fail_connect(self, exc: BaseException) -> None:
         error = BrokerConnectionError(f"cannot connect: {exc}", broker=self.broker)
@@ -448,13 +464,21 @@ class BrokerConnection:
         assert self._sock is not None
         code = self._sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
         if code != 0:
-            raise _StreamFailure(
-                BrokerConnectionError(
-                    f"cannot connect: [Errno {code}] {errno.errorcode.get(code, '')}".rstrip(),
-                    broker=self.broker,
-                ),
-                None,
-            )
+            failed = OSError(code, os.strerror(code))
+            sock, self._sock = self._sock, None
+            self._registered_events = 0
+            try:
+                self._selector.unregister(sock)
+            finally:
+                sock.close()
+            try:
+                self._connect_next(failed)
+            except OSError as exc:
+                raise _StreamFailure(
+                    BrokerConnectionError(f"cannot connect: {exc}", broker=self.broker), None
+                ) from exc
+            return
+        self._addresses.clear()
         self.state = ConnectionState.NEGOTIATING
         self._send_handshake()
 

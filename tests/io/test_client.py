@@ -308,6 +308,21 @@ def test_request_waiting_out_a_backoff_still_times_out() -> None:
         client.close()
 
 
+def test_idle_connections_are_closed_and_reopened_on_demand(fake: FakeBroker) -> None:
+    with make_client(fake.bootstrap, connections_max_idle_ms=30) as client:
+        assert client.request(-1, heartbeat()).error_code == 0
+        for _ in range(int(WAIT_S / 0.01)):
+            client.poll(0.01)
+            if client.in_flight_count(-1) == 0 and not client.ready_now(-1):
+                break
+        assert not client.ready_now(-1)
+        # An idle close is not a failure: no backoff, and the next request reconnects.
+        assert client.connection_failures(-1) == 0
+        assert client.reconnect_delay_ms(-1) == 0
+        assert client.request(-1, heartbeat()).error_code == 0
+        assert fake.connections == 2
+
+
 # --------------------------------------------------------------------------- threads, fds
 
 

@@ -365,7 +365,7 @@ class KafkaClient:
 
     Errors: I/O problems come back as ``BrokerConnectionError``, ``RequestTimeoutError``
     or ``ProtocolError`` on the request's ``PendingRequest``; error codes inside a
-    response are not raised. After ``close()`` every method fails with
+    response are not raised. After ``close()`` requests fail with
     ``BrokerConnectionError``; the client cannot be reopened.
     """
 
@@ -547,6 +547,11 @@ class KafkaClient:
         if self._closed:
             return False
         conn = self._connection_for(node)
+        return conn is not None and conn.state is ConnectionState.READY
+
+    def ready_now(self, node_id: int) -> bool:
+        """Whether ``node_id`` has a negotiated connection, without connecting."""
+        conn = self._nodes[node_id].connection
         return conn is not None and conn.state is ConnectionState.READY
 
     def in_flight_count(self, node_id: int | None = None) -> int:

@@ -4,6 +4,9 @@ The public API is what this module re-exports; everything under a leading unders
 private.
 """
 
+from ._consumer import Consumer as Consumer
+from ._consumer import Message as Message
+from ._coordinator import OffsetAndMetadata as OffsetAndMetadata
 from ._errors import AssignorError as AssignorError
 from ._errors import BrokerConnectionError as BrokerConnectionError
 from ._errors import CommitFailedError as CommitFailedError
@@ -14,6 +17,7 @@ from ._errors import KafkaError as KafkaError
 from ._errors import ProtocolError as ProtocolError
 from ._errors import RebalanceInProgressError as RebalanceInProgressError
 from ._errors import RequestTimeoutError as RequestTimeoutError
+from ._listener import RebalanceListener as RebalanceListener
 from ._types import ConsumerGroupMetadata as ConsumerGroupMetadata
 from ._types import TopicPartition as TopicPartition
 
@@ -24,12 +28,16 @@ __all__ = [
     "BrokerConnectionError",
     "CommitFailedError",
     "ConfigurationError",
+    "Consumer",
     "ConsumerGroupMetadata",
     "CoopConsumerError",
     "InvalidAssignmentError",
     "KafkaError",
+    "Message",
+    "OffsetAndMetadata",
     "ProtocolError",
     "RebalanceInProgressError",
+    "RebalanceListener",
     "RequestTimeoutError",
     "TopicPartition",
     "__version__",

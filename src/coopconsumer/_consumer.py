@@ -1,0 +1,701 @@
+"""``Consumer``: the public facade (subscribe / poll / commit / close).
+
+Owns the three moving parts and wires them together: the ``GroupMember`` runs on the
+driver thread (``_io._driver``), records come from the confluent-kafka ``Fetcher``, and
+everything the member asks of the application (listener callbacks, fetcher assignment
+changes, commit-before-revoke, errors) runs here, on the thread calling ``poll()``,
+``consume()``, ``unsubscribe()`` or ``close()`` -- as in Java. Core errors become public
+exceptions only at this boundary.
+
+Imports the coordinator, the ``_io`` layer, config, listener and metrics; never
+``confluent_kafka`` directly (records are the fetcher's ``Record`` objects).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+import time
+from collections.abc import Iterable, Mapping
+from concurrent.futures import Future
+from typing import Any, Final, Literal, Protocol, overload
+
+import attrs
+
+from ._config import ConsumerConfig
+from ._coordinator import (
+    Assign,
+    CloseRequested,
+    CommitBeforeRevoke,
+    Fatal,
+    GroupMember,
+    InvokeListener,
+    LeaveRequested,
+    ListenerDone,
+    MemberConfig,
+    MemberState,
+    OffsetAndMetadata,
+    ReportError,
+    Subscribe,
+    Unassign,
+)
+from ._errors import ConfigurationError, CoopConsumerError, KafkaError, RequestTimeoutError
+from ._io._client import ClientConfig, KafkaClient
+from ._io._driver import AppWork, ClientLike, CommittedOffsets, Driver
+from ._io._fetcher import OFFSET_BEGINNING, OFFSET_END, Fetcher, Record
+from ._listener import ListenerInvoker, RebalanceListener, RebalanceListenerLike
+from ._metrics import CoordinatorMetrics
+from ._protocol import errors
+from ._types import ConsumerGroupMetadata, TopicPartition
+from .assignors import load_assignors
+
+__all__ = ["Consumer", "FetcherLike", "Message"]
+
+log = logging.getLogger("coopconsumer.consumer")
+
+#: A record returned by ``poll``/``consume``: confluent-kafka's ``Message`` (``topic()``,
+#: ``partition()``, ``offset()``, ``key()``, ``value()``, ``headers()``, ``timestamp()``).
+Message = Record
+
+#: Longest single wait inside poll()/consume(): between slices the consumer runs the
+#: rebalance work the driver queued, so a rebalance never waits for a long poll.
+_SLICE_S: Final = 0.05
+#: close()'s default bound (Java's ``DEFAULT_CLOSE_TIMEOUT_MS``).
+_CLOSE_TIMEOUT_S: Final = 30.0
+#: Delay before poll() retries a failed committed-offset lookup of new partitions.
+_POSITION_RETRY_S: Final = 1.0
+_STOPPED_STATES: Final = frozenset({MemberState.CLOSED, MemberState.FATAL})
+
+
+class FetcherLike(Protocol):
+    """What the consumer needs of ``Fetcher`` (tests substitute an in-memory fake)."""
+
+    @property
+    def assigned(self) -> frozenset[TopicPartition]: ...
+
+    def assign(self, starts: Mapping[TopicPartition, int]) -> None: ...
+
+    def unassign(self, partitions: Iterable[TopicPartition]) -> None: ...
+
+    def consume(self, max_records: int, timeout_s: float) -> list[Any]: ...
+
+    def positions(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]: ...
+
+    def seek(self, tp: TopicPartition, offset: int) -> None: ...
+
+    def pause(self, partitions: Iterable[TopicPartition]) -> None: ...
+
+    def resume(self, partitions: Iterable[TopicPartition]) -> None: ...
+
+    def close(self) -> None: ...
+
+
+def _tp(value: object) -> TopicPartition:
+    if isinstance(value, TopicPartition):
+        return value
+    topic = getattr(value, "topic", None)
+    partition = getattr(value, "partition", None)
+    if isinstance(topic, str) and isinstance(partition, int):
+        return TopicPartition(topic, partition)
+    raise ConfigurationError(f"expected a TopicPartition, got {value!r}")
+
+
+def _tps(values: Iterable[object]) -> frozenset[TopicPartition]:
+    if isinstance(values, str | bytes):
+        raise ConfigurationError(f"expected a collection of TopicPartition, got {values!r}")
+    return frozenset(_tp(v) for v in values)
+
+
+def _offset_of(value: object) -> OffsetAndMetadata:
+    if isinstance(value, OffsetAndMetadata):
+        return value
+    if isinstance(value, int) and not isinstance(value, bool):
+        if value < 0:
+            raise ConfigurationError(f"invalid offset to commit: {value}")
+        return OffsetAndMetadata(offset=value)
+    raise ConfigurationError(f"an offset to commit must be an int or OffsetAndMetadata: {value!r}")
+
+
+def _commit_offsets(offsets: object) -> dict[TopicPartition, OffsetAndMetadata]:
+    if isinstance(offsets, Mapping):
+        return {_tp(tp): _offset_of(om) for tp, om in offsets.items()}
+    if isinstance(offsets, Iterable) and not isinstance(offsets, str | bytes):
+        # confluent-kafka style: TopicPartition objects carrying .offset (and .metadata)
+        result: dict[TopicPartition, OffsetAndMetadata] = {}
+        for item in offsets:
+            offset = getattr(item, "offset", None)
+            if not isinstance(offset, int) or offset < 0:
+                raise ConfigurationError(f"{item!r} carries no valid offset to commit")
+            metadata = getattr(item, "metadata", None)
+            leader_epoch = getattr(item, "leader_epoch", None)
+            result[_tp(item)] = OffsetAndMetadata(
+                offset=offset,
+                metadata=metadata if isinstance(metadata, str) else "",
+                leader_epoch=leader_epoch if isinstance(leader_epoch, int) else -1,
+            )
+        return result
+    raise ConfigurationError(
+        f"offsets must be a mapping of TopicPartition to offsets or a list, not {offsets!r}"
+    )
+
+
+def _subscription(topics: object) -> Subscribe:
+    if isinstance(topics, re.Pattern):
+        return Subscribe(pattern=topics)
+    if isinstance(topics, str):
+        if topics.startswith("^"):  # librdkafka's convention for a regex subscription
+            try:
+                return Subscribe(pattern=re.compile(topics))
+            except re.error as exc:
+                raise ConfigurationError(f"invalid topic pattern {topics!r}: {exc}") from exc
+        return Subscribe(topics=frozenset({topics}))
+    if isinstance(topics, Iterable):
+        names = list(topics)
+        for name in names:
+            if not isinstance(name, str) or not name:
+                raise ConfigurationError(f"topic names must be non-empty strings: {name!r}")
+            if name.startswith("^"):
+                raise ConfigurationError(
+                    f"{name!r} is a pattern: pass it alone (or compiled), not in a list"
+                )
+        return Subscribe(topics=frozenset(names))
+    raise ConfigurationError(f"subscribe() takes a list of topics or a pattern, not {topics!r}")
+
+
+class Consumer:
+    """A Kafka consumer in a consumer group, with KIP-429 incremental cooperative
+    rebalancing and assignors written in Python.
+
+    ``config`` uses Kafka's keys (``bootstrap.servers``, ``group.id``,
+    ``partition.assignment.strategy``, ``session.timeout.ms``, ...; see the
+    configuration reference). ``group.id`` is required. Use ``"cooperative-sticky"``
+    alone as the strategy for cooperative rebalancing.
+
+    A background thread heartbeats and runs the group protocol; everything the
+    application sees -- rebalance listener callbacks, records, errors -- happens on the
+    thread calling :meth:`poll`, :meth:`consume`, :meth:`unsubscribe` or :meth:`close`.
+    The consumer is not thread-safe: use it from one thread (only :meth:`metrics`,
+    :meth:`assignment` and :meth:`group_metadata` may be read from others).
+
+    Raises :class:`ConfigurationError` for an unknown key or invalid value; nothing is
+    started then.
+    """
+
+    def __init__(self, config: Mapping[str, object]) -> None:
+        cfg = ConsumerConfig.from_mapping(config)
+        cfg.require_group_id()
+        fetcher = Fetcher(cfg.fetcher_config())
+        try:
+            conn = cfg.connection
+            client = KafkaClient(
+                ClientConfig(
+                    **{
+                        field.name: getattr(conn, field.name)
+                        for field in attrs.fields(ClientConfig)
+                        if hasattr(conn, field.name)
+                    }
+                )
+            )
+        except BaseException:
+            fetcher.close()
+            raise
+        self._setup(cfg, fetcher, client)
+
+    @classmethod
+    def _with_io(
+        cls, config: Mapping[str, object], fetcher: FetcherLike, client: ClientLike
+    ) -> Consumer:
+        """A consumer on the given fetcher and client (tests run it without sockets)."""
+        cfg = ConsumerConfig.from_mapping(config)
+        cfg.require_group_id()
+        self = cls.__new__(cls)
+        self._setup(cfg, fetcher, client)
+        return self
+
+    def _setup(self, cfg: ConsumerConfig, fetcher: FetcherLike, client: ClientLike) -> None:
+        self._config = cfg
+        self._fetcher = fetcher
+        self._closed = False
+        self._fatal: CoopConsumerError | None = None
+        self._errors: list[Exception] = []
+        self._metrics = CoordinatorMetrics()
+        self._invoker = ListenerInvoker(None, self._metrics)
+        self._assigned: set[TopicPartition] = set()
+        # Partitions assigned by the group whose start offset is not known yet.
+        self._unpositioned: set[TopicPartition] = set()
+        self._next_position_retry = 0.0
+        self._api_timeout_s = cfg.default_api_timeout_ms / 1000.0
+        self._auto_commit = cfg.enable_auto_commit
+        self._auto_commit_interval_s = cfg.auto_commit_interval_ms / 1000.0
+        self._next_auto_commit = time.monotonic() + self._auto_commit_interval_s
+        self._last_auto_commit: dict[TopicPartition, int] = {}
+        self._owner = threading.get_ident()
+        try:
+            assignors = load_assignors(list(cfg.partition_assignment_strategy))  # type: ignore[arg-type]
+            member = GroupMember(
+                MemberConfig(
+                    group_id=cfg.require_group_id(),
+                    session_timeout_ms=cfg.session_timeout_ms,
+                    heartbeat_interval_ms=cfg.heartbeat_interval_ms,
+                    max_poll_interval_ms=cfg.max_poll_interval_ms,
+                    retry_backoff_ms=cfg.connection.retry_backoff_ms,
+                    request_timeout_ms=cfg.connection.request_timeout_ms,
+                    group_instance_id=cfg.group_instance_id,
+                    client_rack=cfg.client_rack,
+                    enable_auto_commit=cfg.enable_auto_commit,
+                ),
+                assignors,
+            )
+            self._driver = Driver(
+                member,
+                client,
+                self._metrics,
+                group_id=cfg.group_id,
+                metadata_max_age_ms=cfg.metadata_max_age_ms,
+                request_timeout_ms=cfg.connection.request_timeout_ms,
+                retry_backoff_ms=cfg.connection.retry_backoff_ms,
+            )
+            self._driver.start()
+        except BaseException:
+            client.close()
+            fetcher.close()
+            raise
+
+    # ------------------------------------------------------------------ subscription
+
+    def subscribe(
+        self,
+        topics: Iterable[str] | str | re.Pattern[str],
+        listener: RebalanceListener | RebalanceListenerLike | None = None,
+    ) -> None:
+        """Join the group for ``topics``: a list of names, or a pattern (a compiled
+        ``re.Pattern``, or a string starting with ``^``) matched against the whole name
+        of every non-internal topic, re-evaluated when metadata refreshes (Java's
+        ``subscribe(Pattern)``). Replaces any previous subscription and listener. An
+        empty list unsubscribes.
+
+        Returns at once; the group is joined by the following :meth:`poll` calls, which
+        also run ``listener``'s callbacks.
+
+        Raises ``ConfigurationError`` for an invalid argument (the subscription is
+        unchanged) and the fatal error if the consumer failed.
+        """
+        self._check_usable()
+        subscription = _subscription(topics)
+        if not subscription.topics and subscription.pattern is None:
+            self.unsubscribe()
+            return
+        invoker = ListenerInvoker(listener, self._metrics)
+        self._driver.request(subscription, self._api_timeout_s)
+        self._invoker = invoker
+
+    def unsubscribe(self) -> None:
+        """Leave the group: run ``on_partitions_revoked`` (or ``lost``) for the owned
+        partitions on this thread, send LeaveGroup, stop fetching.
+
+        Raises the first listener exception after the consumer has left (it is then
+        unsubscribed); ``RequestTimeoutError`` if leaving did not finish within
+        ``default.api.timeout.ms`` (the leave then completes in the background).
+        """
+        self._check_usable()
+        self._driver.request(LeaveRequested(), self._api_timeout_s)
+        self._run_until(
+            lambda: self._driver.state in (MemberState.UNJOINED, *_STOPPED_STATES),
+            self._api_timeout_s,
+            "leaving the group",
+        )
+        self._raise_pending()
+
+    # ------------------------------------------------------------------ records
+
+    def poll(self, timeout: float | None = None) -> Message | None:
+        """Return the next record, or None if none arrived within ``timeout`` seconds
+        (None or negative: wait indefinitely).
+
+        Runs the pending rebalance work first (listener callbacks, assignment changes),
+        then waits for a record. Records of partitions this consumer keeps keep flowing
+        during a cooperative rebalance.
+
+        Raises, once the queued rebalance work is done (state is consistent, the
+        assignment change stands and is not repeated by the next call): the first
+        exception a listener callback raised; an error the group reported (e.g. an
+        assignor failure; the consumer carries on); a fatal error (e.g.
+        ``FENCED_INSTANCE_ID``), raised again by every later call until :meth:`close`.
+        """
+        messages = self._consume(1, timeout)
+        return messages[0] if messages else None
+
+    def consume(self, num_messages: int = 1, timeout: float = -1) -> list[Message]:
+        """Return up to ``num_messages`` records, waiting at most ``timeout`` seconds
+        (negative: indefinitely) for the first. Errors as :meth:`poll`."""
+        if not isinstance(num_messages, int) or num_messages < 1:
+            raise ConfigurationError(f"num_messages must be a positive int: {num_messages!r}")
+        return self._consume(num_messages, timeout)
+
+    def _consume(self, count: int, timeout: float | None) -> list[Message]:
+        self._check_usable()
+        driver = self._driver
+        driver.note_poll()
+        if driver.has_app_work or self._unpositioned:
+            self._run_app_work()
+        now = time.monotonic()
+        if self._auto_commit and now >= self._next_auto_commit:
+            self._auto_commit_async(now)
+        if self._errors or self._invoker.has_error:
+            self._raise_pending()
+        deadline = None if timeout is None or timeout < 0 else now + timeout
+        fetcher = self._fetcher
+        while True:
+            wait = _SLICE_S if deadline is None else max(0.0, min(_SLICE_S, deadline - now))
+            if self._assigned:
+                messages = fetcher.consume(count, wait)
+                if messages:
+                    return messages
+            else:
+                driver.wait_for(lambda: driver.has_app_work or driver.failure is not None, wait)
+            if driver.has_app_work or driver.failure is not None:
+                self._run_app_work()
+                self._raise_pending()
+            now = time.monotonic()
+            if deadline is not None and now >= deadline:
+                return []
+            driver.note_poll()
+            if self._auto_commit and now >= self._next_auto_commit:
+                self._auto_commit_async(now)
+
+    # ------------------------------------------------------------------ app work
+
+    def _run_app_work(self) -> None:
+        if self._unpositioned and time.monotonic() >= self._next_position_retry:
+            self._position(frozenset(self._unpositioned))
+        while True:
+            work = self._driver.take_app_work()
+            if not work:
+                break
+            for item in work:
+                self._do(item)
+        if self._fatal is None and self._driver.failure is not None:
+            self._fatal = self._driver.failure
+
+    def _do(self, item: AppWork) -> None:
+        if isinstance(item, InvokeListener):
+            try:
+                self._invoker.invoke(item.kind, item.partitions)
+            finally:
+                # KIP-429: a callback that raised is done all the same.
+                if self._driver.failure is None:
+                    self._driver.submit(
+                        ListenerDone(invocation_id=item.invocation_id, kind=item.kind)
+                    )
+        elif isinstance(item, Assign):
+            self._assigned |= item.partitions
+            self._position(item.partitions)
+        elif isinstance(item, Unassign):
+            self._assigned -= item.partitions
+            self._unpositioned -= item.partitions
+            for tp in item.partitions:
+                self._last_auto_commit.pop(tp, None)
+            self._fetcher.unassign(item.partitions)
+        elif isinstance(item, CommitBeforeRevoke):
+            self._commit_before_revoke(item.partitions)
+        elif isinstance(item, ReportError):
+            self._errors.append(item.error)
+        elif isinstance(item, Fatal) and self._fatal is None:
+            self._fatal = item.error
+
+    def _position(self, partitions: frozenset[TopicPartition]) -> None:
+        """Start fetching ``partitions`` from their committed offsets (else by
+        ``auto.offset.reset``); on a failed lookup they are retried by the next poll."""
+        wanted = partitions & self._assigned
+        self._unpositioned |= wanted
+        if not wanted:
+            return
+        try:
+            committed = self._wait(
+                self._driver.fetch_committed(wanted, self._api_timeout_s), self._api_timeout_s
+            )
+        except CoopConsumerError as exc:
+            if self._driver.failure is not None:
+                raise
+            log.warning(
+                "fetching committed offsets of %d partition(s) failed: %s", len(wanted), exc
+            )
+            return
+        self._start_fetching({tp: committed.get(tp) for tp in wanted})
+
+    def _start_fetching(self, committed: Mapping[TopicPartition, OffsetAndMetadata | None]) -> None:
+        reset = self._config.auto_offset_reset
+        starts: dict[TopicPartition, int] = {}
+        missing: list[TopicPartition] = []
+        for tp, om in committed.items():
+            if tp not in self._unpositioned:
+                continue  # revoked meanwhile, or positioned by a seek()
+            if om is not None:
+                starts[tp] = om.offset
+            elif reset == "earliest":
+                starts[tp] = OFFSET_BEGINNING
+            elif reset == "latest":
+                starts[tp] = OFFSET_END
+            else:
+                missing.append(tp)
+        if starts:
+            self._fetcher.assign(starts)
+            self._unpositioned -= starts.keys()
+        if missing:
+            self._unpositioned -= set(missing)
+            self._errors.append(
+                errors.to_exception(
+                    errors.OFFSET_OUT_OF_RANGE,
+                    message=(
+                        f"no committed offset for {', '.join(map(str, sorted(missing)))} and "
+                        f"auto.offset.reset is 'none': seek() these partitions to consume them"
+                    ),
+                )
+            )
+
+    def _commit_before_revoke(self, partitions: frozenset[TopicPartition]) -> None:
+        # Java's auto-commit in onJoinPrepare/onLeavePrepare: synchronous, so the next
+        # owner starts after every record this member returned (no duplicates).
+        offsets = self._consumed_offsets(partitions)
+        if not offsets:
+            return
+        try:
+            self._wait(self._driver.commit(offsets), self._api_timeout_s)
+        except CoopConsumerError as exc:
+            if self._driver.failure is not None:
+                raise
+            log.warning("auto-commit before revoking %d partition(s) failed: %s", len(offsets), exc)
+        else:
+            self._last_auto_commit.update({tp: om.offset for tp, om in offsets.items()})
+
+    def _auto_commit_async(self, now: float) -> None:
+        self._next_auto_commit = now + self._auto_commit_interval_s
+        offsets = self._consumed_offsets(frozenset(self._assigned))
+        changed = {
+            tp: om for tp, om in offsets.items() if self._last_auto_commit.get(tp) != om.offset
+        }
+        if not changed:
+            return
+        future = self._driver.commit(changed)
+        committed = {tp: om.offset for tp, om in changed.items()}
+
+        def done(f: Future[None]) -> None:
+            error = f.exception()
+            if error is None:
+                self._last_auto_commit.update(committed)
+            else:
+                log.info("auto-commit failed (retried at the next interval): %s", error)
+
+        future.add_done_callback(done)
+
+    def _consumed_offsets(
+        self, partitions: frozenset[TopicPartition]
+    ) -> dict[TopicPartition, OffsetAndMetadata]:
+        positions = self._fetcher.positions(partitions & self._fetcher.assigned)
+        return {tp: OffsetAndMetadata(offset=p) for tp, p in positions.items() if p >= 0}
+
+    def _raise_pending(self) -> None:
+        if self._fatal is not None:
+            raise self._fatal
+        error = self._invoker.take_error()
+        if error is None and self._errors:
+            error = self._errors.pop(0)
+        if error is not None:
+            raise error
+
+    def _run_until(self, done: Any, timeout_s: float, what: str) -> None:
+        """Run queued app work until ``done()`` (a published driver condition)."""
+        deadline = time.monotonic() + timeout_s
+        driver = self._driver
+        while True:
+            self._run_app_work()
+            if self._fatal is not None or done():
+                return
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise RequestTimeoutError(f"{what} did not complete within {timeout_s:.1f}s")
+            driver.wait_for(
+                lambda: driver.has_app_work or driver.failure is not None or done(),
+                min(remaining, 0.5),
+            )
+
+    def _wait(self, future: Future[Any], timeout_s: float) -> Any:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            remaining = deadline - time.monotonic()
+            try:
+                return future.result(timeout=max(0.0, min(remaining, 0.1)))
+            except TimeoutError:
+                if self._driver.failure is not None:
+                    raise self._driver.failure from None
+                if remaining <= 0:
+                    raise RequestTimeoutError(
+                        f"no answer within {timeout_s:.1f}s (default.api.timeout.ms)"
+                    ) from None
+
+    # ------------------------------------------------------------------ offsets
+
+    @overload
+    def commit(self, offsets: object = None, asynchronous: Literal[False] = False) -> None: ...
+
+    @overload
+    def commit(self, offsets: object = None, *, asynchronous: Literal[True]) -> Future[None]: ...
+
+    def commit(self, offsets: object = None, asynchronous: bool = False) -> Future[None] | None:
+        """Commit offsets with the member's generation.
+
+        ``offsets``: None commits the current position of every assigned partition;
+        or a mapping ``{TopicPartition: next offset (int) | OffsetAndMetadata}``; or a
+        confluent-kafka style list of objects with ``topic``, ``partition`` and
+        ``offset``. The offset is the *next* record to read (last processed + 1).
+
+        Synchronous (default): returns None once committed, or raises
+        ``RebalanceInProgressError`` (a rebalance is running: call :meth:`poll` to
+        complete it, then retry), ``CommitFailedError`` (the generation is gone; the
+        partitions may belong to another member now; do not retry these offsets),
+        ``KafkaError``/``BrokerConnectionError`` (see ``.retriable``), or
+        ``RequestTimeoutError`` after ``default.api.timeout.ms``. A failed commit
+        changes nothing in the consumer. ``asynchronous=True`` returns a
+        ``concurrent.futures.Future`` completed with None or one of those errors.
+        """
+        self._check_usable()
+        if offsets is None:
+            wanted = self._consumed_offsets(frozenset(self._assigned))
+        else:
+            wanted = _commit_offsets(offsets)
+        future = self._driver.commit(wanted)
+        if asynchronous:
+            return future
+        self._wait(future, self._api_timeout_s)
+        return None
+
+    def committed(
+        self, partitions: Iterable[TopicPartition], timeout: float | None = None
+    ) -> dict[TopicPartition, int | None]:
+        """The group's committed offsets of ``partitions`` (None: nothing committed).
+
+        Raises ``KafkaError`` for an error answer and ``RequestTimeoutError`` after
+        ``timeout`` seconds (default ``default.api.timeout.ms``); nothing changes.
+        """
+        self._check_usable()
+        wanted = _tps(partitions)
+        timeout_s = self._api_timeout_s if timeout is None else timeout
+        result: CommittedOffsets = self._wait(
+            self._driver.fetch_committed(wanted, timeout_s), timeout_s
+        )
+        return {tp: (None if om is None else om.offset) for tp, om in result.items()}
+
+    def position(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int | None]:
+        """The offset of the next record :meth:`poll` returns per assigned partition
+        (None: not known yet, e.g. before the first fetch from a logical offset).
+        Raises ``ConfigurationError`` for a partition not assigned to this consumer."""
+        self._check_usable()
+        wanted = _tps(partitions)
+        foreign = wanted - self._assigned
+        if foreign:
+            raise ConfigurationError(
+                f"position() of partitions not assigned to this consumer: "
+                f"{', '.join(map(str, sorted(foreign)))}"
+            )
+        positions = self._fetcher.positions(wanted & self._fetcher.assigned)
+        return {tp: (p if (p := positions.get(tp, -1)) >= 0 else None) for tp in wanted}
+
+    def seek(self, partition: TopicPartition, offset: int) -> None:
+        """Fetch ``partition`` from ``offset`` next (allowed inside
+        ``on_partitions_assigned``, as Java). Raises ``ConfigurationError`` if the
+        partition is not assigned; ``KafkaError`` if librdkafka refuses (nothing changes).
+        """
+        self._check_usable()
+        tp = _tp(partition)
+        if not isinstance(offset, int) or isinstance(offset, bool):
+            raise ConfigurationError(f"offset must be an int: {offset!r}")
+        if tp not in self._assigned:
+            raise ConfigurationError(f"seek() of {tp}, which is not assigned to this consumer")
+        if tp in self._unpositioned or tp not in self._fetcher.assigned:
+            self._unpositioned.discard(tp)
+            self._fetcher.assign({tp: offset})
+            return
+        try:
+            self._fetcher.seek(tp, offset)
+        except KafkaError:
+            # librdkafka refuses a seek before the partition's first fetch started:
+            # re-assigning from the offset has the same effect.
+            self._fetcher.unassign([tp])
+            self._fetcher.assign({tp: offset})
+
+    def pause(self, partitions: Iterable[TopicPartition]) -> None:
+        """Stop returning records of ``partitions`` (they stay assigned and keep
+        heartbeating in the group) until :meth:`resume`."""
+        self._check_usable()
+        self._fetcher.pause(_tps(partitions))
+
+    def resume(self, partitions: Iterable[TopicPartition]) -> None:
+        """Undo :meth:`pause`."""
+        self._check_usable()
+        self._fetcher.resume(_tps(partitions))
+
+    def assignment(self) -> frozenset[TopicPartition]:
+        """The partitions currently assigned to this consumer (as applied by ``poll``)."""
+        return frozenset(self._assigned)
+
+    def group_metadata(self) -> ConsumerGroupMetadata:
+        """The group id, generation, member id and instance id of the current
+        generation (generation -1 and member id "" while not in a generation)."""
+        return self._driver.group_metadata
+
+    def metrics(self) -> dict[str, float]:
+        """The ``consumer-coordinator-metrics`` group, by Java's metric names."""
+        return dict(self._metrics.snapshot(time.monotonic()))
+
+    # ------------------------------------------------------------------ close
+
+    def close(self, timeout: float | None = None) -> None:
+        """Leave the group and release everything: commit the consumed positions (with
+        ``enable.auto.commit``), run ``on_partitions_revoked`` (or ``lost``) on this
+        thread, send LeaveGroup (dynamic members), stop the background thread, close
+        the fetcher and the sockets. Waits at most ``timeout`` seconds (default 30)
+        for the group steps. Idempotent.
+
+        The consumer is closed when this returns or raises; a listener exception
+        raised during close is re-raised at the end.
+        """
+        if self._closed:
+            return
+        self._closed = True
+        timeout_s = _CLOSE_TIMEOUT_S if timeout is None else max(0.0, timeout)
+        deadline = time.monotonic() + timeout_s
+        driver = self._driver
+        try:
+            if driver.failure is None and driver.alive:
+                driver.submit(CloseRequested())
+                try:
+                    self._run_until(lambda: driver.state in _STOPPED_STATES, timeout_s, "close")
+                except CoopConsumerError as exc:
+                    log.warning("close: leaving the group did not complete: %s", exc)
+        finally:
+            try:
+                driver.stop(max(0.1, deadline - time.monotonic()))
+            finally:
+                self._assigned.clear()
+                self._unpositioned.clear()
+                self._fetcher.close()
+        error = self._invoker.take_error()
+        if error is not None:
+            raise error
+
+    def __enter__(self) -> Consumer:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def _check_usable(self) -> None:
+        if self._closed:
+            raise CoopConsumerError("the consumer is closed")
+        if self._fatal is not None:
+            raise self._fatal
+        failure = self._driver.failure
+        if failure is not None:
+            self._fatal = failure
+            raise failure

@@ -1,0 +1,889 @@
+"""The driver thread: runs a ``GroupMember`` against a ``KafkaClient`` (STYLE.md §5).
+
+One loop: drain the commands the application thread queued, poll the wire client until
+the member's next deadline, turn completed requests into ``ResponseReceived`` /
+``RequestFailed``, feed ``Tick`` when a deadline passes, call ``member.handle`` and
+execute the effects. It never branches on protocol state: ``Send`` goes to the socket,
+``FindCoordinator``/``MetadataNeeded`` become lookups whose answers are fed back,
+listener and fetcher work (``InvokeListener``, ``Assign``, ``Unassign``,
+``CommitBeforeRevoke``, ``ReportError``, ``Fatal``) is queued *in order* for the thread
+that calls ``poll()``, and ``CommitDone`` completes the caller's future.
+
+The driver thread is the only one that touches the client (it closes it on exit). An
+exception from ``handle()`` or from executing an effect ends the loop and is queued as a
+``Fatal`` so that ``poll()`` raises it; the thread never dies silently.
+
+Imports the coordinator, the wire client and the metrics registry; never
+``confluent_kafka`` (the fetcher is driven by the ``poll()`` thread, not from here).
+"""
+
+from __future__ import annotations
+
+import collections
+import functools
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import Future
+from typing import Any, Final, NamedTuple, Protocol
+
+from .._coordinator import (
+    Assign,
+    CommitBeforeRevoke,
+    CommitDone,
+    CommitRequested,
+    CoordinatorFound,
+    CoordinatorUnavailable,
+    Effect,
+    Fatal,
+    FindCoordinator,
+    GroupMember,
+    InvokeListener,
+    Log,
+    MemberState,
+    MetadataNeeded,
+    MetadataUpdate,
+    Observation,
+    Observe,
+    OffsetAndMetadata,
+    PollCalled,
+    ReportError,
+    RequestFailed,
+    ResponseReceived,
+    Send,
+    Tick,
+    Unassign,
+)
+from .._errors import BrokerConnectionError, CoopConsumerError, KafkaError, RequestTimeoutError
+from .._metrics import CoordinatorMetrics
+from .._protocol import errors
+from .._protocol._schema import Request
+from .._protocol.messages import (
+    FindCoordinatorRequest,
+    FindCoordinatorResponse,
+    MetadataRequest,
+    MetadataRequestTopic,
+    MetadataResponse,
+    OffsetFetchRequest,
+    OffsetFetchRequestGroup,
+    OffsetFetchRequestTopic,
+    OffsetFetchRequestTopics,
+    OffsetFetchResponse,
+)
+from .._types import ConsumerGroupMetadata, TopicPartition
+from ..assignors._api import ClusterMetadata
+from ._client import ClusterSnapshot
+from ._future import PendingRequest
+
+__all__ = ["AppWork", "ClientLike", "Driver", "DriverFailedError"]
+
+log = logging.getLogger("coopconsumer.driver")
+
+#: Work the driver hands to the ``poll()`` thread, in the order the member emitted it.
+AppWork = InvokeListener | Assign | Unassign | CommitBeforeRevoke | ReportError | Fatal
+
+_APP_WORK_TYPES: Final = (InvokeListener, Assign, Unassign, CommitBeforeRevoke, ReportError, Fatal)
+#: Observations ``CoordinatorMetrics`` records without a latency.
+_INSTANT_OBSERVATIONS: Final = frozenset(
+    {
+        Observation.REBALANCE_STARTED,
+        Observation.REBALANCE_COMPLETED,
+        Observation.REBALANCE_FAILED,
+        Observation.HEARTBEAT_SENT,
+    }
+)
+#: Longest sleep of the loop: bounds the delay of anything not announced by wakeup().
+_MAX_WAIT_S: Final = 1.0
+#: Sleep while a lookup waits for a connection to finish its ApiVersions handshake.
+_CONNECT_POLL_S: Final = 0.02
+#: FindCoordinator key type of a consumer group.
+_GROUP_KEY_TYPE: Final = 0
+#: OffsetFetch answers worth retrying until the caller's deadline (Java's
+#: ``ConsumerCoordinator.fetchCommittedOffsets`` retries these).
+_OFFSET_FETCH_RETRIABLE: Final = frozenset(
+    {
+        errors.COORDINATOR_LOAD_IN_PROGRESS,
+        errors.COORDINATOR_NOT_AVAILABLE,
+        errors.NOT_COORDINATOR,
+        errors.UNSTABLE_OFFSET_COMMIT,
+    }
+)
+
+
+class DriverFailedError(CoopConsumerError):
+    """The driver thread stopped on an unexpected error (a library bug or a broken
+    client); the consumer cannot continue and must be closed. ``__cause__`` is the
+    original exception."""
+
+
+class ClientLike(Protocol):
+    """What the driver needs of ``KafkaClient`` (tests substitute an in-process fake)."""
+
+    def send(
+        self,
+        node_id: int,
+        request: Request,
+        *,
+        timeout_ms: float | None = None,
+        api_version: int | None = None,
+    ) -> PendingRequest[Any]: ...
+
+    def poll(self, timeout_s: float) -> None: ...
+
+    def wakeup(self) -> None: ...
+
+    def ready(self, node_id: int) -> bool: ...
+
+    def try_negotiated_version(self, node_id: int, api_key: int | type[Request]) -> int | None: ...
+
+    def least_loaded_node(self) -> int | None: ...
+
+    def add_broker(self, node_id: int, host: str, port: int) -> None: ...
+
+    def close(self) -> None: ...
+
+
+#: Offsets as ``Driver.fetch_committed`` answers them (None: nothing committed).
+CommittedOffsets = dict[TopicPartition, OffsetAndMetadata | None]
+
+
+class _Call:
+    """A request whose form depends on the negotiated version (FindCoordinator,
+    Metadata, OffsetFetch): sent once the chosen node's connection is ready."""
+
+    __slots__ = ("api", "build", "deadline", "node", "on_answer", "on_error", "pending")
+
+    def __init__(
+        self,
+        *,
+        api: type[Request],
+        node: Callable[[], int | None],
+        build: Callable[[int], Request],
+        on_answer: Callable[[Any, int], None],
+        on_error: Callable[[CoopConsumerError], None],
+        deadline: float,
+    ) -> None:
+        self.api = api
+        self.node = node
+        self.build = build
+        self.on_answer = on_answer
+        self.on_error = on_error
+        self.deadline = deadline
+        self.pending: PendingRequest[Any] | None = None
+
+
+class Driver:
+    """Runs one ``GroupMember`` on a background thread.
+
+    Thread-safe methods (for the application thread): ``start``, ``submit``,
+    ``request``, ``note_poll``, ``commit``, ``fetch_committed``, ``take_app_work``,
+    ``wait_for``, ``stop`` and the read-only properties. Everything else runs on the
+    driver thread.
+    """
+
+    def __init__(
+        self,
+        member: GroupMember,
+        client: ClientLike,
+        metrics: CoordinatorMetrics,
+        *,
+        group_id: str | None,
+        metadata_max_age_ms: int,
+        request_timeout_ms: int,
+        retry_backoff_ms: int,
+        clock: Callable[[], float] = time.monotonic,
+        name: str = "coopconsumer-driver",
+    ) -> None:
+        self._member = member
+        self._client = client
+        self._metrics = metrics
+        self._group_id = group_id
+        self._metadata_max_age_s = metadata_max_age_ms / 1000.0
+        self._request_timeout_s = request_timeout_ms / 1000.0
+        self._retry_backoff_s = retry_backoff_ms / 1000.0
+        self._clock = clock
+        self._commands: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
+        self._cond = threading.Condition()
+        self._app_work: collections.deque[AppWork] = collections.deque()
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._stopping = False
+        self._failure: CoopConsumerError | None = None
+        self._poll_seen = False
+        self._last_wakeup = 0.0
+        # Driver-thread state (I/O bookkeeping only, no protocol state).
+        self._answers: list[tuple[int, PendingRequest[Any]]] = []
+        self._call_answers: list[tuple[_Call, PendingRequest[Any]]] = []
+        self._calls: list[_Call] = []
+        self._commit_futures: set[Future[None]] = set()
+        self._fetch_futures: set[Future[CommittedOffsets]] = set()
+        self._metadata_topics: frozenset[str] | None = frozenset()
+        self._metadata_wanted = False
+        self._metadata_in_flight = False
+        self._metadata_next: float | None = None
+        self._lookup_in_flight = False
+        # Published for the application thread (replaced, never mutated).
+        self._state = member.state
+        self._group_metadata = member.group_metadata
+        self._owned = member.owned_partitions
+
+    # ------------------------------------------------------------------ app-thread API
+
+    @property
+    def state(self) -> MemberState:
+        """The member's state after the last input the driver fed it."""
+        return self._state
+
+    @property
+    def group_metadata(self) -> ConsumerGroupMetadata:
+        """The member's ``ConsumerGroupMetadata`` after the last input."""
+        return self._group_metadata
+
+    @property
+    def owned_partitions(self) -> frozenset[TopicPartition]:
+        """The member's owned partitions after the last input."""
+        return self._owned
+
+    @property
+    def failure(self) -> CoopConsumerError | None:
+        """The error that stopped the driver thread, None while it runs normally."""
+        return self._failure
+
+    @property
+    def alive(self) -> bool:
+        """Whether the driver thread is running."""
+        return self._thread.is_alive()
+
+    @property
+    def has_app_work(self) -> bool:
+        """Whether work for the ``poll()`` thread is queued (a cheap, lock-free peek)."""
+        return bool(self._app_work)
+
+    def start(self) -> None:
+        """Start the driver thread."""
+        self._thread.start()
+
+    def submit(self, event: object) -> None:
+        """Feed ``event`` (a coordinator input) to the member on the driver thread.
+        Fire and forget: an error it causes stops the driver (see ``failure``)."""
+        self._command(lambda: self._feed(event))
+
+    def request(self, event: object, timeout_s: float) -> None:
+        """Feed ``event`` and wait until the member processed it; re-raises what
+        ``handle`` raised for it (``IllegalTransition`` leaves the member unchanged,
+        so that error is the caller's, not fatal). ``RequestTimeoutError`` on timeout."""
+        future: Future[None] = Future()
+
+        def run() -> None:
+            try:
+                effects = self._member.handle(event, self._clock())
+            except CoopConsumerError as exc:
+                future.set_exception(exc)
+                return
+            future.set_result(None)
+            self._execute_all(effects)
+
+        self._command(run)
+        self._wait(future, timeout_s, "the consumer's background thread")
+
+    def note_poll(self) -> None:
+        """Record that the application polled (``PollCalled`` on the next loop).
+
+        Called on every ``poll()``: a flag write, plus a wakeup at most every 100 ms,
+        so that polling stays O(1) and cheap."""
+        self._poll_seen = True
+        now = self._clock()
+        if now - self._last_wakeup >= 0.1:
+            self._last_wakeup = now
+            self._client.wakeup()
+
+    def commit(self, offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> Future[None]:
+        """Commit ``offsets`` with the member's generation; the future completes with
+        the coordinator's ``CommitDone`` (None or the typed error)."""
+        future: Future[None] = Future()
+
+        def run() -> None:
+            self._commit_futures.add(future)
+            self._feed(CommitRequested(offsets=offsets, token=future))
+
+        self._command(run, future)
+        return future
+
+    def fetch_committed(
+        self, partitions: Iterable[TopicPartition], timeout_s: float
+    ) -> Future[CommittedOffsets]:
+        """The group's committed offsets of ``partitions`` (OffsetFetch through the
+        coordinator, retried on coordinator errors until ``timeout_s``)."""
+        wanted = frozenset(partitions)
+        future: Future[CommittedOffsets] = Future()
+        self._command(lambda: self._start_offset_fetch(wanted, future, timeout_s), future)
+        return future
+
+    def take_app_work(self) -> list[AppWork]:
+        """Remove and return the queued ``poll()``-thread work, oldest first."""
+        with self._cond:
+            work = list(self._app_work)
+            self._app_work.clear()
+            return work
+
+    def wait_for(self, predicate: Callable[[], bool], timeout_s: float) -> bool:
+        """Wait until ``predicate()`` (checked whenever the driver publishes app work
+        or a new state) or ``timeout_s``; returns the predicate's last value."""
+        with self._cond:
+            return self._cond.wait_for(predicate, timeout=max(0.0, timeout_s))
+
+    def stop(self, timeout_s: float) -> bool:
+        """Stop the loop, close the client (on the driver thread) and join the thread.
+
+        Returns whether the thread ended within ``timeout_s``. Idempotent."""
+        if not self._thread.is_alive():
+            if self._thread.ident is None:
+                self._client.close()  # never started: nobody else will close it
+            return True
+
+        def run() -> None:
+            self._stopping = True
+
+        self._command(run)
+        self._thread.join(timeout_s)
+        return not self._thread.is_alive()
+
+    def _command(self, fn: Callable[[], None], future: Future[Any] | None = None) -> None:
+        if self._failure is not None and future is not None:
+            future.set_exception(self._failure)
+            return
+        self._commands.put(fn)
+        self._client.wakeup()
+
+    def _wait(self, future: Future[None], timeout_s: float, what: str) -> None:
+        deadline = self._clock() + timeout_s
+        while True:
+            remaining = deadline - self._clock()
+            try:
+                future.result(timeout=max(0.0, min(remaining, 0.1)))
+                return
+            except TimeoutError:
+                if self._failure is not None:
+                    raise self._failure from None
+                if remaining <= 0:
+                    raise RequestTimeoutError(
+                        f"{what} did not answer within {timeout_s:.1f}s"
+                    ) from None
+
+    # ------------------------------------------------------------------ the loop
+
+    def _run(self) -> None:
+        try:
+            while not self._stopping:
+                self._once()
+        except BaseException as exc:  # the thread must never die silently
+            self._die(exc)
+        finally:
+            try:
+                self._client.close()
+            except Exception:
+                log.exception("closing the wire client failed")
+            with self._cond:
+                self._cond.notify_all()
+
+    def _once(self) -> None:
+        self._drain_commands()
+        if self._stopping:
+            return
+        if self._poll_seen:
+            self._poll_seen = False
+            self._feed(PollCalled())
+        now = self._clock()
+        deadline = self._member.next_deadline
+        if deadline is not None and now >= deadline:
+            self._feed(Tick())
+            deadline = self._member.next_deadline
+        self._step_calls(now)
+        self._maybe_refresh_metadata(now)
+        wait = _MAX_WAIT_S
+        for candidate in (deadline, self._metadata_next):
+            if candidate is not None:
+                wait = min(wait, candidate - now)
+        if any(c.pending is None for c in self._calls):
+            wait = min(wait, _CONNECT_POLL_S)
+        self._client.poll(max(0.0, wait))
+        self._deliver_answers()
+
+    def _drain_commands(self) -> None:
+        while True:
+            try:
+                command = self._commands.get_nowait()
+            except queue.Empty:
+                return
+            command()
+
+    def _deliver_answers(self) -> None:
+        answers, self._answers = self._answers, []
+        for request_id, pending in answers:
+            error = pending.exception()
+            if error is None:
+                self._feed(ResponseReceived(request_id=request_id, response=pending.result()))
+            else:
+                self._feed(RequestFailed(request_id=request_id, error=_as_error(error)))
+        call_answers, self._call_answers = self._call_answers, []
+        for call, pending in call_answers:
+            error = pending.exception()
+            if error is None:
+                version = pending.api_version
+                call.on_answer(pending.result(), -1 if version is None else version)
+            else:
+                call.on_error(_as_error(error))
+
+    def _feed(self, event: object) -> None:
+        effects = self._member.handle(event, self._clock())
+        self._execute_all(effects)
+
+    def _execute_all(self, effects: list[Effect]) -> None:
+        queued: list[AppWork] = []
+        for effect in effects:
+            if isinstance(effect, _APP_WORK_TYPES):
+                queued.append(effect)
+            else:
+                self._execute(effect)
+        member = self._member
+        self._metrics.set_assigned_partitions(len(member.owned_partitions))
+        with self._cond:
+            self._app_work.extend(queued)
+            self._state = member.state
+            self._group_metadata = member.group_metadata
+            self._owned = member.owned_partitions
+            self._cond.notify_all()
+
+    def _execute(self, effect: Effect) -> None:
+        if isinstance(effect, Send):
+            self._send(effect)
+        elif isinstance(effect, Observe):
+            self._observe(effect)
+        elif isinstance(effect, Log):
+            log.log(effect.level, "%s", effect.message)
+        elif isinstance(effect, CommitDone):
+            self._complete_commit(effect)
+        elif isinstance(effect, FindCoordinator):
+            self._start_lookup(effect.group_id)
+        elif isinstance(effect, MetadataNeeded):
+            self._want_metadata(effect.topics)
+        else:  # pragma: no cover - every Effect type is listed above or app work
+            raise TypeError(f"unknown effect {effect!r}")
+
+    def _observe(self, effect: Observe) -> None:
+        # CoordinatorMetrics times rebalances itself from rebalance_started and takes
+        # no latency for the instant observations; the member attaches one to
+        # REBALANCE_COMPLETED anyway, so it is dropped here.
+        latency = None if effect.event in _INSTANT_OBSERVATIONS else effect.latency_s
+        try:
+            self._metrics.observe(effect.event, effect.now, latency)
+        except ValueError as exc:  # a metrics mismatch must not stop the group member
+            log.warning("metrics observation %s dropped: %s", effect.event, exc)
+
+    def _die(self, exc: BaseException) -> None:
+        error = (
+            exc
+            if isinstance(exc, CoopConsumerError)
+            else DriverFailedError(f"the consumer's background thread failed: {exc!r}")
+        )
+        if error is not exc:
+            error.__cause__ = exc
+        log.error("driver thread stopped: %s", error, exc_info=exc)
+        self._failure = error
+        for commit in self._commit_futures:
+            if not commit.done():
+                commit.set_exception(error)
+        for fetch in self._fetch_futures:
+            if not fetch.done():
+                fetch.set_exception(error)
+        # Anything still queued is abandoned: fail the futures of queued commands too.
+        while True:
+            try:
+                self._commands.get_nowait()
+            except queue.Empty:
+                break
+        with self._cond:
+            self._app_work.append(Fatal(error=error))
+            self._cond.notify_all()
+
+    # ------------------------------------------------------------------ effects
+
+    def _send(self, effect: Send) -> None:
+        timeout_ms = None if effect.timeout_s is None else effect.timeout_s * 1000.0
+        request: Request = effect.request  # type: ignore[assignment]
+        pending = self._client.send(effect.node_id, request, timeout_ms=timeout_ms)
+        request_id = effect.request_id
+        pending.add_done_callback(lambda p: self._answers.append((request_id, p)))
+
+    def _complete_commit(self, effect: CommitDone) -> None:
+        future = effect.token
+        if not isinstance(future, Future):
+            raise TypeError(f"CommitDone for a token the driver did not issue: {future!r}")
+        self._commit_futures.discard(future)
+        if future.done():
+            return
+        if effect.error is None:
+            future.set_result(None)
+        else:
+            future.set_exception(effect.error)
+
+    # ------------------------------------------------------------------ versioned calls
+
+    def _add_call(self, call: _Call) -> None:
+        self._calls.append(call)
+        self._step_calls(self._clock())
+
+    def _step_calls(self, now: float) -> None:
+        if not self._calls:
+            return
+        for call in list(self._calls):
+            if call.pending is not None:
+                continue
+            if now >= call.deadline:
+                self._calls.remove(call)
+                call.on_error(
+                    RequestTimeoutError(
+                        f"no broker was ready for {call.api.__name__} in time",
+                        api_key=call.api.API_KEY,
+                    )
+                )
+                continue
+            node = call.node()
+            if node is None:
+                continue
+            version = self._client.try_negotiated_version(node, call.api)
+            if version is None:
+                self._client.ready(node)  # starts connecting; asked again next loop
+                continue
+            request = call.build(version)
+            timeout_ms = max(1.0, (call.deadline - now) * 1000.0)
+            pending = self._client.send(node, request, timeout_ms=timeout_ms, api_version=version)
+            call.pending = pending
+            pending.add_done_callback(functools.partial(self._call_done, call))
+
+    def _call_done(self, call: _Call, pending: PendingRequest[Any]) -> None:
+        if call in self._calls:
+            self._calls.remove(call)
+        self._call_answers.append((call, pending))
+
+    # ------------------------------------------------------------------ FindCoordinator
+
+    def _start_lookup(self, group_id: str) -> None:
+        if self._lookup_in_flight:
+            return  # the answer in flight serves this lookup too
+        self._lookup_in_flight = True
+
+        def build(version: int) -> Request:
+            if version >= 4:  # KIP-699 batched form
+                return FindCoordinatorRequest(
+                    key_type=_GROUP_KEY_TYPE, coordinator_keys=(group_id,)
+                )
+            return FindCoordinatorRequest(key=group_id)
+
+        def on_answer(response: FindCoordinatorResponse, version: int) -> None:
+            self._lookup_in_flight = False
+            if version >= 4:
+                entry = next((c for c in response.coordinators if c.key == group_id), None)
+                if entry is None:
+                    self._feed(
+                        CoordinatorUnavailable(
+                            error=errors.to_exception(
+                                errors.UNKNOWN_SERVER_ERROR,
+                                api_key=FindCoordinatorRequest.API_KEY,
+                                message=f"the answer lacks key {group_id!r}",
+                            )
+                        )
+                    )
+                    return
+                code, message = entry.error_code, entry.error_message
+                node_id, host, port = entry.node_id, entry.host, entry.port
+            else:
+                code, message = response.error_code, response.error_message
+                node_id, host, port = response.node_id, response.host, response.port
+            if code != errors.NONE:
+                # A lookup: every error code means "not found yet"; the member retries
+                # after retry.backoff.ms (Java logs non-retriable ones and retries too).
+                error = errors.to_exception(
+                    code,
+                    api_key=FindCoordinatorRequest.API_KEY,
+                    api_version=version,
+                    message=message,
+                )
+                level = logging.DEBUG if error.retriable else logging.WARNING
+                log.log(level, "FindCoordinator for %r: %s", group_id, error)
+                self._feed(CoordinatorUnavailable(error=error))
+                return
+            self._client.add_broker(node_id, host, port)
+            self._feed(CoordinatorFound(node_id=node_id))
+
+        def on_error(error: CoopConsumerError) -> None:
+            self._lookup_in_flight = False
+            self._feed(CoordinatorUnavailable(error=error))
+
+        self._add_call(
+            _Call(
+                api=FindCoordinatorRequest,
+                node=self._client.least_loaded_node,
+                build=build,
+                on_answer=on_answer,
+                on_error=on_error,
+                deadline=self._clock() + self._request_timeout_s,
+            )
+        )
+
+    # ------------------------------------------------------------------ Metadata
+
+    def _want_metadata(self, topics: frozenset[str] | None) -> None:
+        # Refreshes ask for every topic ever wanted: a leader's snapshot covers the
+        # whole group's topics and must not see them vanish from a narrower answer.
+        if topics is None or self._metadata_topics is None:
+            self._metadata_topics = None
+        else:
+            self._metadata_topics = self._metadata_topics | topics
+        self._metadata_wanted = True
+        self._metadata_next = self._clock()
+
+    def _maybe_refresh_metadata(self, now: float) -> None:
+        if self._metadata_in_flight or self._metadata_next is None or now < self._metadata_next:
+            return
+        if not self._metadata_wanted and self._metadata_topics == frozenset():
+            self._metadata_next = None  # nothing subscribed: nothing to refresh
+            return
+        self._metadata_wanted = False
+        self._metadata_in_flight = True
+        topics = self._metadata_topics
+
+        def build(version: int) -> Request:
+            if topics is None:
+                wanted: tuple[MetadataRequestTopic, ...] | None = () if version == 0 else None
+            else:
+                wanted = tuple(MetadataRequestTopic(name=t) for t in sorted(topics))
+            if version >= 4:  # never create topics by subscribing (Java's default)
+                return MetadataRequest(topics=wanted, allow_auto_topic_creation=False)
+            return MetadataRequest(topics=wanted)
+
+        def on_answer(response: MetadataResponse, version: int) -> None:
+            self._metadata_in_flight = False
+            snapshot = ClusterSnapshot.from_response(response)
+            for broker in snapshot.brokers.values():
+                self._client.add_broker(broker.node_id, broker.host, broker.port)
+            self._metadata_next = self._clock() + self._metadata_max_age_s
+            self._feed(_metadata_update(snapshot))
+
+        def on_error(error: CoopConsumerError) -> None:
+            self._metadata_in_flight = False
+            log.debug("metadata refresh failed, retrying: %s", error)
+            self._metadata_wanted = True
+            self._metadata_next = self._clock() + self._retry_backoff_s
+
+        self._add_call(
+            _Call(
+                api=MetadataRequest,
+                node=self._client.least_loaded_node,
+                build=build,
+                on_answer=on_answer,
+                on_error=on_error,
+                deadline=now + self._request_timeout_s,
+            )
+        )
+
+    # ------------------------------------------------------------------ OffsetFetch
+
+    def _start_offset_fetch(
+        self,
+        partitions: frozenset[TopicPartition],
+        future: Future[CommittedOffsets],
+        timeout_s: float,
+    ) -> None:
+        if self._group_id is None:
+            future.set_exception(
+                CoopConsumerError("committed offsets need a group.id in the configuration")
+            )
+            return
+        if not partitions:
+            future.set_result({})
+            return
+        self._fetch_futures.add(future)
+        deadline = self._clock() + timeout_s
+        group_id = self._group_id
+        self._offset_fetch_attempt(group_id, partitions, future, deadline)
+
+    def _offset_fetch_attempt(
+        self,
+        group_id: str,
+        partitions: frozenset[TopicPartition],
+        future: Future[CommittedOffsets],
+        deadline: float,
+    ) -> None:
+        by_topic: dict[str, list[int]] = {}
+        for tp in sorted(partitions):
+            by_topic.setdefault(tp.topic, []).append(tp.partition)
+
+        def node() -> int | None:
+            coordinator = self._member.coordinator_id
+            if coordinator is None:
+                self._start_lookup(group_id)
+            return coordinator
+
+        def build(version: int) -> Request:
+            if version >= 8:
+                return OffsetFetchRequest(
+                    groups=(
+                        OffsetFetchRequestGroup(
+                            group_id=group_id,
+                            topics=tuple(
+                                OffsetFetchRequestTopics(name=t, partition_indexes=tuple(ps))
+                                for t, ps in by_topic.items()
+                            ),
+                        ),
+                    )
+                )
+            return OffsetFetchRequest(
+                group_id=group_id,
+                topics=tuple(
+                    OffsetFetchRequestTopic(name=t, partition_indexes=tuple(ps))
+                    for t, ps in by_topic.items()
+                ),
+            )
+
+        def retry(error: CoopConsumerError) -> None:
+            if self._clock() + self._retry_backoff_s >= deadline:
+                self._finish_fetch(future, error=error)
+                return
+            log.debug("OffsetFetch retry: %s", error)
+            retry_at = self._clock() + self._retry_backoff_s
+            self._add_call(
+                _Call(
+                    api=OffsetFetchRequest,
+                    node=lambda: node() if self._clock() >= retry_at else None,
+                    build=build,
+                    on_answer=on_answer,
+                    on_error=on_error,
+                    deadline=deadline,
+                )
+            )
+
+        def on_answer(response: OffsetFetchResponse, version: int) -> None:
+            try:
+                offsets = _parse_offset_fetch(response, partitions, version)
+            except KafkaError as exc:
+                if exc.code in _OFFSET_FETCH_RETRIABLE:
+                    if exc.code == errors.NOT_COORDINATOR:
+                        # Our coordinator moved: let the member find the new one.
+                        self._feed(CoordinatorUnavailable(error=exc))
+                    retry(exc)
+                else:
+                    self._finish_fetch(future, error=exc)
+                return
+            self._finish_fetch(future, result=offsets)
+
+        def on_error(error: CoopConsumerError) -> None:
+            if isinstance(error, BrokerConnectionError | RequestTimeoutError):
+                retry(error)
+            else:
+                self._finish_fetch(future, error=error)
+
+        self._add_call(
+            _Call(
+                api=OffsetFetchRequest,
+                node=node,
+                build=build,
+                on_answer=on_answer,
+                on_error=on_error,
+                deadline=deadline,
+            )
+        )
+
+    def _finish_fetch(
+        self,
+        future: Future[CommittedOffsets],
+        *,
+        result: CommittedOffsets | None = None,
+        error: CoopConsumerError | None = None,
+    ) -> None:
+        self._fetch_futures.discard(future)
+        if future.done():
+            return
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(result or {})
+
+
+def _as_error(exc: BaseException) -> CoopConsumerError:
+    if isinstance(exc, CoopConsumerError):
+        return exc
+    error = BrokerConnectionError(f"request failed: {exc!r}")
+    error.__cause__ = exc
+    return error
+
+
+def _metadata_update(snapshot: ClusterSnapshot) -> MetadataUpdate:
+    metadata = ClusterMetadata(
+        partition_counts=snapshot.partition_counts(),
+        partition_racks={tp: racks for tp, racks in snapshot.partition_racks().items() if racks},
+    )
+    internal = frozenset(name for name, info in snapshot.topics.items() if info.is_internal)
+    return MetadataUpdate(metadata=metadata, internal_topics=internal)
+
+
+class _Row(NamedTuple):
+    topic: str
+    partition: int
+    offset: int
+    leader_epoch: int
+    metadata: str | None
+    error_code: int
+
+
+def _parse_offset_fetch(
+    response: OffsetFetchResponse, partitions: frozenset[TopicPartition], version: int
+) -> CommittedOffsets:
+    """Offsets per asked partition; raises ``KafkaError`` for a group-level or
+    partition-level error code (the first one found)."""
+    if version >= 8:
+        group = response.groups[0] if response.groups else None
+        if group is not None and group.error_code != errors.NONE:
+            raise errors.to_exception(group.error_code, api_key=OffsetFetchRequest.API_KEY)
+        rows = [
+            (
+                t.name,
+                p.partition_index,
+                p.committed_offset,
+                p.committed_leader_epoch,
+                p.metadata,
+                p.error_code,
+            )
+            for t in (group.topics if group is not None else ())
+            for p in t.partitions
+        ]
+    else:
+        if response.error_code != errors.NONE:
+            raise errors.to_exception(response.error_code, api_key=OffsetFetchRequest.API_KEY)
+        rows = [
+            (
+                t.name,
+                p.partition_index,
+                p.committed_offset,
+                p.committed_leader_epoch,
+                p.metadata,
+                p.error_code,
+            )
+            for t in response.topics
+            for p in t.partitions
+        ]
+    result: CommittedOffsets = dict.fromkeys(partitions)
+    for topic, index, offset, epoch, metadata, code in rows:
+        tp = TopicPartition(topic, index)
+        if tp not in result:
+            continue
+        if code != errors.NONE:
+            if code == errors.UNKNOWN_TOPIC_OR_PARTITION:
+                continue  # nothing committed for a partition the broker does not know
+            raise errors.to_exception(code, api_key=OffsetFetchRequest.API_KEY)
+        if offset >= 0:
+            result[tp] = OffsetAndMetadata(
+                offset=offset, metadata=metadata or "", leader_epoch=epoch
+            )
+    return result

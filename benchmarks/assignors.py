@@ -253,6 +253,7 @@ def kafka_python_worker(scale: Scale) -> None:
         for m in names
     ]
     gc.collect()
+    print(json.dumps({"starting": 1, "wall": time.time()}), flush=True)
     start = time.perf_counter()
     result = K().assign(Cluster(), members)
     elapsed = time.perf_counter() - start
@@ -276,6 +277,7 @@ def kafka_python_worker(scale: Scale) -> None:
         )
     del result
     gc.collect()
+    print(json.dumps({"starting": 2, "wall": time.time()}), flush=True)
     start = time.perf_counter()
     result2 = K().assign(Cluster(), members2)
     elapsed = time.perf_counter() - start
@@ -285,7 +287,8 @@ def kafka_python_worker(scale: Scale) -> None:
 
 class ChildOutcome(NamedTuple):
     passes: dict[int, tuple[float, str]]
-    note: str  # empty when both passes finished
+    # For a pass that started but did not finish: (seconds it ran, why it stopped).
+    unfinished: dict[int, tuple[float, str]]
 
 
 def run_kafka_python(scale: Scale, timeout: float, memory_limit: int) -> ChildOutcome:
@@ -295,7 +298,6 @@ def run_kafka_python(scale: Scale, timeout: float, memory_limit: int) -> ChildOu
         resource.setrlimit(resource.RLIMIT_AS, (memory_limit, memory_limit))
 
     cmd = [sys.executable, os.path.abspath(__file__), "--kafka-python-worker", *map(str, scale)]
-    start = time.perf_counter()
     try:
         proc = subprocess.run(
             cmd, capture_output=True, text=True, timeout=timeout, preexec_fn=limit, check=False
@@ -305,20 +307,46 @@ def run_kafka_python(scale: Scale, timeout: float, memory_limit: int) -> ChildOu
     except subprocess.TimeoutExpired as exc:
         out = exc.stdout.decode() if isinstance(exc.stdout, bytes) else (exc.stdout or "")
         err, code, timed_out = "", None, True
-    wall = time.perf_counter() - start
+    ended = time.time()
     passes: dict[int, tuple[float, str]] = {}
+    started: dict[int, float] = {}
     for line in out.splitlines():
         if line.startswith("{"):
             data = json.loads(line)
-            passes[int(data["pass"])] = (float(data["seconds"]), str(data["check"]))
-    note = ""
-    if timed_out:
-        note = f"stopped at the {timeout:.0f} s time limit"
-    elif code != 0:
-        last = err.strip().splitlines()[-1] if err.strip() else f"exit code {code}"
-        gib = memory_limit / MIB / 1024
-        note = f"failed after {wall:.0f} s ({last}; address-space limit {gib:g} GiB)"
-    return ChildOutcome(passes, note)
+            if "starting" in data:
+                started[int(data["starting"])] = float(data["wall"])
+            else:
+                passes[int(data["pass"])] = (float(data["seconds"]), str(data["check"]))
+    unfinished: dict[int, tuple[float, str]] = {}
+    running = [n for n in started if n not in passes]
+    if running and (timed_out or code != 0):
+        n = running[0]
+        if timed_out:
+            why = f"stopped by the {timeout:.0f} s time limit"
+        else:
+            last = err.strip().splitlines()[-1] if err.strip() else f"exit code {code}"
+            gib = memory_limit / MIB / 1024
+            why = f"{last} under the {gib:g} GiB address-space limit"
+        unfinished[n] = (ended - started[n], why)
+    elif code not in (0, None) and not started:
+        unfinished[1] = (0.0, err.strip().splitlines()[-1] if err.strip() else f"exit code {code}")
+    return ChildOutcome(passes, unfinished)
+
+
+def describe_pass(n: int, outcome: ChildOutcome, ours: float) -> str:
+    if n in outcome.passes:
+        secs, check = outcome.passes[n]
+        return (
+            f"pass {n}: {secs:8.2f} s vs coopconsumer {ours:.3f} s -> "
+            f"coopconsumer {ratio(secs, ours)} faster\n      {check}"
+        )
+    if n in outcome.unfinished:
+        secs, why = outcome.unfinished[n]
+        return (
+            f"pass {n}: did not finish: {why} after {secs:.0f} s in the pass -> "
+            f"coopconsumer > {ratio(secs, ours)} faster (lower bound)"
+        )
+    return f"pass {n}: not reached (an earlier pass did not finish)"
 
 
 def ratio(theirs: float, ours: float) -> str:
@@ -377,35 +405,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     full = run_kafka_python(scale, args.kafka_python_timeout, memory_limit)
     for n, ours in ((1, ours1), (2, ours2)):
-        if n in full.passes:
-            secs, check = full.passes[n]
-            print(
-                f"    pass {n}: {secs:8.2f} s  -> coopconsumer is {ratio(secs, ours.best)} faster"
-            )
-            print(f"      {check}")
-        else:
-            print(
-                f"    pass {n}: did not finish ({full.note}) -> coopconsumer is "
-                f"> {ratio(args.kafka_python_timeout, ours.best)} faster (lower bound)"
-            )
+        print("    " + describe_pass(n, full, ours.best))
     reduced = REDUCED[args.scale]
     if reduced != scale:
         print(f"  reduced scale: {reduced.describe()}")
+        print("   coopconsumer on the reduced input:")
         small1, small2 = run_ours(reduced, repeats=3, measure_memory=False)
+        print("   kafka-python on the reduced input:")
         part = run_kafka_python(reduced, args.kafka_python_timeout, memory_limit)
         for n, ours in ((1, small1), (2, small2)):
-            if n in part.passes:
-                secs, check = part.passes[n]
-                print(
-                    f"    kafka-python pass {n}: {secs:8.2f} s vs coopconsumer {ours.best:.3f} s "
-                    f"-> {ratio(secs, ours.best)} faster"
-                )
-                print(f"      {check}")
-            else:
-                print(
-                    f"    kafka-python pass {n}: did not finish ({part.note}) -> coopconsumer is "
-                    f"> {ratio(args.kafka_python_timeout, ours.best)} faster (lower bound)"
-                )
+            print("    " + describe_pass(n, part, ours.best))
     return 0 if target else 1
 
 

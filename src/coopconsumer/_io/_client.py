@@ -996,9 +996,10 @@ class KafkaClient:
     def _candidates(self) -> list[int]:
         """Node ids to try for any-broker requests, best first."""
         now = self._clock()
-        pool = [n for n in self._nodes.values() if n.node_id >= 0] or list(
-            self._bootstrap_nodes.values()
-        )
+        # Known brokers first; the bootstrap servers stay in the pool as a last resort
+        # for when every known broker is unreachable (the idea of KIP-899 re-bootstrap).
+        pool = [n for n in self._nodes.values() if n.node_id >= 0]
+        pool.extend(self._bootstrap_nodes.values())
 
         def rank(node: _Node) -> tuple[int, float, int]:
             conn = node.connection
@@ -1020,8 +1021,9 @@ class KafkaClient:
         if snapshot.brokers:
             # The cluster is known: bootstrap connections have done their job.
             for node in self._bootstrap_nodes.values():
-                if node.connection is not None and node.connection.in_flight_count == 0:
-                    node.connection.close()
+                conn = node.connection
+                if conn is not None and conn.in_flight_count == 0 and conn.queued_count == 0:
+                    conn.close()
                     node.connection = None
 
 

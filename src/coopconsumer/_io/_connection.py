@@ -370,9 +370,9 @@ class BrokerConnection:
             self._queued = keep
         for entry in self._in_flight.values():
             if entry.future is not None and entry.future.deadline <= now:
-                # KAFKA semantics: a request that timed out after being written leaves
-                # the stream in an unknown position, so the connection goes (as in
-                # Java's NetworkClient.handleTimedOutRequests).
+                # As Java's NetworkClient.handleTimedOutRequests: a broker that sat on
+                # a written request is presumed stuck, so the connection goes and the
+                # caller reconnects, rather than waiting behind it.
                 self._close_with(self._timeout_error(entry.future, sent=True), entry)
                 return
 

@@ -128,6 +128,7 @@ def check_assignment(
     malformed = [
         (member_id, tp)
         for member_id, assignment in assignments.items()
+        if not _all_partitions(assignment.partitions)
         for tp in assignment.partitions
         if not _is_partition(tp)
     ]
@@ -159,6 +160,18 @@ def check_assignment(
         raise InvalidAssignmentError(
             f"assignor {assignor_name!r} returned an invalid assignment: " + " | ".join(problems)
         )
+
+
+def _all_partitions(values: tuple[TopicPartition, ...]) -> bool:
+    """Fast path (C-level maps) for the usual case: every entry a TopicPartition of
+    (str, int). A False only sends the caller to the exact per-entry check."""
+    if not values:
+        return True
+    if set(map(type, values)) != {TopicPartition}:
+        return False
+    return set(map(type, map(itemgetter(0), values))) == {str} and set(
+        map(type, map(itemgetter(1), values))
+    ) == {int}
 
 
 def _is_partition(value: object) -> bool:
@@ -215,7 +228,18 @@ def _nonexistent(metadata: ClusterMetadata, assignments: Mapping[str, Assignment
     counts = metadata.partition_counts
     bad: set[TopicPartition] = set()
     for assignment in assignments.values():
-        for tp in assignment.partitions:
+        partitions = assignment.partitions
+        if not partitions:
+            continue
+        # Fast path: every partition number within the smallest count of the member's
+        # topics proves them all valid, at C speed.
+        topics = set(map(itemgetter(0), partitions))
+        known = [counts[t] for t in topics if t in counts]
+        if len(known) == len(topics):
+            numbers = list(map(itemgetter(1), partitions))
+            if min(numbers) >= 0 and max(numbers) < min(known):
+                continue
+        for tp in partitions:
             count = counts.get(tp[0])
             if count is None or not 0 <= tp[1] < count:
                 bad.add(tp)

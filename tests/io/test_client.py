@@ -19,11 +19,20 @@ from coopconsumer._errors import (
     ProtocolError,
     RequestTimeoutError,
 )
-from coopconsumer._io import ClientConfig, KafkaClient, PendingRequest, raise_for_error
-from coopconsumer._protocol import RequestHeader
+from coopconsumer._io import (
+    ClientConfig,
+    KafkaClient,
+    PendingRequest,
+    coordinator_answer,
+    find_coordinator_request,
+    raise_for_error,
+)
+from coopconsumer._protocol import RequestHeader, encode
 from coopconsumer._protocol._schema import Request
 from coopconsumer._protocol.messages import (
     FindCoordinatorRequest,
+    FindCoordinatorResponse,
+    FindCoordinatorResponseCoordinator,
     HeartbeatRequest,
     HeartbeatResponse,
     JoinGroupResponse,
@@ -423,3 +432,36 @@ def test_config_from_bootstrap_parses_and_validates() -> None:
 def test_config_rejects_bad_values(servers: str, settings: dict[str, Any]) -> None:
     with pytest.raises(ConfigurationError):
         ClientConfig.from_bootstrap(servers, **settings)
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+@pytest.mark.parametrize("version", range(FindCoordinatorRequest.MAX_VERSION + 1))
+def test_find_coordinator_request_encodes_at_every_version(version: int) -> None:
+    request = find_coordinator_request("grp", version)
+    encode(request, version)  # raises if a field does not exist at that version
+    if version >= 4:
+        assert request.coordinator_keys == ("grp",)
+    else:
+        assert request.key == "grp"
+
+
+def test_find_coordinator_request_v0_cannot_look_up_transactions() -> None:
+    with pytest.raises(ConfigurationError):
+        find_coordinator_request("txn", 0, key_type=1)
+
+
+def test_coordinator_answer_reads_both_layouts() -> None:
+    single = FindCoordinatorResponse(error_code=0, node_id=4, host="h", port=9)
+    assert coordinator_answer(single, "g", 3).node_id == 4
+    batched = FindCoordinatorResponse(
+        coordinators=(
+            FindCoordinatorResponseCoordinator(key="other", node_id=1, host="a", port=1),
+            FindCoordinatorResponseCoordinator(key="g", node_id=2, host="b", port=2, error_code=0),
+        )
+    )
+    answer = coordinator_answer(batched, "g", 4)
+    assert (answer.node_id, answer.host, answer.port, answer.error_code) == (2, "b", 2, 0)
+    missing = coordinator_answer(batched, "nope", 4)
+    assert missing.error_code == -1  # UNKNOWN_SERVER_ERROR

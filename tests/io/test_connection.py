@@ -22,6 +22,7 @@ from coopconsumer._protocol import RequestHeader
 from coopconsumer._protocol._schema import Request
 from coopconsumer._protocol.messages import (
     ApiVersionsRequest,
+    ApiVersionsResponse,
     HeartbeatRequest,
     HeartbeatResponse,
     JoinGroupRequest,
@@ -453,5 +454,43 @@ def test_unresolvable_host_fails_requests_with_a_connection_error() -> None:
         error = future.exception()
         assert isinstance(error, BrokerConnectionError)
         assert "no-such-host.invalid:9092" in str(error)
+    finally:
+        conn.close()
+
+
+def test_handshake_error_code_closes_and_fails_queued_requests(fake: FakeBroker) -> None:
+    fake.on(
+        ApiVersionsRequest.API_KEY,
+        lambda conn, header, request: conn.reply(header, ApiVersionsResponse(error_code=58)),
+    )
+    conn = connect(fake)
+    try:
+        future = conn.send(heartbeat())
+        drive(conn, future)
+        error = future.exception()
+        assert isinstance(error, BrokerConnectionError)
+        assert "ApiVersions" in str(error)
+        assert "SASL_AUTHENTICATION_FAILED" in str(error)
+        assert conn.state is ConnectionState.CLOSED
+        assert not conn.was_ready
+    finally:
+        conn.close()
+
+
+def test_garbage_handshake_answer_is_reported_as_a_protocol_error(fake: FakeBroker) -> None:
+    fake.on(
+        ApiVersionsRequest.API_KEY,
+        lambda conn, header, request: conn.send_raw(
+            frame(struct.pack(">i", header.correlation_id) + b"\x00")
+        ),
+    )
+    conn = connect(fake)
+    try:
+        future = conn.send(heartbeat())
+        drive(conn, future)
+        error = future.exception()
+        assert isinstance(error, BrokerConnectionError)
+        assert isinstance(error.__cause__, ProtocolError)
+        assert error.__cause__.api_key == ApiVersionsRequest.API_KEY
     finally:
         conn.close()

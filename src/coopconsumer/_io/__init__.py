@@ -12,9 +12,12 @@ from ._backoff import ExponentialBackoff as ExponentialBackoff
 from ._client import BrokerInfo as BrokerInfo
 from ._client import ClientConfig as ClientConfig
 from ._client import ClusterSnapshot as ClusterSnapshot
+from ._client import CoordinatorAnswer as CoordinatorAnswer
 from ._client import KafkaClient as KafkaClient
 from ._client import PartitionInfo as PartitionInfo
 from ._client import TopicInfo as TopicInfo
+from ._client import coordinator_answer as coordinator_answer
+from ._client import find_coordinator_request as find_coordinator_request
 from ._client import raise_for_error as raise_for_error
 from ._connection import BrokerConnection as BrokerConnection
 from ._connection import ConnectionState as ConnectionState
@@ -27,11 +30,14 @@ __all__ = [
     "ClientConfig",
     "ClusterSnapshot",
     "ConnectionState",
+    "CoordinatorAnswer",
     "ExponentialBackoff",
     "KafkaClient",
     "PartitionInfo",
     "PendingRequest",
     "TopicInfo",
     "choose_version",
+    "coordinator_answer",
+    "find_coordinator_request",
     "raise_for_error",
 ]

@@ -51,9 +51,12 @@ __all__ = [
     "BrokerInfo",
     "ClientConfig",
     "ClusterSnapshot",
+    "CoordinatorAnswer",
     "KafkaClient",
     "PartitionInfo",
     "TopicInfo",
+    "coordinator_answer",
+    "find_coordinator_request",
     "raise_for_error",
 ]
 
@@ -315,6 +318,72 @@ def raise_for_error(
         api_version=version,
         broker=broker,
         message=message if isinstance(message, str) else None,
+    )
+
+
+@attrs.frozen(kw_only=True)
+class CoordinatorAnswer:
+    """One key's answer from FindCoordinator, whichever version carried it."""
+
+    key: str
+    error_code: int
+    error_message: str | None
+    node_id: int
+    host: str
+    port: int
+
+
+def find_coordinator_request(
+    group_id: str, api_version: int, *, key_type: int = _GROUP_KEY_TYPE
+) -> FindCoordinatorRequest:
+    """The FindCoordinator request for one key at ``api_version``.
+
+    v4+ carries a batch of ``coordinator_keys`` (KIP-699); v0-3 a single ``key``
+    (``key_type`` exists from v1; v0 only knows groups).
+    """
+    if api_version >= 4:
+        return FindCoordinatorRequest(key_type=key_type, coordinator_keys=(group_id,))
+    if api_version >= 1:
+        return FindCoordinatorRequest(key=group_id, key_type=key_type)
+    if key_type != _GROUP_KEY_TYPE:
+        raise ConfigurationError("FindCoordinator v0 can only look up group coordinators")
+    return FindCoordinatorRequest(key=group_id)
+
+
+def coordinator_answer(
+    response: FindCoordinatorResponse, key: str, api_version: int
+) -> CoordinatorAnswer:
+    """Extract ``key``'s answer from a FindCoordinator response of ``api_version``.
+
+    A v4+ answer that lacks ``key`` reads as UNKNOWN_SERVER_ERROR (the broker broke
+    the protocol; retrying elsewhere is the only sensible reaction).
+    """
+    if api_version >= 4:
+        entry = next((c for c in response.coordinators if c.key == key), None)
+        if entry is None:
+            return CoordinatorAnswer(
+                key=key,
+                error_code=errors.UNKNOWN_SERVER_ERROR,
+                error_message=f"FindCoordinator answer lacks key {key!r}",
+                node_id=-1,
+                host="",
+                port=-1,
+            )
+        return CoordinatorAnswer(
+            key=key,
+            error_code=entry.error_code,
+            error_message=entry.error_message,
+            node_id=entry.node_id,
+            host=entry.host,
+            port=entry.port,
+        )
+    return CoordinatorAnswer(
+        key=key,
+        error_code=response.error_code,
+        error_message=response.error_message,
+        node_id=response.node_id,
+        host=response.host,
+        port=response.port,
     )
 
 
@@ -740,40 +809,24 @@ class KafkaClient:
             raise BrokerConnectionError("no broker known to ask for the coordinator")
         remaining_ms = max(1.0, (deadline - self._clock()) * 1000.0)
         version = self.negotiated_version(node_id, FindCoordinatorRequest, timeout_ms=remaining_ms)
-        if version >= 4:
-            request = FindCoordinatorRequest(key_type=_GROUP_KEY_TYPE, coordinator_keys=(group_id,))
-        else:
-            request = FindCoordinatorRequest(key=group_id)
         remaining_ms = max(1.0, (deadline - self._clock()) * 1000.0)
         response: FindCoordinatorResponse = self.request(
-            node_id, request, timeout_ms=remaining_ms, api_version=version
+            node_id,
+            find_coordinator_request(group_id, version),
+            timeout_ms=remaining_ms,
+            api_version=version,
         )
-        broker = self._nodes[node_id].broker
-        if version >= 4:
-            entry = next((c for c in response.coordinators if c.key == group_id), None)
-            if entry is None:
-                raise errors.to_exception(
-                    errors.UNKNOWN_SERVER_ERROR,
-                    api_key=FindCoordinatorRequest.API_KEY,
-                    api_version=version,
-                    broker=broker,
-                    message=f"FindCoordinator answer lacks key {group_id!r}",
-                )
-            code, message = entry.error_code, entry.error_message
-            coordinator = (entry.node_id, entry.host, entry.port)
-        else:
-            code, message = response.error_code, response.error_message
-            coordinator = (response.node_id, response.host, response.port)
-        if code != 0:
+        answer = coordinator_answer(response, group_id, version)
+        if answer.error_code != 0:
             raise errors.to_exception(
-                code,
+                answer.error_code,
                 api_key=FindCoordinatorRequest.API_KEY,
                 api_version=version,
-                broker=broker,
-                message=message,
+                broker=self._nodes[node_id].broker,
+                message=answer.error_message,
             )
-        self.add_broker(*coordinator)
-        return coordinator[0]
+        self.add_broker(answer.node_id, answer.host, answer.port)
+        return answer.node_id
 
     def close(self) -> None:
         """Close every connection; outstanding requests fail with

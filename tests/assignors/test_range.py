@@ -190,6 +190,12 @@ def test_member_order_static_first_by_instance_id_then_dynamic_by_member_id() ->
     assert java_member_order(subs) == ["c", "b", "a"]
 
 
+def test_member_order_breaks_an_instance_id_tie_by_member_id() -> None:
+    # Cannot happen in a healthy generation; the order must still be deterministic.
+    subs = {"m2": _sub(instance="same"), "m1": _sub(instance="same"), "m0": _sub()}
+    assert java_member_order(subs) == ["m1", "m2", "m0"]
+
+
 def test_member_order_compares_strings_as_java_does() -> None:
     # Java compares UTF-16 code units: U+1F600 is the surrogate pair D83D DE00, which
     # sorts before U+FFFF; Python's code-point order says the opposite.

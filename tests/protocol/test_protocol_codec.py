@@ -57,6 +57,7 @@ from coopconsumer._protocol.messages import (
     OffsetCommitRequestTopic,
     OffsetFetchRequest,
     SyncGroupRequest,
+    SyncGroupResponse,
 )
 
 ALL_CASES = class_versions(ALL_TOP_LEVEL)
@@ -378,8 +379,19 @@ def test_huge_declared_lengths_fail_before_allocating() -> None:
 def test_negative_lengths_other_than_null_are_malformed() -> None:
     with pytest.raises(ProtocolError, match="bad length"):
         decode(HeartbeatRequest, struct.pack(">h", -2), 0)
-    with pytest.raises(ProtocolError, match="null not allowed"):
-        decode(HeartbeatRequest, struct.pack(">h", -1), 0)
+    with pytest.raises(ProtocolError, match="bad length"):
+        decode(SyncGroupResponse, struct.pack(">hi", 0, -3), 0)
+
+
+def test_null_in_a_non_nullable_field_reads_as_empty() -> None:
+    # librdkafka's mock cluster answers a failed SyncGroup with a null assignment
+    # (bytes are not nullable there); reading it as empty keeps the error code usable.
+    response = decode(SyncGroupResponse, struct.pack(">hi", 27, -1), 0, exact=True)
+    assert (response.error_code, response.assignment) == (27, b"")
+    assert decode(HeartbeatRequest, struct.pack(">hih", -1, 0, -1), 0).group_id == ""
+    # Same for arrays: JoinGroupResponse.members is not nullable.
+    raw = encode(JoinGroupResponse(), 5)[:-4] + struct.pack(">i", -1)
+    assert decode(JoinGroupResponse, raw, 5, exact=True).members == ()
 
 
 def test_overlong_varints_are_malformed() -> None:

@@ -6,6 +6,12 @@ tagged-field section after every struct). Each (class, version, flexible) gets a
 compiled plan of reader/writer closures, cached, so a call does not re-walk metadata.
 Arrays of fixed-width numbers are packed and unpacked with one ``struct`` call.
 
+Decoding is lenient in two ways, both for real brokers: null in a field that is not
+nullable at that version reads as the empty value (librdkafka's mock cluster sends a
+null SyncGroup assignment with error responses; Java would reject it), and bytes after
+a response body are ignored (the mock appends a stray byte to flexible Metadata
+responses; Java's client does not check either). Encoding stays strict.
+
 Decoding never lets ``IndexError``/``struct.error``/``UnicodeDecodeError`` escape:
 malformed input raises :class:`~coopconsumer._errors.ProtocolError`. A declared
 length or element count larger than the bytes left is rejected before anything is
@@ -175,11 +181,12 @@ def _blob_reader(
     # messages with many topics.
     unpack = classic.unpack_from
     size = classic.size
+    empty: str | bytes = "" if text else b""
 
     def finish(data: bytes, pos: int, n: int) -> tuple[Any, int]:
         if n < 0:
-            if n == -1 and nullable:
-                return None, pos
+            if n == -1:
+                return (None if nullable else empty), pos
             _bad_length(n, what)
         end = pos + n
         if end > len(data):
@@ -215,7 +222,7 @@ def _blob_reader(
 
 
 def _bad_length(n: int, what: str) -> None:
-    raise _Malformed(f"{what}: null not allowed" if n == -1 else f"{what}: bad length {n}")
+    raise _Malformed(f"{what}: bad length {n}")
 
 
 def _blob_writer(flexible: bool, classic: struct.Struct, text: bool) -> Writer:
@@ -555,8 +562,8 @@ def _array_reader(
         def read_fixed(data: bytes, pos: int) -> tuple[Any, int]:
             n, pos = read_len(data, pos)
             if n < 0:
-                if n == -1 and nullable:
-                    return None, pos
+                if n == -1:
+                    return (None if nullable else ()), pos
                 _bad_length(n, what)
             end = pos + n * size
             if end > len(data):
@@ -575,8 +582,8 @@ def _array_reader(
     def read_items(data: bytes, pos: int) -> tuple[Any, int]:
         n, pos = read_len(data, pos)
         if n < 0:
-            if n == -1 and nullable:
-                return None, pos
+            if n == -1:
+                return (None if nullable else ()), pos
             _bad_length(n, what)
         # Every element takes at least one byte, so a count above the bytes left is
         # garbage; Java checks the same before allocating.

@@ -525,3 +525,29 @@ def test_replicas_on_every_rack_means_rack_awareness_is_off() -> None:
     assert partitions_by_member(assign(counts, subs, everywhere)) == partitions_by_member(
         assign(counts, subs)
     )
+
+
+# --------------------------------------------------------------------------- collector pause
+
+
+def test_large_assignments_pause_the_collector_and_restore_it() -> None:
+    import gc
+
+    from coopconsumer.assignors._sticky_core import GC_PAUSE_THRESHOLD, paused_gc
+
+    assert gc.isenabled()
+    with paused_gc(GC_PAUSE_THRESHOLD):
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    with paused_gc(GC_PAUSE_THRESHOLD - 1):
+        assert gc.isenabled()
+    with pytest.raises(RuntimeError), paused_gc(GC_PAUSE_THRESHOLD):
+        raise RuntimeError("boom")
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with paused_gc(GC_PAUSE_THRESHOLD):
+            pass
+        assert not gc.isenabled(), "a caller's gc.disable() must stand"
+    finally:
+        gc.enable()

@@ -23,7 +23,7 @@ from ._api import (
     RebalanceProtocol,
     Subscription,
 )
-from ._sticky_core import MemberData, StickyResult, sticky_assign
+from ._sticky_core import MemberData, StickyResult, paused_gc, sticky_assign
 from ._sticky_userdata import (
     decode_cooperative_generation,
     decode_sticky_user_data,
@@ -34,6 +34,11 @@ from ._sticky_userdata import (
 __all__ = ["CooperativeStickyAssignor", "StickyAssignor"]
 
 _log = logging.getLogger("coopconsumer.assignors.sticky")
+
+
+def _partition_total(metadata: ClusterMetadata, subs: Mapping[str, Subscription]) -> int:
+    """An upper bound of the work: every partition the metadata knows (cheap to get)."""
+    return sum(metadata.partition_counts.values()) if subs else 0
 
 
 def _group_assignment(result: StickyResult, members: Mapping[str, object]) -> GroupAssignment:
@@ -101,8 +106,9 @@ class StickyAssignor(ConsumerPartitionAssignor):
     ) -> GroupAssignment:
         """Balanced, sticky assignment of every subscribed partition."""
         subs = group_subscription.subscriptions
-        members = {m: self.member_data(m, s) for m, s in subs.items()}
-        return _group_assignment(sticky_assign(metadata, members), subs)
+        with paused_gc(_partition_total(metadata, subs)):
+            members = {m: self.member_data(m, s) for m, s in subs.items()}
+            return _group_assignment(sticky_assign(metadata, members), subs)
 
 
 class CooperativeStickyAssignor(ConsumerPartitionAssignor):
@@ -162,10 +168,11 @@ class CooperativeStickyAssignor(ConsumerPartitionAssignor):
     ) -> GroupAssignment:
         """Sticky assignment minus the partitions another member still owns."""
         subs = group_subscription.subscriptions
-        members = {m: self.member_data(m, s) for m, s in subs.items()}
-        result = sticky_assign(metadata, members)
-        _hold_back_transfers(result, subs)
-        return _group_assignment(result, subs)
+        with paused_gc(_partition_total(metadata, subs)):
+            members = {m: self.member_data(m, s) for m, s in subs.items()}
+            result = sticky_assign(metadata, members)
+            _hold_back_transfers(result, subs)
+            return _group_assignment(result, subs)
 
 
 def _hold_back_transfers(result: StickyResult, subs: Mapping[str, Subscription]) -> None:

@@ -15,18 +15,21 @@ from ._api import GroupSubscription as GroupSubscription
 from ._api import RebalanceProtocol as RebalanceProtocol
 from ._api import Subscription as Subscription
 from ._loading import BUILTIN_ASSIGNORS as BUILTIN_ASSIGNORS
+from ._loading import AssignorSpec as AssignorSpec
 from ._loading import load_assignors as load_assignors
 from ._loading import select_rebalance_protocol as select_rebalance_protocol
 from ._range import RangeAssignor as RangeAssignor
 from ._roundrobin import RoundRobinAssignor as RoundRobinAssignor
 from ._sticky import CooperativeStickyAssignor as CooperativeStickyAssignor
 from ._sticky import StickyAssignor as StickyAssignor
+from ._validation import check_assignment as check_assignment
 from ._validation import validate_cooperative_assignment as validate_cooperative_assignment
 
 __all__ = [
     "BUILTIN_ASSIGNORS",
     "DEFAULT_GENERATION_ID",
     "Assignment",
+    "AssignorSpec",
     "ClusterMetadata",
     "ConsumerGroupMetadata",
     "ConsumerPartitionAssignor",
@@ -39,6 +42,7 @@ __all__ = [
     "StickyAssignor",
     "Subscription",
     "TopicPartition",
+    "check_assignment",
     "load_assignors",
     "select_rebalance_protocol",
     "validate_cooperative_assignment",

@@ -12,16 +12,19 @@ import os
 import socket
 import struct
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, TypeVar
 
 import attrs
 import pytest
 
+from coopconsumer import TopicPartition
 from coopconsumer._protocol import (
     Request,
+    Response,
     decode,
     decode_response,
     encode_request,
+    errors,
     response_header_version,
 )
 from coopconsumer._protocol._codec import read_uvarint
@@ -32,7 +35,12 @@ from coopconsumer._protocol.messages import (
     DescribeGroupsRequest,
     FindCoordinatorRequest,
     HeartbeatRequest,
+    HeartbeatResponse,
+    JoinGroupRequest,
+    JoinGroupRequestProtocol,
+    JoinGroupResponse,
     LeaveGroupRequest,
+    LeaveGroupResponse,
     ListGroupsRequest,
     ListOffsetsPartition,
     ListOffsetsRequest,
@@ -49,6 +57,15 @@ from coopconsumer._protocol.messages import (
     OffsetFetchRequestTopic,
     OffsetFetchRequestTopics,
     SyncGroupRequest,
+    SyncGroupRequestAssignment,
+    SyncGroupResponse,
+)
+from coopconsumer.assignors import Assignment, Subscription
+from coopconsumer.consumer_protocol import (
+    decode_assignment,
+    decode_subscription,
+    encode_assignment,
+    encode_subscription,
 )
 from coopconsumer.testing import BOOTSTRAP_ENV, EmbeddedBroker, embedded_broker
 
@@ -171,3 +188,92 @@ def test_broker_accepts_our_requests_and_its_answers_parse_exactly(
             # responses (Tansu does not); decode_response ignores trailing bytes.
             body = body[:-1]
         assert decode(cls.RESPONSE_TYPE, body, version, exact=True) == response
+
+
+def _common_versions(broker: EmbeddedBroker, cls: type[Request]) -> range:
+    low, high = broker.api_versions[cls.API_KEY]
+    return range(max(low, cls.MIN_VERSION), min(high, cls.MAX_VERSION) + 1)
+
+
+@pytest.mark.slow  # Tansu holds each JoinGroup for about a second
+def test_a_member_joins_syncs_heartbeats_and_leaves_at_every_join_group_version(
+    live: tuple[str, EmbeddedBroker, _Wire],
+) -> None:
+    kind, broker, wire = live
+    if kind == "mock":
+        broker.set_group_initial_rebalance_delay_ms(0)
+    sync_version = _common_versions(broker, SyncGroupRequest)[-1]
+    heartbeat_version = _common_versions(broker, HeartbeatRequest)[-1]
+    leave_version = _common_versions(broker, LeaveGroupRequest)[-1]
+    subscription = encode_subscription(Subscription(topics=[TOPIC]))
+    assignment = encode_assignment(Assignment(partitions=[TopicPartition(TOPIC, 0)]))
+    for version in _common_versions(broker, JoinGroupRequest):
+        group = f"{GROUP}-join-v{version}"
+        join = JoinGroupRequest(
+            group_id=group,
+            session_timeout_ms=2000,
+            rebalance_timeout_ms=2000,
+            protocol_type="consumer",
+            protocols=(JoinGroupRequestProtocol(name="range", metadata=subscription),),
+            reason="protocol test",
+        )
+        joined = _call(wire, _at_version(join, version), version, JoinGroupResponse)
+        if joined.error_code == errors.MEMBER_ID_REQUIRED:
+            # KIP-394 (v4+); Tansu asks for it at every version, the mock never does.
+            join = attrs.evolve(join, member_id=joined.member_id)
+            joined = _call(wire, _at_version(join, version), version, JoinGroupResponse)
+        assert joined.error_code == errors.NONE, (version, joined)
+        assert joined.leader == joined.member_id
+        assert joined.protocol_name == "range"
+        assert [m.member_id for m in joined.members] == [joined.member_id]
+        assert decode_subscription(joined.members[0].metadata).topics == (TOPIC,)
+        synced = _call(
+            wire,
+            SyncGroupRequest(
+                group_id=group,
+                generation_id=joined.generation_id,
+                member_id=joined.member_id,
+                protocol_type="consumer",
+                protocol_name="range",
+                assignments=(
+                    SyncGroupRequestAssignment(member_id=joined.member_id, assignment=assignment),
+                ),
+            ),
+            sync_version,
+            SyncGroupResponse,
+        )
+        assert synced.error_code == errors.NONE, (version, synced)
+        assert decode_assignment(synced.assignment).partitions == (TopicPartition(TOPIC, 0),)
+        beat = _call(
+            wire,
+            HeartbeatRequest(
+                group_id=group, generation_id=joined.generation_id, member_id=joined.member_id
+            ),
+            heartbeat_version,
+            HeartbeatResponse,
+        )
+        assert beat.error_code == errors.NONE, (version, beat)
+        left = _call(
+            wire,
+            _at_version(
+                LeaveGroupRequest(
+                    group_id=group,
+                    member_id=joined.member_id,
+                    members=(MemberIdentity(member_id=joined.member_id),),
+                ),
+                leave_version,
+            ),
+            leave_version,
+            LeaveGroupResponse,
+        )
+        assert left.error_code == errors.NONE, (version, left)
+
+
+R = TypeVar("R", bound=Response)
+
+
+def _call(wire: _Wire, request: Request, version: int, response_type: type[R]) -> R:
+    frame = wire.call(request, version)
+    correlation_id, response = decode_response(response_type, frame, api_version=version)
+    assert correlation_id == wire.correlation_id
+    return response

@@ -25,6 +25,7 @@ from _strategies_sticky import (
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from coopconsumer._errors import ProtocolError
 from coopconsumer.assignors import (
     Assignment,
     ClusterMetadata,
@@ -40,6 +41,7 @@ from coopconsumer.assignors._sticky_core import MemberData, sticky_assign
 from coopconsumer.assignors._sticky_userdata import (
     decode_sticky_user_data,
     encode_sticky_user_data,
+    encode_sticky_user_data_v0,
 )
 
 
@@ -49,10 +51,12 @@ def sticky_subscription(
     generation: int | None = None,
     rack: str | None = None,
 ) -> Subscription:
-    """What an eager sticky member sends: owned partitions only in the user data."""
-    user_data = (
-        b"" if not owned and generation is None else encode_sticky_user_data(owned, generation)
-    )
+    """What an eager sticky member sends: owned partitions only in the user data
+    (V0 when there is no generation, empty before the first assignment)."""
+    if generation is None:
+        user_data = encode_sticky_user_data_v0(owned) if owned else b""
+    else:
+        user_data = encode_sticky_user_data(owned, generation)
     return Subscription(topics=topics, user_data=user_data, rack_id=rack)
 
 
@@ -177,8 +181,9 @@ def test_user_data_v1_golden_bytes() -> None:
 
 
 def test_v0_user_data_has_no_generation_and_still_counts() -> None:
-    v0 = encode_sticky_user_data([TP("t0", 0), TP("t0", 1)])
-    assert decode_sticky_user_data(v0) == ([TP("t0", 0), TP("t0", 1)], None)
+    v0 = encode_sticky_user_data_v0([TP("t0", 0), TP("t0", 1)])
+    assert v0 == struct.pack(">ih", 1, 2) + b"t0" + struct.pack(">iii", 2, 0, 1)
+    assert decode_sticky_user_data(v0) == ([TP("t0", 0), TP("t0", 1)], -1)
     member = StickyAssignor.member_data("a", Subscription(topics=("t0",), user_data=v0))
     assert member.generation == -1
     result = assign(
@@ -193,7 +198,7 @@ def test_v0_user_data_has_no_generation_and_still_counts() -> None:
     [
         b"\x00",
         b"\x00\x00\x00\x01",  # one topic, then nothing
-        b"\xff\xff\xff\xff",  # negative topic count
+        b"\x00\x00\x00\x02\x00\x01t\x00\x00\x00\x00",  # second topic missing
         b"\x00\x00\x00\x01\x00\x05ab",  # name longer than the data
         b"\x00\x00\x00\x01\x00\x01\xff\x00\x00\x00\x00",  # invalid UTF-8 topic name
         b"\x00\x00\x00\x01\x00\x01t\x7f\xff\xff\xff",  # absurd partition count
@@ -202,7 +207,7 @@ def test_v0_user_data_has_no_generation_and_still_counts() -> None:
 def test_malformed_user_data_means_no_prior_ownership(
     data: bytes, caplog: pytest.LogCaptureFixture
 ) -> None:
-    with pytest.raises(ValueError, match=r"."):
+    with pytest.raises(ProtocolError, match="malformed"):
         decode_sticky_user_data(data)
     good = encode_sticky_user_data([TP("t0", 3), TP("t0", 2)], 4)
     subs = {
@@ -222,7 +227,7 @@ def test_malformed_user_data_means_no_prior_ownership(
 )
 @settings(max_examples=150)
 def test_fuzzed_user_data_never_crashes_the_leader(data: bytes, counts: dict[str, int]) -> None:
-    with contextlib.suppress(ValueError):
+    with contextlib.suppress(ProtocolError):
         decode_sticky_user_data(data)
     topics = tuple(sorted(counts))
     subs = {"x": Subscription(topics=topics, user_data=data), "y": sticky_subscription(topics)}

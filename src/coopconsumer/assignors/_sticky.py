@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 
+from .._errors import ProtocolError
 from .._types import ConsumerGroupMetadata, TopicPartition
 from ._api import (
     DEFAULT_GENERATION_ID,
@@ -89,16 +90,15 @@ class StickyAssignor(ConsumerPartitionAssignor):
         generation = DEFAULT_GENERATION_ID
         if subscription.user_data:
             try:
-                owned, decoded = decode_sticky_user_data(subscription.user_data)
-            except ValueError as exc:
+                owned, generation = decode_sticky_user_data(subscription.user_data)
+            except ProtocolError as exc:
+                # Java's deserializeTopicPartitionAssignment: no previous assignment.
                 _log.warning(
                     "ignoring malformed sticky user data from member %s (%d bytes): %s",
                     member_id,
                     len(subscription.user_data),
                     exc,
                 )
-            else:
-                generation = DEFAULT_GENERATION_ID if decoded is None else decoded
         return MemberData(subscription.topics, owned, generation, subscription.rack_id)
 
     def assign(
@@ -149,16 +149,16 @@ class CooperativeStickyAssignor(ConsumerPartitionAssignor):
         user data."""
         generation = subscription.generation_id
         if generation == DEFAULT_GENERATION_ID and subscription.user_data:
-            decoded = decode_cooperative_generation(subscription.user_data)
-            if decoded is None:
+            try:
+                generation = decode_cooperative_generation(subscription.user_data)
+            except ProtocolError:
+                # Java's memberData: a generation it cannot read is no generation.
                 _log.warning(
                     "ignoring cooperative-sticky user data of %d bytes from member %s: "
                     "too short for a generation",
                     len(subscription.user_data),
                     member_id,
                 )
-            else:
-                generation = decoded
         return MemberData(
             subscription.topics, subscription.owned_partitions, generation, subscription.rack_id
         )

@@ -2,9 +2,10 @@
 
 Classic encoding (int16-length strings, int32-length bytes and arrays) and flexible
 encoding (KIP-482: unsigned-varint length+1 "compact" strings/bytes/arrays and a
-tagged-field section after every struct). Each (class, version, flexible) gets a
-compiled plan of reader/writer closures, cached, so a call does not re-walk metadata.
-Arrays of fixed-width numbers are packed and unpacked with one ``struct`` call.
+tagged-field section after every struct). Each (class, version, flexible) gets a plan:
+an encode and a decode function generated once from the metadata (as attrs generates
+``__init__``) and cached, so a call does not re-walk metadata. Arrays of fixed-width
+numbers are packed and unpacked with one ``struct`` call.
 
 Decoding is lenient in two ways, both for real brokers: null in a field that is not
 nullable at that version reads as the empty value (librdkafka's mock cluster sends a
@@ -66,12 +67,8 @@ class _Malformed(Exception):
     """Internal: input bytes do not parse. Turned into ProtocolError at the API edge."""
 
 
-_I8: Final = struct.Struct(">b")
 _I16: Final = struct.Struct(">h")
-_U16: Final = struct.Struct(">H")
 _I32: Final = struct.Struct(">i")
-_I64: Final = struct.Struct(">q")
-_F64: Final = struct.Struct(">d")
 _SMALL_VARINTS: Final = tuple(bytes((i,)) for i in range(128))
 
 # Fixed-width numeric types: struct format letter and size, for bulk array coding.

@@ -33,6 +33,7 @@ from ._coordinator import (
     InvokeListener,
     LeaveRequested,
     ListenerDone,
+    ListenerKind,
     MemberConfig,
     MemberState,
     OffsetAndMetadata,
@@ -382,6 +383,11 @@ class Consumer:
         if isinstance(item, InvokeListener):
             try:
                 self._invoker.invoke(item.kind, item.partitions)
+                if item.kind is ListenerKind.REVOKED:
+                    # Java drops revoked partitions right after onPartitionsRevoked: no
+                    # record of them may be returned once the callback ran (the member's
+                    # Unassign follows, after the driver saw ListenerDone).
+                    self._drop(item.partitions)
             finally:
                 # KIP-429: a callback that raised is done all the same.
                 if self._driver.failure is None:
@@ -392,17 +398,20 @@ class Consumer:
             self._assigned |= item.partitions
             self._position(item.partitions)
         elif isinstance(item, Unassign):
-            self._assigned -= item.partitions
-            self._unpositioned -= item.partitions
-            for tp in item.partitions:
-                self._last_auto_commit.pop(tp, None)
-            self._fetcher.unassign(item.partitions)
+            self._drop(item.partitions)
         elif isinstance(item, CommitBeforeRevoke):
             self._commit_before_revoke(item.partitions)
         elif isinstance(item, ReportError):
             self._errors.append(item.error)
         elif isinstance(item, Fatal) and self._fatal is None:
             self._fatal = item.error
+
+    def _drop(self, partitions: frozenset[TopicPartition]) -> None:
+        self._assigned -= partitions
+        self._unpositioned -= partitions
+        for tp in partitions:
+            self._last_auto_commit.pop(tp, None)
+        self._fetcher.unassign(partitions)
 
     def _position(self, partitions: frozenset[TopicPartition]) -> None:
         """Start fetching ``partitions`` from their committed offsets (else by

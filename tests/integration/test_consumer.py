@@ -1,0 +1,287 @@
+"""The public ``Consumer`` end to end on both embedded brokers (KIP-429 facade rules).
+
+One member consumes, commits and closes and a successor resumes from the committed
+offsets; commit() during a rebalance raises RebalanceInProgressError; a listener that
+raises surfaces from poll() while the rest of the callbacks still run; the context
+manager leaves no thread and no socket behind.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator
+
+import pytest
+from confluent_kafka import Producer
+
+from coopconsumer import (
+    Consumer,
+    RebalanceInProgressError,
+    RebalanceListener,
+    TopicPartition,
+)
+from coopconsumer.testing import EmbeddedBroker
+
+pytestmark = pytest.mark.integration
+
+#: Bound for eventually-true conditions on a shared 2-core machine; reaching it means
+#: the behaviour is missing, not slow.
+PATIENCE_S = 30.0
+PARTITIONS = 4
+
+
+def produce(bootstrap: str, topic: str, values: list[bytes]) -> None:
+    """Produce ``values`` round-robin over the partitions; all must be acknowledged."""
+    failures: list[object] = []
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+    for i, value in enumerate(values):
+        producer.produce(
+            topic,
+            value=value,
+            partition=i % PARTITIONS,
+            on_delivery=lambda err, _m: failures.append(err) if err is not None else None,
+        )
+    assert producer.flush(PATIENCE_S) == 0
+    assert failures == []
+
+
+def config(broker: EmbeddedBroker, group: str, **extra: object) -> dict[str, object]:
+    settings: dict[str, object] = {
+        "bootstrap.servers": broker.bootstrap,
+        "group.id": group,
+        "partition.assignment.strategy": "cooperative-sticky",
+        "session.timeout.ms": 3000,
+        "heartbeat.interval.ms": 500,
+        "max.poll.interval.ms": 10000,
+        "auto.offset.reset": "earliest",
+        "enable.auto.commit": False,
+    }
+    settings.update(extra)
+    return settings
+
+
+def consume_values(consumer: Consumer, count: int) -> list[bytes]:
+    """Poll until ``count`` records arrived (or patience ran out)."""
+    got: list[bytes] = []
+    deadline = time.monotonic() + PATIENCE_S
+    while len(got) < count and time.monotonic() < deadline:
+        for message in consumer.consume(100, 0.2):
+            value = message.value()
+            assert isinstance(value, bytes)
+            got.append(value)
+    return got
+
+
+def poll_until(consumer: Consumer, condition: Callable[[], bool]) -> None:
+    deadline = time.monotonic() + PATIENCE_S
+    while not condition():
+        assert time.monotonic() < deadline, "condition not reached"
+        consumer.poll(0.1)
+
+
+class Recorder(RebalanceListener):
+    """Records every callback; optionally raises from some."""
+
+    def __init__(self, raise_in: frozenset[str] = frozenset()) -> None:
+        self.calls: list[tuple[str, frozenset[TopicPartition]]] = []
+        self.raise_in = raise_in
+
+    def _record(self, kind: str, partitions: frozenset[TopicPartition]) -> None:
+        self.calls.append((kind, partitions))
+        if kind in self.raise_in:
+            raise ValueError(f"listener failure in {kind}")
+
+    def on_partitions_assigned(self, partitions: frozenset[TopicPartition]) -> None:
+        self._record("assigned", partitions)
+
+    def on_partitions_revoked(self, partitions: frozenset[TopicPartition]) -> None:
+        self._record("revoked", partitions)
+
+    def on_partitions_lost(self, partitions: frozenset[TopicPartition]) -> None:
+        self._record("lost", partitions)
+
+    def owned(self) -> frozenset[TopicPartition]:
+        owned: set[TopicPartition] = set()
+        for kind, partitions in self.calls:
+            if kind == "assigned":
+                owned |= partitions
+            else:
+                owned -= partitions
+        return frozenset(owned)
+
+
+@pytest.fixture
+def topic(broker: EmbeddedBroker, unique_topic: str) -> str:
+    broker.create_topic(unique_topic, partitions=PARTITIONS)
+    return unique_topic
+
+
+def test_consume_commit_close_then_successor_resumes(
+    broker: EmbeddedBroker, topic: str, unique_group: str
+) -> None:
+    first = [f"a-{i}".encode() for i in range(40)]
+    produce(broker.bootstrap, topic, first)
+    consumer = Consumer(config(broker, unique_group))
+    consumer.subscribe([topic])
+    got = consume_values(consumer, len(first))
+    assert sorted(got) == sorted(first)
+    assert consumer.assignment() == {TopicPartition(topic, p) for p in range(PARTITIONS)}
+    consumer.commit()
+    committed = consumer.committed([TopicPartition(topic, p) for p in range(PARTITIONS)])
+    assert committed == {TopicPartition(topic, p): 10 for p in range(PARTITIONS)}
+    metadata = consumer.group_metadata()
+    assert metadata.group_id == unique_group
+    assert metadata.member_id
+    assert consumer.metrics()["rebalance-total"] >= 1
+    consumer.close()
+    consumer.close()  # idempotent
+
+    second = [f"b-{i}".encode() for i in range(20)]
+    produce(broker.bootstrap, topic, second)
+    with Consumer(config(broker, unique_group)) as successor:
+        successor.subscribe([topic])
+        resumed = consume_values(successor, len(second))
+        # Nothing of the first batch again: the successor started at the commits.
+        extra = successor.consume(100, 0.5)
+        assert sorted(resumed) == sorted(second)
+        assert extra == []
+
+
+def test_commit_during_rebalance_raises_rebalance_in_progress(
+    broker: EmbeddedBroker, topic: str, unique_group: str
+) -> None:
+    produce(broker.bootstrap, topic, [b"x"] * 8)
+    first = Consumer(config(broker, unique_group))
+    second = Consumer(config(broker, unique_group))
+    stop = threading.Event()
+    try:
+        first.subscribe([topic])
+        consume_values(first, 8)
+        offsets = {TopicPartition(topic, p): 2 for p in range(PARTITIONS)}
+        first.commit(offsets)  # stable: accepted
+
+        second.subscribe([topic])
+
+        def run_second() -> None:
+            while not stop.is_set():
+                second.poll(0.1)
+
+        thread = threading.Thread(target=run_second, daemon=True)
+        thread.start()
+        # The first member does not poll: its background thread rejoins when the
+        # coordinator answers a heartbeat with REBALANCE_IN_PROGRESS, and every commit
+        # meanwhile must fail with the retriable RebalanceInProgressError.
+        seen: list[RebalanceInProgressError] = []
+        deadline = time.monotonic() + PATIENCE_S
+        while not seen and time.monotonic() < deadline:
+            try:
+                first.commit(offsets)
+            except RebalanceInProgressError as exc:
+                seen.append(exc)
+            time.sleep(0.01)
+        assert seen, "no commit failed while the group rebalanced"
+        assert seen[0].retriable
+        # poll() completes the rebalance; then the commit goes through.
+        deadline = time.monotonic() + PATIENCE_S
+        while True:
+            first.poll(0.1)
+            kept = dict.fromkeys(first.assignment(), 2)
+            try:
+                first.commit(kept)
+                break
+            except RebalanceInProgressError:
+                assert time.monotonic() < deadline
+    finally:
+        stop.set()
+        first.close()
+        second.close()
+
+
+def test_listener_exception_surfaces_from_poll_and_other_callbacks_run(
+    broker: EmbeddedBroker, topic: str, unique_group: str
+) -> None:
+    # EAGER (range): the second member's arrival makes the first revoke everything and
+    # be assigned again; both callbacks raise, the first exception wins (KIP-429).
+    listener = Recorder(raise_in=frozenset({"revoked", "assigned"}))
+    settings = config(broker, unique_group, **{"partition.assignment.strategy": "range"})
+    first = Consumer(settings)
+    second = Consumer(settings)
+    stop = threading.Event()
+    try:
+        first.subscribe([topic], listener)
+        with pytest.raises(ValueError, match="in assigned"):
+            poll_until(first, lambda: bool(listener.calls))
+        assert first.assignment() == {TopicPartition(topic, p) for p in range(PARTITIONS)}
+        first.poll(0.1)  # the change stands: no exception, no second callback
+        assert [kind for kind, _ in listener.calls] == ["assigned"]
+
+        second.subscribe([topic])
+        thread = threading.Thread(
+            target=lambda: [second.poll(0.1) for _ in iter(stop.is_set, True)], daemon=True
+        )
+        thread.start()
+        raised: list[str] = []
+        deadline = time.monotonic() + PATIENCE_S
+        while len(listener.calls) < 3 and time.monotonic() < deadline:
+            try:
+                first.poll(0.1)
+            except ValueError as exc:
+                raised.append(str(exc))
+        try:
+            first.poll(0.1)  # a second exception of the same round may still be queued
+        except ValueError as exc:
+            raised.append(str(exc))
+        kinds = [kind for kind, _ in listener.calls]
+        assert kinds == ["assigned", "revoked", "assigned"]
+        assert raised[0] == "listener failure in revoked"
+        # The revoked callback raised, yet the rebalance completed with the new
+        # (smaller) assignment applied.
+        assert listener.calls[2][1] == first.assignment()
+        assert 0 < len(first.assignment()) < PARTITIONS
+    finally:
+        stop.set()
+        second.close()
+        # close() revokes what is owned; that callback raises too, and close()
+        # re-raises it after closing everything.
+        with pytest.raises(ValueError, match="in revoked"):
+            first.close()
+
+
+def _open_fds() -> set[int]:
+    return {int(fd) for fd in os.listdir("/proc/self/fd")}
+
+
+def _our_threads() -> set[str]:
+    return {t.name for t in threading.enumerate() if t.name.startswith("coopconsumer")}
+
+
+def test_context_manager_closes_and_leaves_no_threads_or_sockets(
+    broker: EmbeddedBroker, topic: str, unique_group: str
+) -> None:
+    produce(broker.bootstrap, topic, [b"v"] * 4)
+    fds_before = _open_fds()
+    listener = Recorder()
+    with Consumer(config(broker, unique_group)) as consumer:
+        consumer.subscribe([topic], listener)
+        assert consume_values(consumer, 4) == [b"v"] * 4
+        assert _our_threads() == {"coopconsumer-driver"}
+    assert _our_threads() == set()
+    # close() ran the revoke callback on this thread for everything owned.
+    assert listener.calls[-1] == ("revoked", frozenset(TopicPartition(topic, p) for p in range(4)))
+    leaked = _open_fds() - fds_before
+    # librdkafka closes its sockets on its own threads; give it a moment.
+    deadline = time.monotonic() + 5.0
+    while leaked and time.monotonic() < deadline:
+        time.sleep(0.1)
+        leaked = _open_fds() - fds_before
+    assert leaked == set()
+    with pytest.raises(Exception, match="closed"):
+        consumer.poll(0)
+
+
+@pytest.fixture(autouse=True)
+def _no_thread_leak() -> Iterator[None]:
+    yield
+    assert _our_threads() == set()

@@ -247,13 +247,25 @@ def test_close_fails_outstanding_requests_and_later_sends(fake: FakeBroker) -> N
 # --------------------------------------------------------------------------- reconnect
 
 
+class ManualClock:
+    """A monotonic clock the test moves by hand (sockets still run in real time)."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
 def test_reconnect_backoff_grows_then_resets_after_a_good_connection() -> None:
     with FakeBroker() as probe:
         port = probe.port  # free once the probe stops
     base, cap = 10, 80
-    client = make_client(
+    clock = ManualClock()
+    config = ClientConfig.from_bootstrap(
         f"127.0.0.1:{port}", reconnect_backoff_ms=base, reconnect_backoff_max_ms=cap
     )
+    client = KafkaClient(config, rng=random.Random(3), clock=clock)
     try:
         chosen: list[float] = []
         for attempt in range(6):
@@ -261,24 +273,30 @@ def test_reconnect_backoff_grows_then_resets_after_a_good_connection() -> None:
             drive(client, future)
             assert isinstance(future.exception(), BrokerConnectionError)
             assert client.connection_failures(-1) == attempt + 1
-            chosen.append(client.last_reconnect_backoff_ms(-1))
-            # While backing off, no connection is attempted.
-            assert client.reconnect_delay_ms(-1) > 0
+            delay = client.last_reconnect_backoff_ms(-1)
+            chosen.append(delay)
+            # While backing off, no connection is attempted and requests wait.
+            assert client.reconnect_delay_ms(-1) == pytest.approx(delay)
             assert not client.ready(-1)
+            assert client.connection_failures(-1) == attempt + 1
+            clock.now += delay / 1000.0
         for attempt, delay in enumerate(chosen):
             expected = min(base * 2**attempt, cap)
             assert expected * 0.8 <= delay <= expected * 1.2, (attempt, chosen)
         # A broker appears on that port: the next connection succeeds and resets.
         with FakeBroker(port=port) as fake:
             future = client.send(-1, heartbeat(), timeout_ms=60_000)
-            drive(client, future)  # waits out the remaining backoff first
+            drive(client, future)
             assert future.result().error_code == 0
             assert client.connection_failures(-1) == 0
             fake.drop_connections()
-            follow_up = client.send(-1, heartbeat(), timeout_ms=60_000)
-            drive(client, follow_up)
-            # Losing a good connection waits only the base backoff again.
+            for _ in range(int(WAIT_S / 0.01)):
+                client.poll(0.01)
+                if not client.ready_now(-1):
+                    break
+            # Losing a good connection waits only the first backoff step again.
             assert client.last_reconnect_backoff_ms(-1) <= base * 1.2
+            assert client.connection_failures(-1) == 0
     finally:
         client.close()
 
@@ -286,16 +304,25 @@ def test_reconnect_backoff_grows_then_resets_after_a_good_connection() -> None:
 def test_requests_sent_during_backoff_wait_and_then_go_out() -> None:
     with FakeBroker() as probe:
         port = probe.port
-    client = make_client(f"127.0.0.1:{port}", reconnect_backoff_ms=200)
+    clock = ManualClock()
+    config = ClientConfig.from_bootstrap(f"127.0.0.1:{port}", reconnect_backoff_ms=200)
+    client = KafkaClient(config, rng=random.Random(5), clock=clock)
     try:
         failed = client.send(-1, heartbeat())
         drive(client, failed)
-        assert client.reconnect_delay_ms(-1) > 0
-        with FakeBroker(port=port):
+        assert isinstance(failed.exception(), BrokerConnectionError)
+        with FakeBroker(port=port) as fake:
             waiting = client.send(-1, heartbeat())
+            for _ in range(20):
+                client.poll(0.01)
+            # Still in backoff: parked, not sent, no connection attempted.
+            assert not waiting.done()
             assert client.in_flight_count(-1) == 1
+            assert fake.connections == 0
+            clock.now += client.reconnect_delay_ms(-1) / 1000.0
             drive(client, waiting)
             assert waiting.result().error_code == 0
+            assert fake.connections == 1
     finally:
         client.close()
 

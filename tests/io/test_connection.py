@@ -197,7 +197,8 @@ def test_request_queued_behind_a_stuck_handshake_times_out_then_setup_timeout_cl
     fake: FakeBroker,
 ) -> None:
     fake.on(ApiVersionsRequest.API_KEY, lambda conn, header, request: None)
-    conn = connect(fake, connection_setup_timeout_ms=300)
+    # Setup timeout well above the request's, so even a slow poll sees them in order.
+    conn = connect(fake, connection_setup_timeout_ms=1500)
     try:
         quick = conn.send(heartbeat(), timeout_ms=20)
         slow = conn.send(heartbeat(), timeout_ms=60_000)

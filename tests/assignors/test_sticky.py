@@ -318,6 +318,25 @@ def test_member_listing_a_partition_twice_claims_it_once() -> None:
 # --------------------------------------------------------------------------- properties
 
 
+@given(st.booleans().flatmap(lambda equal: problems(equal=equal)))
+@settings(max_examples=150)
+def test_a_member_keeps_only_its_own_uncontested_valid_claims(problem: Problem) -> None:
+    members = {
+        m: MemberData(d.topics, d.owned, d.generation, None) for m, d in problem.members.items()
+    }
+    result = sticky_assign(problem.metadata(), members)
+    for m, kept in result.kept.items():
+        assert not set(kept) & set(result.fresh[m])
+        for tp in kept:
+            assert tp.topic in members[m].topics
+            assert 0 <= tp.partition < problem.counts.get(tp.topic, 0)
+            assert tp in members[m].owned
+            rivals = [o for o, d in members.items() if o != m and tp in d.owned]
+            assert all(members[o].generation < members[m].generation for o in rivals), (
+                f"{m} kept {tp} against {rivals}"
+            )
+
+
 @given(problems(equal=True))
 @settings(max_examples=150)
 def test_equal_subscriptions_valid_and_within_one(problem: Problem) -> None:

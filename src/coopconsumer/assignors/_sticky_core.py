@@ -190,6 +190,7 @@ def _resolve_claims(
     """
     best: dict[TopicPartition, tuple[int, str | None]] = {}
     per_member: dict[str, list[TopicPartition]] = {}
+    ties: list[tuple[TopicPartition, str, str, int]] = []
     for m in order:
         data = members[m]
         gen = data.generation
@@ -206,16 +207,21 @@ def _resolve_claims(
                 best[tp] = (gen, m)
             elif gen == held[0]:
                 if held[1] is not None:
-                    _log.warning(
-                        "members %s and %s both claim %s in generation %d; "
-                        "neither keeps it (KAFKA-13406)",
-                        held[1],
-                        m,
-                        tp,
-                        gen,
-                    )
+                    ties.append((tp, held[1], m, gen))
                 best[tp] = (gen, None)
         per_member[m] = mine
+    if ties:
+        # Java logs each one; one summary keeps a pathological group from flooding logs.
+        tp, first, second, gen = ties[0]
+        _log.warning(
+            "%d partitions are claimed by several members in the same generation and "
+            "none of them keeps those (KAFKA-13406), e.g. %s by %s and %s in generation %d",
+            len(ties),
+            tp,
+            first,
+            second,
+            gen,
+        )
     resolved: dict[str, list[TopicPartition]] = {}
     for m, mine in per_member.items():
         resolved[m] = [tp for tp in mine if best[tp][1] == m]
@@ -430,7 +436,6 @@ def _constrained_assign(
             kept[m] = ()
         under = list(order)
         _fill(
-            order,
             kept,
             under,
             at_min,
@@ -490,12 +495,11 @@ def _constrained_assign(
     elif released:
         # Both are sorted runs or short; timsort merges them.
         unassigned = sorted([*unassigned, *released])
-    _fill(order, kept, under, at_min, min_quota, extra, over, unassigned, racks, fresh)
+    _fill(kept, under, at_min, min_quota, extra, over, unassigned, racks, fresh)
     return kept, fresh
 
 
 def _fill(
-    order: Sequence[str],
     kept: Mapping[str, Sequence[TopicPartition]],
     under: Sequence[str],
     at_min: Sequence[str],

@@ -403,6 +403,7 @@ class _Node:
         "next_attempt",
         "node_id",
         "port",
+        "rack",
         "waiting",
     )
 
@@ -411,6 +412,7 @@ class _Node:
         self.host = host
         self.port = port
         self.label = label
+        self.rack: str | None = None
         self.connection: BrokerConnection | None = None
         #: Consecutive connection failures since the last READY connection.
         self.failures = 0
@@ -496,7 +498,7 @@ class KafkaClient:
     def brokers(self) -> dict[int, BrokerInfo]:
         """Known brokers by node id (bootstrap entries excluded)."""
         return {
-            n.node_id: BrokerInfo(node_id=n.node_id, host=n.host, port=n.port)
+            n.node_id: BrokerInfo(node_id=n.node_id, host=n.host, port=n.port, rack=n.rack)
             for n in self._nodes.values()
             if n.node_id >= 0
         }
@@ -1071,6 +1073,7 @@ class KafkaClient:
         self._cluster = snapshot
         for broker in snapshot.brokers.values():
             self.add_broker(broker.node_id, broker.host, broker.port)
+            self._nodes[broker.node_id].rack = broker.rack
         if snapshot.brokers:
             # The cluster is known: bootstrap connections have done their job.
             for node in self._bootstrap_nodes.values():

@@ -371,6 +371,26 @@ def test_two_members_join_sync_heartbeat_and_leave_by_hand(
             response: HeartbeatResponse = beat.result()
             assert response.error_code == 0
 
+        # A member commits for its own partitions inside its generation.
+        v_commit = leader.client.negotiated_version(leader.coordinator, OffsetCommitRequest)
+        v_fetch = leader.client.negotiated_version(leader.coordinator, OffsetFetchRequest)
+        commit: OffsetCommitResponse = leader.client.request(
+            leader.coordinator,
+            commit_request(
+                v_commit,
+                unique_group,
+                unique_topic,
+                {0: 11, 1: 12},
+                generation_id=generation,
+                member_id=leader.member_id,
+            ),
+        )
+        assert [p.error_code for t in commit.topics for p in t.partitions] == [0, 0]
+        fetched: OffsetFetchResponse = follower.client.request(
+            follower.coordinator, fetch_request(v_fetch, unique_group, unique_topic, [0, 1])
+        )
+        assert fetched_offsets(fetched, v_fetch) == {0: (11, 0), 1: (12, 0)}
+
         leaves = [m.send_leave() for m in members]
         drive(clients, leaves)
         for member, leave in zip(members, leaves, strict=True):
@@ -389,14 +409,20 @@ def test_two_members_join_sync_heartbeat_and_leave_by_hand(
 
 
 def commit_request(
-    version: int, group: str, topic: str, offsets: dict[int, int]
+    version: int,
+    group: str,
+    topic: str,
+    offsets: dict[int, int],
+    *,
+    generation_id: int = -1,
+    member_id: str = "",
 ) -> OffsetCommitRequest:
-    # A "simple" commit outside any generation: generation -1, no member id (v2+ allows
-    # it for a group with no members, as admin tools do).
+    # By default a "simple" commit outside any generation: generation -1, no member id
+    # (allowed for a group with no members, as admin tools do).
     return OffsetCommitRequest(
         group_id=group,
-        generation_id=-1,
-        member_id="",
+        generation_id=generation_id,
+        member_id=member_id,
         topics=(
             OffsetCommitRequestTopic(
                 name=topic,

@@ -74,7 +74,7 @@ def _id(case: Any) -> str:
 
 
 @pytest.mark.parametrize("case", ALL_CASES, ids=_id)
-@settings(max_examples=20)
+@settings(max_examples=15)
 @given(data=st.data())
 def test_every_message_round_trips_at_every_version(
     case: tuple[type[Struct], int], data: st.DataObject

@@ -49,7 +49,7 @@ def _only_protocol_errors(fn: Callable[[], Any]) -> None:
 
 
 @pytest.mark.parametrize("case", DECODABLE, ids=_id)
-@settings(max_examples=30)
+@settings(max_examples=20)
 @given(garbage=st.binary(max_size=64))
 def test_random_bytes_raise_only_protocol_error(
     case: tuple[type[Struct], int], garbage: bytes
@@ -59,7 +59,7 @@ def test_random_bytes_raise_only_protocol_error(
 
 
 @pytest.mark.parametrize("case", DECODABLE, ids=_id)
-@settings(max_examples=15)
+@settings(max_examples=10)
 @given(data=st.data())
 def test_truncations_and_bit_flips_raise_only_protocol_error(
     case: tuple[type[Struct], int], data: st.DataObject
@@ -78,7 +78,7 @@ def test_truncations_and_bit_flips_raise_only_protocol_error(
 
 
 @pytest.mark.parametrize("case", class_versions(RESPONSES), ids=_id)
-@settings(max_examples=10)
+@settings(max_examples=5)
 @given(data=st.data())
 def test_response_frames_truncated_anywhere_raise_protocol_error(
     case: tuple[type[Response], int], data: st.DataObject

@@ -559,20 +559,21 @@ def _general_assign(
         m: {} for m in order
     }
     load = dict.fromkeys(order, 0)
-    owner: dict[TopicPartition, str] = {}
+    taken: set[TopicPartition] = set()
     for m in order:
         mine = topics_of[m]
+        held = holdings[m]
+        before = len(taken)
         for tp in resolved[m]:
             if tp[0] in mine and not racks.mismatch(m, tp):
-                holdings[m].setdefault(tp[0], ([], []))[0].append(tp)
-                owner[tp] = m
-                load[m] += 1
+                held.setdefault(tp[0], ([], []))[0].append(tp)
+                taken.add(tp)
+        load[m] = len(taken) - before
 
     # Topics with the fewest potential members first (Java's TopicComparator).
-    topic_order = sorted(counts, key=lambda t: (len(subscribers[t]), t))
-    for t in topic_order:
+    for t in sorted(counts, key=lambda t: (len(subscribers[t]), t)):
         subs = subscribers[t]
-        free = [tp for tp in _make_partitions(t, range(counts[t])) if tp not in owner]
+        free = _unclaimed_partitions({t: counts[t]}, taken)
         if not free or not subs:
             continue
         if racks.enabled:
@@ -582,19 +583,15 @@ def _general_assign(
                 if local:
                     m = min(local, key=lambda x: (load[x], x))
                     holdings[m].setdefault(t, ([], []))[1].append(tp)
-                    owner[tp] = m
                     load[m] += 1
                 else:
                     rest.append(tp)
             free = rest
-        heap = [(load[m], m) for m in subs]
-        heapq.heapify(heap)
-        for tp in free:
-            n, m = heap[0]
-            holdings[m].setdefault(t, ([], []))[1].append(tp)
-            owner[tp] = m
-            load[m] = n + 1
-            heapq.heapreplace(heap, (n + 1, m))
+        pos = 0
+        for m, gets in _water_fill(subs, load, len(free)):
+            holdings[m].setdefault(t, ([], []))[1].extend(free[pos : pos + gets])
+            load[m] += gets
+            pos += gets
 
     _balance(order, subscribers, holdings, load, racks)
 
@@ -609,6 +606,36 @@ def _general_assign(
         kept[m] = k
         fresh[m] = f
     return kept, fresh
+
+
+def _water_fill(subs: Sequence[str], load: Mapping[str, int], k: int) -> list[tuple[str, int]]:
+    """How many of ``k`` new partitions each subscriber gets.
+
+    The same counts as handing them out one at a time to the least loaded subscriber,
+    ties to the lowest member id (Java's general assignment), computed in one pass:
+    raise the least loaded members together to the next load level while the
+    partitions last, then share what is left, the lowest ids taking the remainder.
+    """
+    if not k:
+        return []
+    ranked = sorted(subs, key=lambda m: (load[m], m))
+    i = 0
+    level = load[ranked[0]]
+    left = k
+    while i + 1 < len(ranked):
+        cost = (load[ranked[i + 1]] - level) * (i + 1)
+        if cost > left:
+            break
+        left -= cost
+        level = load[ranked[i + 1]]
+        i += 1
+    share, remainder = divmod(left, i + 1)
+    out = []
+    for j, m in enumerate(sorted(ranked[: i + 1])):
+        gets = level + share + (1 if j < remainder else 0) - load[m]
+        if gets:
+            out.append((m, gets))
+    return out
 
 
 def _balance(

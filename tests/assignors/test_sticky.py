@@ -575,3 +575,24 @@ def test_large_assignments_pause_the_collector_and_restore_it() -> None:
         assert not gc.isenabled(), "a caller's gc.disable() must stand"
     finally:
         gc.enable()
+
+
+# --------------------------------------------------------------------------- general-path helpers
+
+
+@given(
+    loads=st.dictionaries(
+        st.text(alphabet="abcdef", min_size=1, max_size=2), st.integers(0, 9), min_size=1
+    ),
+    k=st.integers(0, 40),
+)
+@settings(max_examples=200)
+def test_water_fill_matches_handing_out_one_at_a_time(loads: dict[str, int], k: int) -> None:
+    from coopconsumer.assignors._sticky_core import _water_fill
+
+    greedy = dict(loads)
+    for _ in range(k):
+        m = min(greedy, key=lambda x: (greedy[x], x))
+        greedy[m] += 1
+    expected = {m: greedy[m] - loads[m] for m in loads if greedy[m] != loads[m]}
+    assert dict(_water_fill(sorted(loads), loads, k)) == expected

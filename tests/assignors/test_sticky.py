@@ -596,3 +596,45 @@ def test_water_fill_matches_handing_out_one_at_a_time(loads: dict[str, int], k: 
         greedy[m] += 1
     expected = {m: greedy[m] - loads[m] for m in loads if greedy[m] != loads[m]}
     assert dict(_water_fill(sorted(loads), loads, k)) == expected
+
+
+@st.composite
+def owned_layouts(draw: st.DrawFn) -> tuple[dict[str, int], dict[str, tuple[TopicPartition, ...]]]:
+    """Equal subscriptions; each partition owned by one member or by nobody."""
+    counts = draw(
+        st.dictionaries(st.sampled_from(("t0", "t1", "t2")), st.integers(0, 15), min_size=1)
+    )
+    ids = draw(
+        st.lists(
+            st.text(alphabet="abcde", min_size=1, max_size=2), min_size=1, max_size=7, unique=True
+        )
+    )
+    owners = st.sampled_from([None, *ids])
+    owned: dict[str, list[TopicPartition]] = {m: [] for m in ids}
+    for t, n in counts.items():
+        for p in range(n):
+            who = draw(owners)
+            if who is not None:
+                owned[who].append(TP(t, p))
+    return counts, {m: tuple(ps) for m, ps in owned.items()}
+
+
+@given(owned_layouts())
+@settings(max_examples=200)
+def test_equal_subscriptions_keep_as_much_as_balance_allows(
+    layout: tuple[dict[str, int], dict[str, tuple[TopicPartition, ...]]],
+) -> None:
+    """Maximal stickiness: each member keeps min(owned, min_quota), and the P % N members
+    allowed max_quota go to members that own at least that many, while any do."""
+    counts, owned = layout
+    topics = tuple(sorted(counts))
+    result = assign(counts, {m: sticky_subscription(topics, ps, 3) for m, ps in owned.items()})
+    check_valid(counts, dict.fromkeys(owned, topics), result)
+    check_equal_balance(result)
+    total, n = sum(counts.values()), len(owned)
+    min_quota, extra = divmod(total, n)
+    best = sum(min(len(ps), min_quota) for ps in owned.values())
+    if extra:
+        best += min(extra, sum(1 for ps in owned.values() if len(ps) >= min_quota + 1))
+    kept = sum(len(set(ps) & set(result.assignments[m].partitions)) for m, ps in owned.items())
+    assert kept == best

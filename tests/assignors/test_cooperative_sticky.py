@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import struct
+from collections.abc import Mapping
 
 import pytest
 from _strategies_sticky import (
@@ -18,6 +19,7 @@ from _strategies_sticky import (
     problems,
 )
 from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from coopconsumer.assignors import (
     Assignment,
@@ -236,13 +238,19 @@ def _rounds_until_stable(
     generation: int,
     *,
     max_rounds: int,
+    racks: Mapping[str, str | None] | None = None,
 ) -> tuple[list[GroupAssignment], dict[str, tuple[TopicPartition, ...]], int]:
     """Rebalance like a COOPERATIVE group: each round the members apply the result
     (revoking what they lost); a member that revoked anything triggers a follow-up."""
     results: list[GroupAssignment] = []
     for _ in range(max_rounds):
         subs = {
-            m: coop(topics, owned.get(m, ()), generation if owned.get(m) else -1)
+            m: coop(
+                topics,
+                owned.get(m, ()),
+                generation if owned.get(m) else -1,
+                rack=racks.get(m) if racks else None,
+            )
             for m, topics in topics_of.items()
         }
         result = assignor.assign(metadata, GroupSubscription(subscriptions=subs))
@@ -359,3 +367,26 @@ def test_same_placement_as_sticky_when_nobody_owns_anything(problem: Problem) ->
     assert sets(CooperativeStickyAssignor().assign(metadata, group)) == sets(
         StickyAssignor().assign(metadata, group)
     )
+
+
+@given(problems(equal=True, with_claims=False, racks=True), st.integers(0, 20))
+@settings(max_examples=100)
+def test_rack_aware_rounds_converge_complete_and_balanced(problem: Problem, leaver: int) -> None:
+    """KIP-881 + KIP-429: owned partitions off their member's rack are given up, so a
+    rebalance can take an extra follow-up; it still settles, complete and within one."""
+    metadata = problem.metadata()
+    topics_of = {m: d.topics for m, d in problem.members.items()}
+    racks = {m: d.rack for m, d in problem.members.items()}
+    assignor = CooperativeStickyAssignor()
+    owned: dict[str, tuple[TopicPartition, ...]] = {}
+    generation = 1
+    for phase in ("start", "leave"):
+        if phase == "leave" and len(topics_of) > 1:
+            gone = sorted(topics_of)[leaver % len(topics_of)]
+            del topics_of[gone]
+            owned.pop(gone, None)
+        results, owned, generation = _rounds_until_stable(
+            assignor, metadata, topics_of, owned, generation, max_rounds=4, racks=racks
+        )
+        check_valid(problem.counts, topics_of, results[-1])
+        check_equal_balance(results[-1])

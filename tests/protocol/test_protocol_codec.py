@@ -43,6 +43,7 @@ from coopconsumer._protocol.messages import (
     ApiVersionsResponseApiVersion,
     FindCoordinatorRequest,
     HeartbeatRequest,
+    HeartbeatResponse,
     JoinGroupRequest,
     JoinGroupResponse,
     JoinGroupResponseMember,
@@ -293,6 +294,25 @@ def test_api_versions_v3_response_is_read_with_header_v0() -> None:
     assert correlation_id == 99
     assert isinstance(response, ApiVersionsResponse)
     assert response.api_keys[0].max_version == 9
+
+
+def test_api_versions_answered_in_v0_format_is_read_as_v0() -> None:
+    # An older broker answers an ApiVersions v3 request with UNSUPPORTED_VERSION in the
+    # v0 format (KIP-511), listing what it supports; the client then retries lower.
+    body = struct.pack(">hi", 35, 1) + struct.pack(">hhh", 18, 0, 2)
+    frame = struct.pack(">i", 4) + body
+    correlation_id, response = decode_response(ApiVersionsRequest, frame, api_version=3)
+    assert correlation_id == 4
+    assert isinstance(response, ApiVersionsResponse)
+    assert response.error_code == 35
+    assert response.api_keys == (
+        ApiVersionsResponseApiVersion(api_key=18, min_version=0, max_version=2),
+    )
+    with pytest.raises(ProtocolError):
+        decode_response(ApiVersionsRequest, frame[:-1], api_version=3)
+    # Other APIs get no such fallback.
+    with pytest.raises(ProtocolError):
+        decode_response(HeartbeatResponse, struct.pack(">i", 1) + b"\x05", api_version=4)
 
 
 def test_flexible_response_header_tagged_fields_are_skipped() -> None:

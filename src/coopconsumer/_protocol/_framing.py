@@ -153,7 +153,10 @@ def decode_response(
 
     ``type_`` is the request class (its ``RESPONSE_TYPE`` is used) or the response
     class. Returns ``(correlation_id, response)``. Bytes after the body are ignored, as
-    Java's client does. Raises ProtocolError on malformed input.
+    Java's client does. An ApiVersions response that does not parse at ``api_version``
+    is read as v0: that is how a broker answers a version it does not support
+    (error UNSUPPORTED_VERSION plus the versions it does). Raises ProtocolError on
+    malformed input.
     """
     cls: type[Response] = type_.RESPONSE_TYPE if issubclass(type_, Request) else type_
     check_version(cls, api_version, ProtocolError)
@@ -167,7 +170,15 @@ def decode_response(
             raise ProtocolError(
                 f"malformed response header: {exc}", api_key=cls.API_KEY, api_version=api_version
             ) from None
-    response, _end = decode_struct_at(cls, buf, pos, api_version)
+    try:
+        response, _end = decode_struct_at(cls, buf, pos, api_version)
+    except ProtocolError:
+        if cls.API_KEY != _API_VERSIONS_KEY or api_version == 0:
+            raise
+        # A broker that does not support our ApiVersions version answers
+        # UNSUPPORTED_VERSION in the v0 format (KIP-511); Java's
+        # ApiVersionsResponse.parse falls back to v0 the same way.
+        response, _end = decode_struct_at(cls, buf, pos, 0)
     return correlation_id, response
 
 

@@ -287,7 +287,7 @@ def test_tie_at_the_highest_generation_beats_a_lower_claim_order_independently()
 
 
 def test_stale_generation_keeps_what_nobody_newer_claims() -> None:
-    # As Java's allSubscriptionsEqual since KAFKA-13406: a stale member loses only the
+    # As current Java's allSubscriptionsEqual (KAFKA-12984): a stale member loses only the
     # partitions an up-to-date member also claims.
     result = assign(
         {"t0": 4},

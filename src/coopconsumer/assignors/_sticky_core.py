@@ -6,7 +6,7 @@ Semantics follow Java's ``AbstractStickyAssignor`` (KIP-54, KIP-341, KIP-429, KI
   partitions of topics that no member can be assigned (unknown to the metadata, not
   subscribed) are dropped. A partition claimed by several members goes to the single
   claimer with the highest generation; when several claim it at that highest generation
-  nobody keeps it (KAFKA-12984, KAFKA-13406: Java's ``partitionsWithMultiplePreviousOwners``).
+  nobody keeps it (KAFKA-12984: Java's ``partitionsWithMultiplePreviousOwners``).
 * all subscriptions equal: Java's constrained assignment. ``min_quota = P // N``,
   ``max_quota = ceil(P / N)``; members keep owned partitions up to their quota (at most
   ``P % N`` members keep ``max_quota``), and the rest are dealt round-robin, neediest
@@ -22,8 +22,8 @@ Semantics follow Java's ``AbstractStickyAssignor`` (KIP-54, KIP-341, KIP-429, KI
   the member's rack are not kept, and partitions go to members on a replica's rack when
   the balance allows.
 
-Pure: imports only the standard library and the assignor value types; no I/O, no clock,
-no logging of anything but counts.
+Imports the standard library, the public errors and the assignor value types; no I/O,
+no clock. Large assignments pause the cyclic garbage collector (``paused_gc``).
 """
 
 from __future__ import annotations
@@ -97,7 +97,8 @@ class StickyResult(NamedTuple):
     """The algorithm's answer.
 
     Each member's assignment is ``kept[m] + fresh[m]``. ``kept`` holds only partitions
-    the member itself claimed; ``fresh`` holds everything else it receives. ``claimed``
+    the member itself claimed; ``fresh`` holds the rest of what it receives (normally
+    partitions it did not claim; the cooperative assignor re-checks). ``claimed``
     is every partition any member claimed, valid or not (what the cooperative
     assignor needs to know which new partitions someone still owns).
     """
@@ -215,7 +216,7 @@ def _resolve_claims(
         tp, first, second, gen = ties[0]
         _log.warning(
             "%d partitions are claimed by several members in the same generation and "
-            "none of them keeps those (KAFKA-13406), e.g. %s by %s and %s in generation %d",
+            "none of them keeps those (KAFKA-12984), e.g. %s by %s and %s in generation %d",
             len(ties),
             tp,
             first,

@@ -1,0 +1,79 @@
+"""Every program in examples/ runs to success against a broker.
+
+Each example is run as a subprocess, as a user would run it: by default it starts its own
+embedded Tansu broker; with ``COOPCONSUMER_BOOTSTRAP`` set it gets ``--bootstrap`` and
+uses that cluster. The subprocess timeout only catches hangs.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from coopconsumer.testing import BOOTSTRAP_ENV
+
+pytestmark = pytest.mark.integration
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+#: Generous bound for a shared 2-core machine; reaching it means the example hangs.
+TIMEOUT_S = 240
+
+
+def run_example(name: str, *args: str) -> subprocess.CompletedProcess[str]:
+    argv = [sys.executable, str(EXAMPLES / name), *args]
+    external = os.environ.get(BOOTSTRAP_ENV, "").strip()
+    if external:
+        argv += ["--bootstrap", external]
+    # Run from elsewhere: the examples must not depend on the caller's directory.
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=TIMEOUT_S, cwd="/")
+    assert done.returncode == 0, f"{name} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    return done
+
+
+def test_minimal_consumer() -> None:
+    out = run_example("minimal_consumer.py", "--records", "12").stdout
+    values = re.findall(r"offset \d+: record (\d+)$", out, re.M)
+    assert sorted(map(int, values)) == list(range(12))
+    assert "consumed 12 records" in out
+    committed = re.search(r"committed offsets: (.*)$", out, re.M)
+    assert committed is not None
+    # Committed offsets are the next offsets to read: they add up to the records read.
+    assert sum(int(o) for o in re.findall(r"\(\d+, (\d+)\)", committed.group(1))) == 12
+
+
+def test_custom_assignor_loaded_by_name() -> None:
+    out = run_example("custom_assignor.py", "--records", "30").stdout
+    assert "consumed 60 records exactly once with my_assignors:HashAssignor" in out
+    owned_1 = re.search(r"^consumer-1 owns \[(.*)\]$", out, re.M)
+    owned_2 = re.search(r"^consumer-2 owns \[(.*)\]$", out, re.M)
+    assert owned_1 is not None
+    assert owned_2 is not None
+    parts_1 = {int(p) for p in owned_1.group(1).split(",") if p.strip()}
+    parts_2 = {int(p) for p in owned_2.group(1).split(",") if p.strip()}
+    assert parts_1 | parts_2 == set(range(12))
+    assert not parts_1 & parts_2
+    # COOPERATIVE: while the second consumer joined, the first revoked only what moved
+    # to the second (the revocations at close come after the final report).
+    report_at = out.index("consumer-1 owns")
+    revoked = re.findall(r"^consumer-1: revoked \[(.*)\]$", out[:report_at], re.M)
+    moved = {int(p) for line in revoked for p in line.split(",") if p.strip()}
+    assert moved == parts_2
+
+
+def test_prometheus_metrics() -> None:
+    out = run_example("prometheus_metrics.py").stdout
+    assert "consumed 20 of 20 records" in out
+    total = re.search(r"^kafka_consumer_coordinator_rebalance_total = ([\d.]+)$", out, re.M)
+    assert total is not None
+    assert float(total.group(1)) >= 1
+    latency = re.search(r"^kafka_consumer_coordinator_rebalance_latency_max = ([\d.]+)$", out, re.M)
+    assert latency is not None
+    assert float(latency.group(1)) > 0
+    assigned = re.search(r"^kafka_consumer_coordinator_assigned_partitions = ([\d.]+)$", out, re.M)
+    assert assigned is not None
+    assert float(assigned.group(1)) == 4

@@ -409,9 +409,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     reduced = REDUCED[args.scale]
     if reduced != scale:
         print(f"  reduced scale: {reduced.describe()}")
-        print("   coopconsumer on the reduced input:")
+        print("  coopconsumer on the reduced input:")
         small1, small2 = run_ours(reduced, repeats=3, measure_memory=False)
-        print("   kafka-python on the reduced input:")
+        print("  kafka-python on the reduced input:")
         part = run_kafka_python(reduced, args.kafka_python_timeout, memory_limit)
         for n, ours in ((1, small1), (2, small2)):
             print("    " + describe_pass(n, part, ours.best))

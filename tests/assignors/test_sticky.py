@@ -638,3 +638,46 @@ def test_equal_subscriptions_keep_as_much_as_balance_allows(
         best += min(extra, sum(1 for ps in owned.values() if len(ps) >= min_quota + 1))
     kept = sum(len(set(ps) & set(result.assignments[m].partitions)) for m, ps in owned.items())
     assert kept == best
+
+
+@st.composite
+def user_data_bytes(draw: st.DrawFn) -> bytes:
+    """Valid StickyAssignorUserData (V0 or V1), sometimes cut short or with extra bytes."""
+    topics = st.text(min_size=0, max_size=5)
+    partitions = draw(st.lists(st.builds(TP, topics, st.integers(-(2**31), 2**31 - 1)), max_size=8))
+    if draw(st.booleans()):
+        data = encode_sticky_user_data(partitions, draw(st.integers(-(2**31), 2**31 - 1)))
+    else:
+        data = encode_sticky_user_data_v0(partitions)
+    cut = draw(st.integers(0, len(data)))
+    return data[:cut] if draw(st.booleans()) else data + draw(st.binary(max_size=6))
+
+
+@given(st.one_of(user_data_bytes(), st.binary(max_size=80)))
+@settings(max_examples=300)
+def test_fast_user_data_reader_agrees_with_the_schema_decoder(data: bytes) -> None:
+    from coopconsumer._protocol.consumer import decode_sticky_assignor_user_data
+
+    try:
+        decoded = decode_sticky_assignor_user_data(data)
+    except ProtocolError:
+        with pytest.raises(ProtocolError):
+            decode_sticky_user_data(data)
+        return
+    expected = (
+        [TP(e.topic, p) for e in decoded.previous_assignment for p in e.partitions],
+        decoded.generation,
+    )
+    assert decode_sticky_user_data(data) == expected
+    assert decode_sticky_user_data(data, {}) == expected
+
+
+def test_well_formed_user_data_takes_the_fast_reader() -> None:
+    from coopconsumer.assignors._sticky_userdata import _read_well_formed
+
+    partitions = [TP("a", 0), TP("a", 3), TP("b", 1)]
+    names: dict[bytes, str] = {}
+    assert _read_well_formed(encode_sticky_user_data(partitions, 9), names) == (partitions, 9)
+    assert _read_well_formed(encode_sticky_user_data_v0(partitions), names) == (partitions, -1)
+    assert names == {b"a": "a", b"b": "b"}
+    assert _read_well_formed(b"\xff\xff\xff\xff", names) is None  # left to the schema decoder

@@ -84,13 +84,18 @@ class StickyAssignor(ConsumerPartitionAssignor):
         self._generation = group_metadata.generation_id
 
     @staticmethod
-    def member_data(member_id: str, subscription: Subscription) -> MemberData:
-        """What the leader knows of one member's past: from its user data only."""
+    def member_data(
+        member_id: str, subscription: Subscription, topic_names: dict[bytes, str] | None = None
+    ) -> MemberData:
+        """What the leader knows of one member's past: from its user data only.
+
+        ``topic_names`` is a decoding cache shared across the members of one ``assign``.
+        """
         owned: list[TopicPartition] = []
         generation = DEFAULT_GENERATION_ID
         if subscription.user_data:
             try:
-                owned, generation = decode_sticky_user_data(subscription.user_data)
+                owned, generation = decode_sticky_user_data(subscription.user_data, topic_names)
             except ProtocolError as exc:
                 # Java's deserializeTopicPartitionAssignment: no previous assignment.
                 _log.warning(
@@ -106,8 +111,9 @@ class StickyAssignor(ConsumerPartitionAssignor):
     ) -> GroupAssignment:
         """Balanced, sticky assignment of every subscribed partition."""
         subs = group_subscription.subscriptions
+        names: dict[bytes, str] = {}
         with paused_gc(_partition_total(metadata, subs)):
-            members = {m: self.member_data(m, s) for m, s in subs.items()}
+            members = {m: self.member_data(m, s, names) for m, s in subs.items()}
             return _group_assignment(sticky_assign(metadata, members), subs)
 
 

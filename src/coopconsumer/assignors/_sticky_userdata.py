@@ -16,6 +16,7 @@ Imports the protocol schemas and codec, the public errors and ``TopicPartition``
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Iterable
 from itertools import groupby, repeat
 from operator import itemgetter
@@ -37,6 +38,8 @@ __all__ = [
 ]
 
 _tuple_new = tuple.__new__
+_INT16 = struct.Struct(">h")
+_INT32 = struct.Struct(">i")
 
 
 def encode_sticky_user_data(partitions: Iterable[TopicPartition], generation: int) -> bytes:
@@ -58,11 +61,18 @@ def encode_sticky_user_data_v0(partitions: Iterable[TopicPartition]) -> bytes:
     return encode(StickyAssignorUserData(previous_assignment=by_topic), 0)
 
 
-def decode_sticky_user_data(data: bytes) -> tuple[list[TopicPartition], int]:
+def decode_sticky_user_data(
+    data: bytes, topic_names: dict[bytes, str] | None = None
+) -> tuple[list[TopicPartition], int]:
     """``(partitions, generation)`` from StickyAssignorUserData; generation -1 for V0.
 
-    Raises ``ProtocolError`` when neither V1 nor V0 parses.
+    ``topic_names`` caches decoded topic names across calls (a leader decodes every
+    member's data; the names repeat). Raises ``ProtocolError`` when neither V1 nor V0
+    parses.
     """
+    fast = _read_well_formed(data, {} if topic_names is None else topic_names)
+    if fast is not None:
+        return fast
     decoded = decode_sticky_assignor_user_data(data)
     partitions: list[TopicPartition] = []
     for entry in decoded.previous_assignment:
@@ -70,6 +80,59 @@ def decode_sticky_user_data(data: bytes) -> tuple[list[TopicPartition], int]:
             map(_tuple_new, repeat(TopicPartition), zip(repeat(entry.topic), entry.partitions))
         )
     return partitions, decoded.generation
+
+
+def _read_well_formed(
+    data: bytes, names: dict[bytes, str]
+) -> tuple[list[TopicPartition], int] | None:
+    """The same answer as the schema decoder for well-formed bytes, else None.
+
+    The generic codec builds one attrs object per topic entry; a leader reading 1800
+    members x 500 topics spent 5 s there. This reads the two fixed layouts straight
+    into ``TopicPartition``s and leaves anything unusual (negative lengths, truncation,
+    bad UTF-8) to the schema decoder, which decides and reports. A property test pins
+    the two together.
+    """
+    size = len(data)
+    if size < 4:
+        return None
+    unpack16 = _INT16.unpack_from
+    unpack32 = _INT32.unpack_from
+    (n_topics,) = unpack32(data, 0)
+    pos = 4
+    if n_topics < 0 or n_topics * 6 > size - pos:
+        return None
+    partitions: list[TopicPartition] = []
+    append = partitions.append
+    for _ in range(n_topics):
+        if pos + 2 > size:
+            return None
+        (name_len,) = unpack16(data, pos)
+        pos += 2
+        end = pos + name_len
+        if name_len < 0 or end + 4 > size:
+            return None
+        raw = data[pos:end]
+        topic = names.get(raw)
+        if topic is None:
+            try:
+                topic = names[raw] = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                return None
+        (n_parts,) = unpack32(data, end)
+        pos = end + 4
+        if n_parts == 1 and pos + 4 <= size:
+            append(_tuple_new(TopicPartition, (topic, unpack32(data, pos)[0])))
+            pos += 4
+            continue
+        if n_parts < 0 or n_parts * 4 > size - pos:
+            return None
+        numbers = struct.unpack_from(f">{n_parts}i", data, pos)
+        pos += 4 * n_parts
+        partitions.extend(map(_tuple_new, repeat(TopicPartition), zip(repeat(topic), numbers)))
+    if pos + 4 <= size:
+        return partitions, unpack32(data, pos)[0]
+    return partitions, -1
 
 
 def encode_cooperative_generation(generation: int) -> bytes:

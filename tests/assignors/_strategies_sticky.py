@@ -9,7 +9,7 @@ every subscribed partition exactly once and only to a subscriber, balance (Java'
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import attrs
 from hypothesis import strategies as st
@@ -17,8 +17,6 @@ from hypothesis import strategies as st
 from coopconsumer.assignors import (
     ClusterMetadata,
     GroupAssignment,
-    GroupSubscription,
-    Subscription,
     TopicPartition,
 )
 
@@ -159,24 +157,6 @@ def check_equal_balance(result: GroupAssignment) -> None:
 
 
 # --------------------------------------------------------------------------- simulation
-
-# Builds the subscriptions one assignor sees from (topics, owned, generation) per member.
-SubscriptionBuilder = Callable[[tuple[str, ...], tuple[TopicPartition, ...], int], Subscription]
-
-
-def group(
-    topics_of: Mapping[str, tuple[str, ...]],
-    owned: Mapping[str, tuple[TopicPartition, ...]],
-    generation: int,
-    build: SubscriptionBuilder,
-) -> GroupSubscription:
-    return GroupSubscription(
-        subscriptions={
-            m: build(topics, owned.get(m, ()), generation if owned.get(m) else -1)
-            for m, topics in topics_of.items()
-        }
-    )
-
 
 events = st.lists(
     st.one_of(

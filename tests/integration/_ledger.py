@@ -188,6 +188,13 @@ class OwnershipLedger:
         with self._lock:
             return frozenset(tp for tp, owner in self._owner.items() if owner == member)
 
+    def quiet_for(self) -> float:
+        """Seconds since the last listener call (infinite if there was none)."""
+        with self._lock:
+            if not self._events:
+                return float("inf")
+            return time.monotonic() - self._events[-1].at
+
     def all_owned(self, partitions: Iterable[TopicPartition]) -> bool:
         """Whether every one of ``partitions`` has an owner now."""
         with self._lock:
@@ -230,6 +237,7 @@ class RecordAccounting:
         self._lock = threading.Lock()
         self._produced: dict[bytes, tuple[TopicPartition, int]] = {}
         self._seen: Counter[bytes] = Counter()
+        self._readers: dict[bytes, list[str]] = {}
         self._seen_by: dict[str, int] = {}
         self._unknown: list[bytes] = []
         self._committed: dict[TopicPartition, int] = {}
@@ -247,6 +255,7 @@ class RecordAccounting:
                 self._violations.append(f"{member} read a record without key at {tp}@{offset}")
                 return
             self._seen[key] += 1
+            self._readers.setdefault(key, []).append(f"{member}@{tp.partition}:{offset}")
             self._seen_by[member] = self._seen_by.get(member, 0) + 1
 
     def committed(self, who: str, offsets: Mapping[TopicPartition, int]) -> None:
@@ -276,6 +285,26 @@ class RecordAccounting:
         """How many times a record was processed again after its first time."""
         with self._lock:
             return sum(count - 1 for count in self._seen.values() if count > 1)
+
+    def duplicate_readers(self, limit: int = 10) -> dict[bytes, list[str]]:
+        """Up to ``limit`` keys processed more than once -> ``member@partition:offset``
+        of each time."""
+        with self._lock:
+            found: dict[bytes, list[str]] = {}
+            for key, readers in self._readers.items():
+                if len(readers) > 1 and len(found) < limit:
+                    found[key] = list(readers)
+            return found
+
+    def duplicated_after(self) -> Counter[str]:
+        """Member -> how many of the records it processed were processed again later
+        (by anyone): the member whose progress was not committed in time."""
+        with self._lock:
+            first: Counter[str] = Counter()
+            for readers in self._readers.values():
+                if len(readers) > 1:
+                    first[readers[0].split("@", 1)[0]] += 1
+            return first
 
     def consumed_by(self) -> dict[str, int]:
         """Member -> records it processed."""
@@ -311,7 +340,10 @@ class RecordAccounting:
             problems.append(f"{len(missing)} record(s) never processed, e.g. {missing[:5]}")
         duplicates = self.duplicates()
         if duplicates and not allow_duplicates:
-            problems.append(f"{duplicates} record(s) processed more than once")
+            problems.append(
+                f"{duplicates} record(s) processed more than once, e.g. "
+                f"{list(self.duplicate_readers().items())[:8]}"
+            )
         if final_commits:
             committed = self.last_committed()
             for tp, end in sorted(self.end_offsets().items()):
@@ -672,10 +704,10 @@ class CoopMember(_MemberThread):
         if self.consumer is not None:
             self.consumer.close()
 
-    def led(self) -> int:
-        """How many times this member ran the group's assignment (was the leader)."""
+    def led(self) -> list[tuple[str, ...]]:
+        """The group's member ids each time this member ran the assignment (led)."""
         with self.recorder.lock:
-            return len(self.recorder.led)
+            return [members for _, members in self.recorder.led]
 
     def chosen_protocols(self) -> list[tuple[int, str]]:
         """(generation, assignor name) the coordinator chose, per completed join."""
@@ -683,7 +715,7 @@ class CoopMember(_MemberThread):
             return list(self.recorder.chosen)
 
 
-_LEADER_LINE = re.compile(r"I am elected leader for group")
+_LEADER_LINE = re.compile(r"I am elected leader for group \S+ with (\d+) member")
 _JOIN_LINE = re.compile(r"JoinGroup response: GenerationId (-?\d+), Protocol ([\w-]*)")
 
 
@@ -693,14 +725,16 @@ class _RdkafkaLog(logging.Handler):
     def __init__(self) -> None:
         super().__init__(logging.DEBUG)
         self.guard = threading.Lock()
-        self.led = 0
+        #: Group size at each of this member's leader turns.
+        self.led: list[int] = []
         self.joins: list[tuple[int, str]] = []
 
     def emit(self, record: logging.LogRecord) -> None:
         message = record.getMessage()
         with self.guard:
-            if _LEADER_LINE.search(message):
-                self.led += 1
+            leader = _LEADER_LINE.search(message)
+            if leader:
+                self.led.append(int(leader.group(1)))
             match = _JOIN_LINE.search(message)
             if match and int(match.group(1)) >= 0:
                 self.joins.append((int(match.group(1)), match.group(2)))
@@ -746,6 +780,7 @@ class RdkafkaMember(_MemberThread):
         self.topics = list(topics)
         self.incremental = strategy == "cooperative-sticky"
         self.consumer: confluent_kafka.Consumer | None = None
+        self.member_ids: set[str] = set()
 
     def _open(self) -> None:
         self.consumer = confluent_kafka.Consumer(self.config)
@@ -762,6 +797,9 @@ class RdkafkaMember(_MemberThread):
     def _poll_once(self) -> None:
         assert self.consumer is not None
         self._account(self.consumer.consume(200, 0.05))
+        member_id = self.consumer.memberid()
+        if member_id:
+            self.member_ids.add(member_id)
         self._commit_pending(None)
 
     def _commit_pending(self, only: frozenset[TopicPartition] | None) -> None:
@@ -792,10 +830,10 @@ class RdkafkaMember(_MemberThread):
         if self.consumer is not None:
             self.consumer.close()
 
-    def led(self) -> int:
-        """How many times librdkafka logged that this member was elected leader."""
+    def led(self) -> list[int]:
+        """The group size each time librdkafka logged this member's election as leader."""
         with self._log.guard:
-            return self._log.led
+            return list(self._log.led)
 
     def chosen_protocols(self) -> list[tuple[int, str]]:
         """(generation, protocol name) from each successful JoinGroup response."""

@@ -1,0 +1,280 @@
+"""In-process fakes to run ``Consumer`` and its driver thread without sockets.
+
+* ``FakeCluster``: one ``FakeGroupCoordinator`` (tests/coordinator) behind a lock, the
+  topic table, and a shared record log, for several consumers in one process.
+* ``FakeClient``: the ``KafkaClient`` surface the driver uses (``send``/``poll``/
+  ``wakeup``/...). FindCoordinator and Metadata are answered by the cluster itself;
+  group requests go to the fake coordinator, whose answers are routed back by client.
+  ``fail_sends`` makes ``send`` raise, to prove a broken client cannot kill the driver
+  silently.
+* ``FakeFetcher``: the ``Fetcher`` surface over the cluster's in-memory log.
+
+Real clock (the driver thread reads ``time.monotonic``); tests keep session timeouts
+short so they stay fast.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import threading
+import time
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "coordinator"))
+
+from fake_group_coordinator import FakeGroupCoordinator
+
+from coopconsumer import Consumer, TopicPartition
+from coopconsumer._io._future import PendingRequest
+from coopconsumer._protocol._schema import Request
+from coopconsumer._protocol.messages import (
+    FindCoordinatorRequest,
+    FindCoordinatorResponse,
+    MetadataRequest,
+    MetadataResponse,
+    MetadataResponseBroker,
+    MetadataResponsePartition,
+    MetadataResponseTopic,
+)
+
+COORDINATOR_NODE = 1
+OFFSET_BEGINNING = -2
+OFFSET_END = -1
+
+
+class FakeMessage:
+    """The slice of confluent-kafka's ``Message`` the tests read."""
+
+    __slots__ = ("_offset", "_partition", "_topic", "_value")
+
+    def __init__(self, topic: str, partition: int, offset: int, value: bytes) -> None:
+        self._topic = topic
+        self._partition = partition
+        self._offset = offset
+        self._value = value
+
+    def topic(self) -> str:
+        return self._topic
+
+    def partition(self) -> int:
+        return self._partition
+
+    def offset(self) -> int:
+        return self._offset
+
+    def value(self) -> bytes:
+        return self._value
+
+    def error(self) -> None:
+        return None
+
+
+class FakeCluster:
+    """Topics, records and one group coordinator shared by every fake client."""
+
+    def __init__(self, group_id: str, topics: Mapping[str, int]) -> None:
+        self.lock = threading.RLock()
+        self.coordinator = FakeGroupCoordinator(group_id, node_id=COORDINATOR_NODE)
+        self.topics: dict[str, int] = dict(topics)
+        self.log: dict[TopicPartition, list[bytes]] = {
+            TopicPartition(t, p): [] for t, n in topics.items() for p in range(n)
+        }
+        self.clients: list[FakeClient] = []
+        self.consumers: list[Consumer] = []
+
+    def produce(self, tp: TopicPartition, values: Iterable[bytes]) -> None:
+        with self.lock:
+            self.log[tp].extend(values)
+
+    def metadata(self) -> MetadataResponse:
+        with self.lock:
+            topics = tuple(
+                MetadataResponseTopic(
+                    name=name,
+                    is_internal=name.startswith("__"),
+                    partitions=tuple(
+                        MetadataResponsePartition(
+                            partition_index=p, leader_id=COORDINATOR_NODE, replica_nodes=(1,)
+                        )
+                        for p in range(count)
+                    ),
+                )
+                for name, count in self.topics.items()
+            )
+        return MetadataResponse(
+            brokers=(MetadataResponseBroker(node_id=COORDINATOR_NODE, host="fake", port=1),),
+            topics=topics,
+        )
+
+    def consumer(self, settings: Mapping[str, object]) -> tuple[Consumer, FakeClient]:
+        client = FakeClient(self, f"client-{len(self.clients)}")
+        self.clients.append(client)
+        config = {"bootstrap.servers": "fake:1", **settings}
+        consumer = Consumer._with_io(config, FakeFetcher(self), client)
+        self.consumers.append(consumer)
+        return consumer, client
+
+    def close_all(self) -> None:
+        """Close every consumer made here (test teardown); errors are the test's."""
+        for consumer in self.consumers:
+            with contextlib.suppress(Exception):
+                consumer.close(timeout=5.0)
+
+
+class FakeClient:
+    """The driver's view of ``KafkaClient``, backed by a ``FakeCluster``."""
+
+    def __init__(self, cluster: FakeCluster, name: str) -> None:
+        self.cluster = cluster
+        self.name = name
+        self.closed = False
+        self.fail_sends = False
+        self.sent: list[Request] = []
+        self._wake = threading.Event()
+        self._next_id = 0
+        self._pending: dict[int, PendingRequest[Any]] = {}
+        self._ready: list[tuple[PendingRequest[Any], object]] = []
+
+    # -- ClientLike --------------------------------------------------------------------
+
+    def send(
+        self,
+        node_id: int,
+        request: Request,
+        *,
+        timeout_ms: float | None = None,
+        api_version: int | None = None,
+    ) -> PendingRequest[Any]:
+        if self.fail_sends:
+            raise RuntimeError("injected send failure")
+        self.sent.append(request)
+        future: PendingRequest[Any] = PendingRequest(
+            request, node_id=node_id, broker="fake", deadline=time.monotonic() + 30.0
+        )
+        future.api_version = api_version
+        if isinstance(request, FindCoordinatorRequest):
+            self._ready.append(
+                (future, FindCoordinatorResponse(node_id=COORDINATOR_NODE, host="fake", port=1))
+            )
+        elif isinstance(request, MetadataRequest):
+            self._ready.append((future, self.cluster.metadata()))
+        else:
+            self._next_id += 1
+            self._pending[self._next_id] = future
+            with self.cluster.lock:
+                self.cluster.coordinator.submit(
+                    self.name, node_id, self._next_id, request, time.monotonic()
+                )
+        return future
+
+    def poll(self, timeout_s: float) -> None:
+        if not self._ready and not self._has_delivery():
+            self._wake.wait(min(timeout_s, 0.01))
+        self._wake.clear()
+        with self.cluster.lock:
+            self.cluster.coordinator.advance(time.monotonic())
+            mine = [d for d in self.cluster.coordinator.outbox if d.client == self.name]
+            self.cluster.coordinator.outbox = [
+                d for d in self.cluster.coordinator.outbox if d.client != self.name
+            ]
+        ready, self._ready = self._ready, []
+        for delivery in mine:
+            future = self._pending.pop(delivery.request_id, None)
+            if future is not None:
+                ready.append((future, delivery.response))
+        for future, response in ready:
+            future._set_result(response)
+            future._run_callbacks()
+
+    def _has_delivery(self) -> bool:
+        with self.cluster.lock:
+            return any(d.client == self.name for d in self.cluster.coordinator.outbox)
+
+    def wakeup(self) -> None:
+        self._wake.set()
+
+    def ready(self, node_id: int) -> bool:
+        return True
+
+    def try_negotiated_version(self, node_id: int, api_key: int | type[Request]) -> int | None:
+        # The fake coordinator speaks the single-group OffsetFetch form (v1-7).
+        return 3
+
+    def least_loaded_node(self) -> int | None:
+        return COORDINATOR_NODE
+
+    def add_broker(self, node_id: int, host: str, port: int) -> None:
+        return None
+
+    def close(self) -> None:
+        self.closed = True
+
+
+class FakeFetcher:
+    """The consumer's view of ``Fetcher`` over the cluster's in-memory log."""
+
+    def __init__(self, cluster: FakeCluster) -> None:
+        self.cluster = cluster
+        self._position: dict[TopicPartition, int] = {}
+        self._paused: set[TopicPartition] = set()
+        self.closed = False
+        self.assign_calls: list[dict[TopicPartition, int]] = []
+
+    @property
+    def assigned(self) -> frozenset[TopicPartition]:
+        return frozenset(self._position)
+
+    def assign(self, starts: Mapping[TopicPartition, int]) -> None:
+        self.assign_calls.append(dict(starts))
+        with self.cluster.lock:
+            for tp, offset in starts.items():
+                if tp in self._position:
+                    continue
+                if offset == OFFSET_BEGINNING:
+                    offset = 0
+                elif offset == OFFSET_END:
+                    offset = len(self.cluster.log[tp])
+                self._position[tp] = offset
+
+    def unassign(self, partitions: Iterable[TopicPartition]) -> None:
+        for tp in partitions:
+            self._position.pop(tp, None)
+            self._paused.discard(tp)
+
+    def consume(self, max_records: int, timeout_s: float) -> list[Any]:
+        out: list[Any] = []
+        with self.cluster.lock:
+            for tp in sorted(self._position):
+                if tp in self._paused:
+                    continue
+                log = self.cluster.log[tp]
+                start = self._position[tp]
+                take = log[start : start + max_records - len(out)]
+                out.extend(
+                    FakeMessage(tp.topic, tp.partition, start + i, v) for i, v in enumerate(take)
+                )
+                self._position[tp] = start + len(take)
+                if len(out) >= max_records:
+                    break
+        if not out:
+            time.sleep(min(timeout_s, 0.005))
+        return out
+
+    def positions(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
+        return {tp: self._position[tp] for tp in partitions if tp in self._position}
+
+    def seek(self, tp: TopicPartition, offset: int) -> None:
+        self._position[tp] = offset
+
+    def pause(self, partitions: Iterable[TopicPartition]) -> None:
+        self._paused |= set(partitions) & set(self._position)
+
+    def resume(self, partitions: Iterable[TopicPartition]) -> None:
+        self._paused -= set(partitions)
+
+    def close(self) -> None:
+        self.closed = True
+        self._position.clear()

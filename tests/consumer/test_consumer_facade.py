@@ -1,0 +1,302 @@
+"""The Consumer facade and its driver thread on in-process fakes (no sockets).
+
+A ``FakeGroupCoordinator`` (tests/coordinator) sits behind a fake ``KafkaClient``, and
+an in-memory fetcher serves records, so these tests exercise the real driver loop, the
+real group member and the real facade: listener callbacks on the polling thread,
+committed offsets as start positions, commit errors, heartbeats between polls, the
+poll timeout, a broken client, and close().
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from collections.abc import Callable, Iterator
+
+import pytest
+from _consumer_fakes import FakeCluster, FakeFetcher
+
+from coopconsumer import (
+    CommitFailedError,
+    ConfigurationError,
+    Consumer,
+    KafkaError,
+    OffsetAndMetadata,
+    RebalanceInProgressError,
+    RebalanceListener,
+    TopicPartition,
+)
+from coopconsumer._io._driver import DriverFailedError
+from coopconsumer._protocol import errors
+
+GROUP = "g"
+TOPIC = "t"
+PATIENCE_S = 10.0
+TPS = frozenset(TopicPartition(TOPIC, p) for p in range(4))
+
+
+def settings(**extra: object) -> dict[str, object]:
+    base: dict[str, object] = {
+        "group.id": GROUP,
+        "partition.assignment.strategy": "cooperative-sticky",
+        "session.timeout.ms": 1000,
+        "heartbeat.interval.ms": 100,
+        "max.poll.interval.ms": 5000,
+        "auto.offset.reset": "earliest",
+        "enable.auto.commit": False,
+        "default.api.timeout.ms": 5000,
+    }
+    base.update(extra)
+    return base
+
+
+class Recorder(RebalanceListener):
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, frozenset[TopicPartition]]] = []
+        self.threads: set[int] = set()
+        self.on_assigned: Callable[[frozenset[TopicPartition]], None] | None = None
+        self.raise_in: set[str] = set()
+
+    def _record(self, kind: str, partitions: frozenset[TopicPartition]) -> None:
+        self.calls.append((kind, partitions))
+        self.threads.add(threading.get_ident())
+        if kind in self.raise_in:
+            raise ValueError(kind)
+
+    def on_partitions_assigned(self, partitions: frozenset[TopicPartition]) -> None:
+        self._record("assigned", partitions)
+        if self.on_assigned is not None:
+            self.on_assigned(partitions)
+
+    def on_partitions_revoked(self, partitions: frozenset[TopicPartition]) -> None:
+        self._record("revoked", partitions)
+
+    def on_partitions_lost(self, partitions: frozenset[TopicPartition]) -> None:
+        self._record("lost", partitions)
+
+
+@pytest.fixture
+def cluster() -> Iterator[FakeCluster]:
+    c = FakeCluster(GROUP, {TOPIC: 4, "other": 2, "__consumer_offsets": 1})
+    for tp in sorted(TPS):
+        c.produce(tp, [f"{tp.partition}-{i}".encode() for i in range(5)])
+    yield c
+    c.close_all()
+    # Every consumer closed: no driver thread may survive.
+    alive = [t.name for t in threading.enumerate() if t.name == "coopconsumer-driver"]
+    assert alive == []
+
+
+def poll_until(
+    consumer: Consumer, condition: Callable[[], bool], got: list[bytes] | None = None
+) -> list[bytes]:
+    """Consume (into ``got``) until ``condition()``; fails after PATIENCE_S."""
+    got = [] if got is None else got
+    deadline = time.monotonic() + PATIENCE_S
+    while not condition():
+        assert time.monotonic() < deadline, "condition not reached"
+        for m in consumer.consume(100, 0.05):
+            value = m.value()
+            assert isinstance(value, bytes)
+            got.append(value)
+    return got
+
+
+def test_subscribe_poll_commit_close(cluster: FakeCluster) -> None:
+    consumer, client = cluster.consumer(settings())
+    listener = Recorder()
+    consumer.subscribe([TOPIC], listener)
+    got: list[bytes] = []
+    poll_until(consumer, lambda: len(got) >= 20, got)
+    assert sorted(got) == sorted(f"{p}-{i}".encode() for p in range(4) for i in range(5))
+    assert listener.calls == [("assigned", TPS)]
+    assert listener.threads == {threading.get_ident()}  # callbacks on the polling thread
+    assert consumer.assignment() == TPS
+    assert consumer.position(TPS) == dict.fromkeys(TPS, 5)
+    consumer.commit()
+    assert cluster.coordinator.committed_offsets() == dict.fromkeys(TPS, 5)
+    assert consumer.committed(TPS) == dict.fromkeys(TPS, 5)
+    assert consumer.group_metadata().generation_id >= 1
+    assert consumer.metrics()["assigned-partitions"] == 4
+    consumer.close()
+    assert listener.calls[-1] == ("revoked", TPS)  # close revokes on this thread
+    assert client.closed
+    assert cluster.coordinator.members == {}  # LeaveGroup reached the coordinator
+    consumer.close()  # idempotent
+    with pytest.raises(Exception, match="closed"):
+        consumer.poll(0)
+
+
+def test_successor_starts_from_committed_offsets_and_reset_policy(cluster: FakeCluster) -> None:
+    cluster.coordinator.committed[TopicPartition(TOPIC, 0)] = 3
+    consumer, _ = cluster.consumer(settings(**{"auto.offset.reset": "latest"}))
+    consumer.subscribe([TOPIC])
+    poll_until(consumer, lambda: consumer.assignment() == TPS)
+    fetcher = consumer._fetcher
+    assert isinstance(fetcher, FakeFetcher)
+    starts = {tp: off for call in fetcher.assign_calls for tp, off in call.items()}
+    # committed offset where there is one, else auto.offset.reset (latest = END).
+    assert starts == {tp: (3 if tp.partition == 0 else -1) for tp in TPS}
+    consumer.close()
+
+
+def test_reset_none_raises_from_poll_for_partitions_without_commit(cluster: FakeCluster) -> None:
+    cluster.coordinator.committed[TopicPartition(TOPIC, 0)] = 0
+    consumer, _ = cluster.consumer(settings(**{"auto.offset.reset": "none"}))
+    consumer.subscribe([TOPIC])
+    with pytest.raises(KafkaError, match="no committed offset") as info:
+        poll_until(consumer, lambda: False)
+    assert info.value.code == errors.OFFSET_OUT_OF_RANGE
+    # The partition with a commit is fetched; the others can be seeked explicitly.
+    values = [m.value() for m in consumer.consume(100, 0.2)]
+    assert {v.split(b"-")[0] for v in values if v is not None} == {b"0"}
+    assert len(values) == 5
+    consumer.seek(TopicPartition(TOPIC, 1), 4)
+    assert [m.value() for m in consumer.consume(100, 0.2)] == [b"1-4"]
+    consumer.close()
+
+
+def test_seek_inside_on_partitions_assigned_wins(cluster: FakeCluster) -> None:
+    consumer, _ = cluster.consumer(settings())
+    listener = Recorder()
+
+    def seek_all(partitions: frozenset[TopicPartition]) -> None:
+        for tp in partitions:
+            consumer.seek(tp, 4)
+
+    listener.on_assigned = seek_all
+    consumer.subscribe([TOPIC], listener)
+    got: list[bytes] = []
+    poll_until(consumer, lambda: len(got) >= 4, got)
+    assert sorted(got) == [f"{p}-4".encode() for p in range(4)]
+    consumer.close()
+
+
+def test_pattern_subscription_skips_internal_topics(cluster: FakeCluster) -> None:
+    consumer, _ = cluster.consumer(settings())
+    listener = Recorder()
+    consumer.subscribe("^.*", listener)
+    poll_until(consumer, lambda: bool(listener.calls))
+    assert {tp.topic for tp in consumer.assignment()} == {TOPIC, "other"}
+    consumer.close()
+    consumer2, _ = cluster.consumer(settings())
+    consumer2.subscribe(re.compile("oth.*"))
+    poll_until(consumer2, lambda: bool(consumer2.assignment()))
+    assert {tp.topic for tp in consumer2.assignment()} == {"other"}
+    consumer2.close()
+
+
+def test_bad_arguments_are_configuration_errors(cluster: FakeCluster) -> None:
+    consumer, _ = cluster.consumer(settings())
+    with pytest.raises(ConfigurationError):
+        consumer.subscribe([TOPIC, "^x"])
+    with pytest.raises(ConfigurationError):
+        consumer.subscribe(42)  # type: ignore[arg-type]
+    with pytest.raises(ConfigurationError):
+        consumer.commit({TopicPartition(TOPIC, 0): -5})
+    with pytest.raises(ConfigurationError):
+        consumer.consume(0)
+    with pytest.raises(ConfigurationError):
+        consumer.seek(TopicPartition(TOPIC, 0), 1)  # not assigned
+    consumer.close()
+    with pytest.raises(ConfigurationError):
+        Consumer({"bootstrap.servers": "x:1"})  # no group.id
+
+
+def test_commit_errors_are_typed(cluster: FakeCluster) -> None:
+    consumer, _ = cluster.consumer(settings())
+    consumer.subscribe([TOPIC])
+    poll_until(consumer, lambda: consumer.assignment() == TPS)
+    offsets = {TopicPartition(TOPIC, 0): OffsetAndMetadata(offset=1, metadata="m")}
+    cluster.coordinator.fail_next(8, errors.REBALANCE_IN_PROGRESS)
+    with pytest.raises(RebalanceInProgressError):
+        consumer.commit(offsets)
+    consumer.poll(0.2)
+    cluster.coordinator.fail_next(8, errors.ILLEGAL_GENERATION)
+    with pytest.raises(CommitFailedError):
+        consumer.commit(offsets)
+    future = consumer.commit({TopicPartition(TOPIC, 0): 2}, asynchronous=True)
+    # The generation was reset: the member rejoins; commits fail until it is back.
+    with pytest.raises((CommitFailedError, RebalanceInProgressError)):
+        future.result(PATIENCE_S)
+    consumer.close()
+
+
+def test_listener_exception_is_raised_once_and_other_callbacks_run(cluster: FakeCluster) -> None:
+    consumer, _ = cluster.consumer(settings())
+    listener = Recorder()
+    listener.raise_in = {"assigned"}
+    consumer.subscribe([TOPIC], listener)
+    with pytest.raises(ValueError, match="assigned"):
+        poll_until(consumer, lambda: False)
+    got = consumer.consume(100, 0.2)  # the assignment stands; no second exception
+    assert len(got) == 20
+    listener.raise_in = {"revoked"}
+    with pytest.raises(ValueError, match="revoked"):
+        consumer.unsubscribe()
+    assert consumer.assignment() == frozenset()
+    assert [k for k, _ in listener.calls] == ["assigned", "revoked"]
+    consumer.close()
+
+
+def test_heartbeats_continue_between_polls(cluster: FakeCluster) -> None:
+    consumer, _ = cluster.consumer(settings())
+    listener = Recorder()
+    consumer.subscribe([TOPIC], listener)
+    poll_until(consumer, lambda: consumer.assignment() == TPS)
+    generation = consumer.group_metadata().generation_id
+    time.sleep(2.5)  # > session.timeout.ms without polling: the driver heartbeats
+    consumer.poll(0.1)
+    assert consumer.group_metadata().generation_id == generation
+    assert [k for k, _ in listener.calls] == ["assigned"]
+    consumer.close()
+
+
+def test_poll_timeout_expiry_loses_partitions_then_rejoins(cluster: FakeCluster) -> None:
+    consumer, _ = cluster.consumer(settings(**{"max.poll.interval.ms": 400}))
+    listener = Recorder()
+    consumer.subscribe([TOPIC], listener)
+    poll_until(consumer, lambda: consumer.assignment() == TPS)
+    time.sleep(1.0)
+    # The next poll runs LOST (the member left) and rejoins; assigned follows.
+    poll_until(
+        consumer,
+        lambda: [k for k, _ in listener.calls][-1:] == ["assigned"] and len(listener.calls) >= 3,
+    )
+    assert [k for k, _ in listener.calls][:3] == ["assigned", "lost", "assigned"]
+    consumer.close()
+
+
+def test_two_members_cooperative_handover(cluster: FakeCluster) -> None:
+    first, _ = cluster.consumer(settings())
+    second, _ = cluster.consumer(settings())
+    l1, l2 = Recorder(), Recorder()
+    first.subscribe([TOPIC], l1)
+    poll_until(first, lambda: first.assignment() == TPS)
+    second.subscribe([TOPIC], l2)
+    deadline = time.monotonic() + PATIENCE_S
+    while not (len(first.assignment()) == 2 and len(second.assignment()) == 2):
+        assert time.monotonic() < deadline
+        first.poll(0.01)
+        second.poll(0.01)
+        assert not first.assignment() & second.assignment()
+    revoked = frozenset().union(*(ps for k, ps in l1.calls if k == "revoked"))
+    # KIP-429: only the partitions that move are revoked; the kept ones never are.
+    assert revoked == TPS - first.assignment()
+    assert not any(ps for k, ps in l1.calls[1:] if k == "assigned")
+    first.close()
+    second.close()
+
+
+def test_broken_client_surfaces_from_poll_and_close_still_works(cluster: FakeCluster) -> None:
+    consumer, client = cluster.consumer(settings())
+    consumer.subscribe([TOPIC])
+    poll_until(consumer, lambda: consumer.assignment() == TPS)
+    client.fail_sends = True
+    with pytest.raises(DriverFailedError, match="injected send failure"):
+        poll_until(consumer, lambda: False)
+    with pytest.raises(DriverFailedError):
+        consumer.poll(0)  # and every later call
+    consumer.close()
+    assert client.closed

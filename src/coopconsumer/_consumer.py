@@ -349,7 +349,9 @@ class Consumer:
         fetcher = self._fetcher
         while True:
             wait = _SLICE_S if deadline is None else max(0.0, min(_SLICE_S, deadline - now))
-            if self._assigned:
+            # Unpositioned partitions are a subset of the assigned ones: comparing the
+            # sizes says in O(1) whether the fetcher has anything to fetch.
+            if len(self._assigned) > len(self._unpositioned):
                 messages = fetcher.consume(count, wait)
                 if messages:
                     return messages

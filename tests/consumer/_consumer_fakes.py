@@ -89,6 +89,16 @@ class FakeCluster:
         with self.lock:
             self.log[tp].extend(values)
 
+    def set_partitions(self, topic: str, count: int) -> None:
+        """Create a topic, grow it (new partitions are empty), or delete it (0)."""
+        with self.lock:
+            if count == 0:
+                self.topics.pop(topic, None)
+                return
+            self.topics[topic] = count
+            for p in range(count):
+                self.log.setdefault(TopicPartition(topic, p), [])
+
     def metadata(self) -> MetadataResponse:
         with self.lock:
             topics = tuple(

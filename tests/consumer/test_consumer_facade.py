@@ -300,3 +300,36 @@ def test_broken_client_surfaces_from_poll_and_close_still_works(cluster: FakeClu
         consumer.poll(0)  # and every later call
     consumer.close()
     assert client.closed
+
+
+def test_metadata_refresh_assigns_new_partitions_and_drops_deleted_topics(
+    cluster: FakeCluster,
+) -> None:
+    consumer, _ = cluster.consumer(settings(**{"metadata.max.age.ms": 100}))
+    listener = Recorder()
+    consumer.subscribe([TOPIC, "other"], listener)
+    other = frozenset(TopicPartition("other", p) for p in range(2))
+    poll_until(consumer, lambda: consumer.assignment() == TPS | other)
+    # A partition is added: the periodic refresh makes the leader rejoin and assign it.
+    cluster.set_partitions(TOPIC, 5)
+    cluster.produce(TopicPartition(TOPIC, 4), [b"new"])
+    got: list[bytes] = []
+    poll_until(consumer, lambda: b"new" in got, got)
+    assert TopicPartition(TOPIC, 4) in consumer.assignment()
+    # A subscribed topic is deleted: its partitions are revoked and not reassigned.
+    cluster.set_partitions("other", 0)
+    poll_until(consumer, lambda: not consumer.assignment() & other)
+    revoked = frozenset().union(*(ps for k, ps in listener.calls if k in ("revoked", "lost")))
+    assert revoked == other
+    consumer.close()
+
+
+def test_auto_commit_commits_consumed_positions(cluster: FakeCluster) -> None:
+    consumer, _ = cluster.consumer(
+        settings(**{"enable.auto.commit": True, "auto.commit.interval.ms": 50})
+    )
+    consumer.subscribe([TOPIC])
+    got: list[bytes] = []
+    poll_until(consumer, lambda: len(got) >= 20, got)
+    poll_until(consumer, lambda: cluster.coordinator.committed_offsets() == dict.fromkeys(TPS, 5))
+    consumer.close()

@@ -142,6 +142,8 @@ class FakeClient:
         self.name = name
         self.closed = False
         self.fail_sends = False
+        #: Error codes for the next FindCoordinator answers, consumed in order.
+        self.find_coordinator_errors: list[int] = []
         self.sent: list[Request] = []
         self._wake = threading.Event()
         self._next_id = 0
@@ -166,9 +168,16 @@ class FakeClient:
         )
         future.api_version = api_version
         if isinstance(request, FindCoordinatorRequest):
-            self._ready.append(
-                (future, FindCoordinatorResponse(node_id=COORDINATOR_NODE, host="fake", port=1))
-            )
+            if self.find_coordinator_errors:
+                code = self.find_coordinator_errors.pop(0)
+                self._ready.append((future, FindCoordinatorResponse(error_code=code)))
+            else:
+                self._ready.append(
+                    (
+                        future,
+                        FindCoordinatorResponse(node_id=COORDINATOR_NODE, host="fake", port=1),
+                    )
+                )
         elif isinstance(request, MetadataRequest):
             self._ready.append((future, self.cluster.metadata()))
         else:

@@ -333,3 +333,28 @@ def test_auto_commit_commits_consumed_positions(cluster: FakeCluster) -> None:
     poll_until(consumer, lambda: len(got) >= 20, got)
     poll_until(consumer, lambda: cluster.coordinator.committed_offsets() == dict.fromkeys(TPS, 5))
     consumer.close()
+
+
+def test_unsubscribe_then_subscribe_again(cluster: FakeCluster) -> None:
+    consumer, _ = cluster.consumer(settings())
+    listener = Recorder()
+    consumer.subscribe([TOPIC], listener)
+    poll_until(consumer, lambda: consumer.assignment() == TPS)
+    consumer.unsubscribe()
+    assert consumer.assignment() == frozenset()
+    assert cluster.coordinator.members == {}
+    consumer.subscribe(["other"], listener)
+    other = frozenset(TopicPartition("other", p) for p in range(2))
+    poll_until(consumer, lambda: consumer.assignment() == other)
+    assert [k for k, _ in listener.calls] == ["assigned", "revoked", "assigned"]
+    consumer.close()
+
+
+def test_close_is_bounded_when_leave_group_gets_no_answer(cluster: FakeCluster) -> None:
+    consumer, client = cluster.consumer(settings())
+    consumer.subscribe([TOPIC])
+    poll_until(consumer, lambda: consumer.assignment() == TPS)
+    cluster.coordinator.drop_next(13)  # LeaveGroup is processed but never answered
+    consumer.close(timeout=0.5)
+    assert client.closed
+    assert consumer.assignment() == frozenset()

@@ -5,7 +5,6 @@ private.
 """
 
 from ._consumer import Consumer as Consumer
-from ._consumer import Message as Message
 from ._coordinator import OffsetAndMetadata as OffsetAndMetadata
 from ._errors import AssignorError as AssignorError
 from ._errors import BrokerConnectionError as BrokerConnectionError
@@ -33,7 +32,6 @@ __all__ = [
     "CoopConsumerError",
     "InvalidAssignmentError",
     "KafkaError",
-    "Message",
     "OffsetAndMetadata",
     "ProtocolError",
     "RebalanceInProgressError",

@@ -19,7 +19,7 @@ import threading
 import time
 from collections.abc import Iterable, Mapping
 from concurrent.futures import Future
-from typing import Any, Final, Literal, Protocol, overload
+from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, overload
 
 import attrs
 
@@ -44,26 +44,32 @@ from ._coordinator import (
 from ._errors import ConfigurationError, CoopConsumerError, KafkaError, RequestTimeoutError
 from ._io._client import ClientConfig, KafkaClient
 from ._io._driver import AppWork, ClientLike, CommittedOffsets, Driver
-from ._io._fetcher import OFFSET_BEGINNING, OFFSET_END, Fetcher, Record
 from ._listener import ListenerInvoker, RebalanceListener, RebalanceListenerLike
 from ._metrics import CoordinatorMetrics
 from ._protocol import errors
 from ._types import ConsumerGroupMetadata, TopicPartition
 from .assignors import load_assignors
 
-__all__ = ["Consumer", "FetcherLike", "Message"]
+if TYPE_CHECKING:
+    # A record returned by poll()/consume(): confluent-kafka's Message (topic(),
+    # partition(), offset(), key(), value(), headers(), timestamp()). Imported for
+    # typing only: librdkafka is loaded when the first Consumer is built, so that
+    # importing the package (and the wire client) does not load it.
+    from ._io._fetcher import Record as Message
+
+__all__ = ["Consumer", "FetcherLike"]
 
 log = logging.getLogger("coopconsumer.consumer")
-
-#: A record returned by ``poll``/``consume``: confluent-kafka's ``Message`` (``topic()``,
-#: ``partition()``, ``offset()``, ``key()``, ``value()``, ``headers()``, ``timestamp()``).
-Message = Record
 
 #: Longest single wait inside poll()/consume(): between slices the consumer runs the
 #: rebalance work the driver queued, so a rebalance never waits for a long poll.
 _SLICE_S: Final = 0.05
 #: close()'s default bound (Java's ``DEFAULT_CLOSE_TIMEOUT_MS``).
 _CLOSE_TIMEOUT_S: Final = 30.0
+#: librdkafka's logical offsets (``confluent_kafka.OFFSET_BEGINNING``/``OFFSET_END``),
+#: understood by ``Fetcher.assign``; a test checks they match.
+_OFFSET_BEGINNING: Final = -2
+_OFFSET_END: Final = -1
 #: Delay before poll() retries a failed committed-offset lookup of new partitions.
 _POSITION_RETRY_S: Final = 1.0
 _STOPPED_STATES: Final = frozenset({MemberState.CLOSED, MemberState.FATAL})
@@ -184,6 +190,8 @@ class Consumer:
     """
 
     def __init__(self, config: Mapping[str, object]) -> None:
+        from ._io._fetcher import Fetcher  # loads librdkafka (see Message above)
+
         cfg = ConsumerConfig.from_mapping(config)
         cfg.require_group_id()
         fetcher = Fetcher(cfg.fetcher_config())
@@ -445,9 +453,9 @@ class Consumer:
             if om is not None:
                 starts[tp] = om.offset
             elif reset == "earliest":
-                starts[tp] = OFFSET_BEGINNING
+                starts[tp] = _OFFSET_BEGINNING
             elif reset == "latest":
-                starts[tp] = OFFSET_END
+                starts[tp] = _OFFSET_END
             else:
                 missing.append(tp)
         if starts:

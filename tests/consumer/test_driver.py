@@ -178,3 +178,19 @@ def test_committed_retries_coordinator_errors(cluster: FakeCluster) -> None:
         consumer.committed([TP0])
     assert info.value.code == errors.GROUP_AUTHORIZATION_FAILED
     consumer.close()
+
+
+def test_logical_offsets_match_librdkafka() -> None:
+    from coopconsumer import _consumer
+    from coopconsumer._io import _fetcher
+
+    assert _consumer._OFFSET_BEGINNING == _fetcher.OFFSET_BEGINNING
+    assert _consumer._OFFSET_END == _fetcher.OFFSET_END
+
+
+def test_importing_the_package_does_not_load_librdkafka() -> None:
+    import subprocess
+    import sys
+
+    code = "import sys, coopconsumer; sys.exit('confluent_kafka' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0

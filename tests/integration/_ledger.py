@@ -46,6 +46,7 @@ from coopconsumer.assignors import (
 )
 
 __all__ = [
+    "CommittedWatcher",
     "CoopMember",
     "KeyProducer",
     "LedgerEvent",
@@ -241,6 +242,7 @@ class RecordAccounting:
         self._seen_by: dict[str, int] = {}
         self._unknown: list[bytes] = []
         self._committed: dict[TopicPartition, int] = {}
+        self._commit_log: dict[TopicPartition, list[tuple[str, int, float]]] = {}
         self._violations: list[str] = []
 
     def produced(self, key: bytes, tp: TopicPartition, offset: int) -> None:
@@ -261,12 +263,18 @@ class RecordAccounting:
     def committed(self, who: str, offsets: Mapping[TopicPartition, int]) -> None:
         """``offsets`` (next offset to read) are committed now; they must not go back."""
         with self._lock:
+            now = time.monotonic()
             for tp, offset in offsets.items():
                 before = self._committed.get(tp)
+                history = self._commit_log.setdefault(tp, [])
                 if before is not None and offset < before:
+                    recent = ", ".join(f"{w}:{o}@{t:.2f}" for w, o, t in history[-8:])
                     self._violations.append(
-                        f"committed offset of {tp} went back from {before} to {offset} ({who})"
+                        f"committed offset of {tp} went back from {before} to {offset} "
+                        f"({who} at {now:.2f}; before: {recent})"
                     )
+                if not history or history[-1][:2] != (who, offset):
+                    history.append((who, offset, now))
                 if before is None or offset > before:
                     self._committed[tp] = offset
 
@@ -363,8 +371,9 @@ class LedgerListener(RebalanceListener):
     """A ``coopconsumer.RebalanceListener`` feeding ``ledger`` as member ``member``.
 
     ``before_revoke`` runs first in ``on_partitions_revoked`` (a member commits its
-    processed offsets there). Every call is also kept in ``calls`` as
-    ``(kind, partitions, time.monotonic())``.
+    processed offsets there), ``on_lost`` first in ``on_partitions_lost`` (a member
+    forgets what it has not committed: it may not commit for partitions it lost). Every
+    call is also kept in ``calls`` as ``(kind, partitions, time.monotonic())``.
     """
 
     def __init__(
@@ -372,10 +381,12 @@ class LedgerListener(RebalanceListener):
         ledger: OwnershipLedger,
         member: str,
         before_revoke: Callable[[frozenset[TopicPartition]], None] | None = None,
+        on_lost: Callable[[frozenset[TopicPartition]], None] | None = None,
     ) -> None:
         self.ledger = ledger
         self.member = member
         self.before_revoke = before_revoke
+        self.on_lost = on_lost
         self.calls: list[tuple[str, frozenset[TopicPartition], float]] = []
 
     def on_partitions_assigned(self, partitions: frozenset[TopicPartition]) -> None:
@@ -390,6 +401,8 @@ class LedgerListener(RebalanceListener):
 
     def on_partitions_lost(self, partitions: frozenset[TopicPartition]) -> None:
         self.calls.append(("lost", frozenset(partitions), time.monotonic()))
+        if self.on_lost is not None:
+            self.on_lost(frozenset(partitions))
         self.ledger.lost(self.member, partitions)
 
 
@@ -403,6 +416,7 @@ def rdkafka_callbacks(
     *,
     incremental: bool,
     before_revoke: Callable[[frozenset[TopicPartition]], None] | None = None,
+    on_lost: Callable[[frozenset[TopicPartition]], None] | None = None,
 ) -> dict[str, RdkafkaCallback]:
     """``on_assign``/``on_revoke``/``on_lost`` for ``confluent_kafka.Consumer.subscribe``.
 
@@ -427,13 +441,15 @@ def rdkafka_callbacks(
             tps &= ledger.owned_by(member)
         ledger.revoked(member, tps)
 
-    def on_lost(_c: Any, partitions: list[Any]) -> None:
+    def on_lost_(_c: Any, partitions: list[Any]) -> None:
         tps = _tps(partitions)
+        if on_lost is not None:
+            on_lost(tps)
         if not incremental:
             tps &= ledger.owned_by(member)
         ledger.lost(member, tps)
 
-    return {"on_assign": on_assign, "on_revoke": on_revoke, "on_lost": on_lost}
+    return {"on_assign": on_assign, "on_revoke": on_revoke, "on_lost": on_lost_}
 
 
 # --- assignors that record what the coordinator made them do ----------------------
@@ -442,8 +458,10 @@ def rdkafka_callbacks(
 class _Recorder:
     """Shared bookkeeping of the recording assignors (leader turns, chosen protocol)."""
 
-    def __init__(self) -> None:
+    def __init__(self, assign_delay_s: float = 0.0) -> None:
         self.lock = threading.Lock()
+        #: Pause before each assignment (see ``CoopMember``'s ``assign_delay_s``).
+        self.assign_delay_s = assign_delay_s
         #: (time.monotonic(), member ids in the group) per assign() call: leader turns.
         self.led: list[tuple[float, tuple[str, ...]]] = []
         #: (generation, assignor name) per on_assignment() call: the broker's choice.
@@ -464,6 +482,7 @@ class RecordingCooperativeSticky(CooperativeStickyAssignor):
             self.recorder.led.append(
                 (time.monotonic(), tuple(sorted(group_subscription.subscriptions)))
             )
+        time.sleep(self.recorder.assign_delay_s)
         return super().assign(metadata, group_subscription)
 
     def on_assignment(
@@ -488,6 +507,7 @@ class RecordingRange(RangeAssignor):
             self.recorder.led.append(
                 (time.monotonic(), tuple(sorted(group_subscription.subscriptions)))
             )
+        time.sleep(self.recorder.assign_delay_s)
         return super().assign(metadata, group_subscription)
 
     def on_assignment(
@@ -498,10 +518,12 @@ class RecordingRange(RangeAssignor):
         super().on_assignment(assignment, group_metadata)
 
 
-def recording_assignors(strategy: str) -> tuple[list[ConsumerPartitionAssignor], _Recorder]:
+def recording_assignors(
+    strategy: str, assign_delay_s: float = 0.0
+) -> tuple[list[ConsumerPartitionAssignor], _Recorder]:
     """Assignor instances for ``strategy`` (``"range"``, ``"cooperative-sticky"`` or a
     comma-separated list of those) sharing one recorder."""
-    recorder = _Recorder()
+    recorder = _Recorder(assign_delay_s)
     assignors: list[ConsumerPartitionAssignor] = []
     for name in (part.strip() for part in strategy.split(",")):
         if name == "cooperative-sticky":
@@ -598,6 +620,11 @@ class _MemberThread:
                     del self._pending[tp]
             return taken
 
+    def _forget_pending(self, partitions: frozenset[TopicPartition]) -> None:
+        """Lost partitions: their uncommitted progress may not be committed any more
+        (the next owner may already have committed beyond it)."""
+        self._take_pending(partitions)
+
     def _restore_pending(self, offsets: Mapping[TopicPartition, int]) -> None:
         with self._pending_lock:
             for tp, offset in offsets.items():
@@ -625,6 +652,14 @@ class CoopMember(_MemberThread):
     (``RebalanceInProgressError``) is retried after the next poll; one refused because
     the generation is gone (``CommitFailedError``) is dropped and noted in
     ``commit_failures`` (the next owner processes those records again).
+
+    ``assign_delay_s`` makes this member's assignor wait before each assignment it runs
+    as leader. Tests on librdkafka's mock cluster need it when several coopconsumer
+    members share a group: the mock completes a SyncGroup round as soon as the leader's
+    SyncGroup carries every member's assignment (it counts assignments, not SyncGroup
+    requests: ``rd_kafka_mock_cgrp_classic_sync_check``) and answers a follower's
+    SyncGroup arriving after that with INVALID_REQUEST, which a Kafka broker answers
+    with the assignment. Delaying the leader lets the followers' SyncGroups arrive first.
     """
 
     def __init__(
@@ -638,9 +673,10 @@ class CoopMember(_MemberThread):
         *,
         strategy: str = "cooperative-sticky",
         extra_config: Mapping[str, object] | None = None,
+        assign_delay_s: float = 0.0,
     ) -> None:
         super().__init__(name, ledger, accounting)
-        self.assignors, self.recorder = recording_assignors(strategy)
+        self.assignors, self.recorder = recording_assignors(strategy, assign_delay_s)
         self.strategy = strategy
         self.config: dict[str, object] = {
             "bootstrap.servers": bootstrap,
@@ -652,7 +688,9 @@ class CoopMember(_MemberThread):
             **(extra_config or {}),
         }
         self.topics = list(topics)
-        self.listener = LedgerListener(ledger, name, before_revoke=self._commit_revoked)
+        self.listener = LedgerListener(
+            ledger, name, before_revoke=self._commit_revoked, on_lost=self._forget_pending
+        )
         self.consumer: coopconsumer.Consumer | None = None
         self.member_ids: set[str] = set()
 
@@ -791,6 +829,7 @@ class RdkafkaMember(_MemberThread):
                 self.name,
                 incremental=self.incremental,
                 before_revoke=lambda tps: self._commit_pending(tps),
+                on_lost=self._forget_pending,
             ),
         )
 
@@ -944,6 +983,60 @@ def committed_offsets(
     return {
         TopicPartition(p.topic, p.partition): (p.offset if p.offset >= 0 else None) for p in answer
     }
+
+
+class CommittedWatcher:
+    """Samples the group's committed offsets from outside the group on a thread (a
+    confluent-kafka client sending OffsetFetch only) and feeds them to ``accounting``,
+    which flags any offset that goes back. Failed samples (coordinator down) are
+    counted in ``failed_samples`` and skipped."""
+
+    def __init__(
+        self,
+        bootstrap: str,
+        group_id: str,
+        partitions: Iterable[TopicPartition],
+        accounting: RecordAccounting,
+        *,
+        interval_s: float = 0.3,
+    ) -> None:
+        self.accounting = accounting
+        self.partitions = [
+            confluent_kafka.TopicPartition(tp.topic, tp.partition) for tp in partitions
+        ]
+        self.interval_s = interval_s
+        self.samples = 0
+        self.failed_samples = 0
+        self._reader = confluent_kafka.Consumer(
+            {"bootstrap.servers": bootstrap, "group.id": group_id, "enable.auto.commit": False}
+        )
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="committed-watcher", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            while not self._stop.wait(self.interval_s):
+                try:
+                    answer = self._reader.committed(self.partitions, timeout=2.0)
+                except confluent_kafka.KafkaException:
+                    self.failed_samples += 1
+                    continue
+                offsets = {
+                    TopicPartition(p.topic, p.partition): p.offset
+                    for p in answer
+                    if p.error is None and p.offset >= 0
+                }
+                self.accounting.committed("watcher", offsets)
+                self.samples += 1
+        finally:
+            self._reader.close()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(10)
 
 
 def end_offsets(

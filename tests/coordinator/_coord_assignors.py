@@ -48,8 +48,9 @@ class EagerTestAssignor(ConsumerPartitionAssignor):
 
 
 class CooperativeTestAssignor(EagerTestAssignor):
-    """Sticky and cooperative: keeps owned partitions up to a fair quota, hands out
-    unowned ones, and leaves partitions that change owner unassigned for one round."""
+    """Cooperative: computes the eager round-robin target, then withholds for one round
+    every partition another member still owns (KIP-429). The target depends only on the
+    members and their subscriptions, so a group converges in at most two rebalances."""
 
     def __init__(self, name: str = "test-coop") -> None:
         super().__init__(name)
@@ -60,33 +61,18 @@ class CooperativeTestAssignor(EagerTestAssignor):
     def assign(
         self, metadata: ClusterMetadata, group_subscription: GroupSubscription
     ) -> GroupAssignment:
-        subs = group_subscription.subscriptions
-        partitions = _eligible(group_subscription, metadata)
-        claims: dict[TopicPartition, list[str]] = {}
-        for member, sub in subs.items():
+        target = super().assign(metadata, group_subscription).assignments
+        claims: dict[TopicPartition, set[str]] = {}
+        for member, sub in group_subscription.subscriptions.items():
             for tp in sub.owned_partitions:
-                claims.setdefault(tp, []).append(member)
-        quota = -(-len(partitions) // max(len(subs), 1))
-        result: dict[str, list[TopicPartition]] = {m: [] for m in subs}
-        moving: set[TopicPartition] = set()
-        for tp in partitions:
-            owners = claims.get(tp, [])
-            if len(owners) == 1 and tp.topic in subs[owners[0]].topics:
-                if len(result[owners[0]]) < quota:
-                    result[owners[0]].append(tp)
-                else:
-                    moving.add(tp)  # owner revokes it; assigned in the follow-up
-            elif owners:
-                moving.add(tp)
-        for tp in partitions:
-            if tp in moving or any(tp in ps for ps in result.values()):
-                continue
-            members = sorted(m for m, s in subs.items() if tp.topic in s.topics)
-            target = min(members, key=lambda m: (len(result[m]), m))
-            result[target].append(tp)
-        return GroupAssignment(
-            assignments={m: Assignment(partitions=tuple(sorted(ps))) for m, ps in result.items()}
-        )
+                claims.setdefault(tp, set()).add(member)
+        result = {
+            member: Assignment(
+                partitions=tuple(tp for tp in a.partitions if claims.get(tp, {member}) == {member})
+            )
+            for member, a in target.items()
+        }
+        return GroupAssignment(assignments=result)
 
 
 class RaisingAssignor(EagerTestAssignor):

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 import attrs
 from fake_group_coordinator import FakeGroupCoordinator
 
+from coopconsumer import consumer_protocol
 from coopconsumer._coordinator import (
     Assign,
     CommitDone,
@@ -42,7 +43,15 @@ from coopconsumer._coordinator import (
 from coopconsumer._coordinator._inputs import CoordinatorFound, CoordinatorUnavailable
 from coopconsumer._errors import CoopConsumerError, RequestTimeoutError
 from coopconsumer._types import TopicPartition
-from coopconsumer.assignors import ClusterMetadata, ConsumerPartitionAssignor
+from coopconsumer.assignors import (
+    ClusterMetadata,
+    ConsumerPartitionAssignor,
+    RebalanceProtocol,
+)
+
+#: Bounds that turn a livelock into a test failure instead of a hang.
+MAX_EVENTS = 20_000
+MAX_STEPS = 5_000
 
 
 class OwnershipViolation(AssertionError):
@@ -148,7 +157,7 @@ class GroupHarness:
 
     def run(self) -> None:
         """Process queued inputs and the fake's answers until nothing is left."""
-        while True:
+        for _ in range(MAX_EVENTS):
             self._collect_deliveries()
             if not self._queue:
                 return
@@ -160,6 +169,7 @@ class GroupHarness:
             hm.effects.extend(effects)
             for effect in effects:
                 self._execute(hm, effect)
+        raise AssertionError(f"t={self.now}: no quiescence after {MAX_EVENTS} inputs (livelock)")
 
     def _collect_deliveries(self) -> None:
         outbox, self.fake.outbox = self.fake.outbox, []
@@ -186,6 +196,7 @@ class GroupHarness:
         elif isinstance(effect, MetadataNeeded):
             self.feed(name, MetadataUpdate(metadata=self.metadata()))
         elif isinstance(effect, InvokeListener):
+            self._check_callback(hm, effect)
             self.callbacks.append(Callback(name, effect.kind, effect.partitions))
             self.feed(name, ListenerDone(invocation_id=effect.invocation_id, kind=effect.kind))
         elif isinstance(effect, Assign):
@@ -207,11 +218,43 @@ class GroupHarness:
                 if self.owner.get(tp) == name:
                     del self.owner[tp]
         elif isinstance(effect, CommitDone):
+            if effect.token in self.commits:
+                raise AssertionError(f"commit {effect.token!r} answered twice")
             self.commits[effect.token] = effect.error
         elif isinstance(effect, ReportError):
             self.reported.append((name, effect.error))
         elif isinstance(effect, Fatal):
             self.fatal[name] = effect.error
+
+    def _check_callback(self, hm: HarnessMember, effect: InvokeListener) -> None:
+        """REVOKED only for partitions still owned; under COOPERATIVE, never for a
+        partition the member keeps: after SyncGroup only partitions missing from the
+        coordinator's assignment for it, before JoinGroup only unsubscribed topics."""
+        member = hm.member
+        if effect.kind is ListenerKind.LOST:
+            if effect.partitions & hm.owned:
+                raise OwnershipViolation(f"{hm.name}: LOST for partitions still assigned")
+            return
+        if effect.kind is not ListenerKind.REVOKED:
+            return
+        if not effect.partitions <= hm.owned:
+            raise OwnershipViolation(f"{hm.name}: REVOKED for partitions it does not own")
+        if member.protocol is not RebalanceProtocol.COOPERATIVE:
+            return
+        if member.state is MemberState.ASSIGNING:
+            broker = self.fake.members.get(member.member_id)
+            assert broker is not None
+            new = frozenset(consumer_protocol.decode_assignment(broker.assignment).partitions)
+            if effect.partitions & new:
+                raise OwnershipViolation(
+                    f"{hm.name}: REVOKED kept partitions {sorted(effect.partitions & new)}"
+                )
+        elif member.state is MemberState.PREPARING_JOIN:
+            kept_topics = {tp.topic for tp in effect.partitions} & member.subscribed_topics
+            if kept_topics:
+                raise OwnershipViolation(
+                    f"{hm.name}: REVOKED partitions of subscribed topics {sorted(kept_topics)}"
+                )
 
     def _next_time(self, target: float) -> float:
         candidates = [target]
@@ -254,11 +297,12 @@ class GroupHarness:
         """Advance the clock by ``seconds``, stopping at every deadline on the way."""
         target = self.now + seconds
         self.run()
-        while True:
+        for _ in range(MAX_STEPS):
             t = self._next_time(target)
             self.step_to(t)
             if t >= target:
                 return
+        raise AssertionError(f"t={self.now}: the clock does not progress (a deadline stays due)")
 
     # ------------------------------------------------------------------ queries
 

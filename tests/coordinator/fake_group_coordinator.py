@@ -182,7 +182,11 @@ class FakeGroupCoordinator:
 
     def next_deadline(self) -> float | None:
         """When ``advance`` has something to do (session expiry, rebalance timeout)."""
-        candidates = [m.last_heartbeat + m.session_timeout_s for m in self.members.values()]
+        candidates = [
+            m.last_heartbeat + m.session_timeout_s
+            for m in self.members.values()
+            if m.awaiting_join is None and m.awaiting_sync is None
+        ]
         candidates.extend(self.pending_members.values())
         if self.rebalance_deadline is not None:
             candidates.append(self.rebalance_deadline)

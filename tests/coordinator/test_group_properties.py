@@ -1,0 +1,236 @@
+"""Hypothesis stateful test: members join, leave, crash, stall, change subscriptions and
+meet injected faults while the clock moves; the ownership ledger must hold throughout.
+
+Invariants (checked by ``GroupHarness`` at every effect and by ``settle`` here):
+- no partition is ever assigned to a member while another member owns it;
+- REVOKED only for owned partitions, and under COOPERATIVE never for a partition the
+  member keeps; LOST only after the partitions were unassigned;
+- every commit gets exactly one answer;
+- after quiescence every partition of a subscribed topic is owned by exactly one live
+  member subscribed to it, and nothing else is owned.
+
+Faults are limited to ones the classic protocol is designed to survive: error codes on
+JoinGroup/SyncGroup/Heartbeat/OffsetCommit, dropped heartbeat answers, a coordinator
+move. (A dropped JoinGroup answer lets the broker expire a member that still owns
+partitions under COOPERATIVE until its request times out; Java has the same window.)
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+
+from _coord_assignors import CooperativeTestAssignor, EagerTestAssignor
+from _coord_harness import GroupHarness
+from hypothesis import settings
+from hypothesis import strategies as st
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    initialize,
+    invariant,
+    precondition,
+    rule,
+)
+
+from coopconsumer._coordinator import (
+    CloseRequested,
+    CommitRequested,
+    MemberState,
+    OffsetAndMetadata,
+    Subscribe,
+)
+from coopconsumer._protocol import errors
+from coopconsumer.assignors import (
+    ConsumerPartitionAssignor,
+    CooperativeStickyAssignor,
+    RangeAssignor,
+)
+
+TOPICS = ("t", "u")
+JOIN, SYNC, HEARTBEAT, COMMIT = 11, 14, 12, 8
+FAULTS = {
+    JOIN: [
+        errors.COORDINATOR_LOAD_IN_PROGRESS,
+        errors.NOT_COORDINATOR,
+        errors.REBALANCE_IN_PROGRESS,
+        errors.UNKNOWN_MEMBER_ID,
+    ],
+    SYNC: [errors.REBALANCE_IN_PROGRESS, errors.NOT_COORDINATOR, errors.ILLEGAL_GENERATION],
+    HEARTBEAT: [
+        errors.NOT_COORDINATOR,
+        errors.REBALANCE_IN_PROGRESS,
+        errors.ILLEGAL_GENERATION,
+        errors.UNKNOWN_MEMBER_ID,
+    ],
+    COMMIT: [errors.REBALANCE_IN_PROGRESS, errors.ILLEGAL_GENERATION, errors.NOT_COORDINATOR],
+}
+# COORD_PROPERTY_EXAMPLES raises the example count when hunting bugs locally.
+SETTINGS = settings(
+    max_examples=int(os.environ.get("COORD_PROPERTY_EXAMPLES", "15")),
+    stateful_step_count=30,
+    deadline=None,
+)
+
+
+class GroupChurn(RuleBasedStateMachine):
+    """A group of members on one assignor family (set by subclasses)."""
+
+    make_assignors: Callable[[], list[ConsumerPartitionAssignor]]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.h = GroupHarness({"t": 4, "u": 3})
+        self.counter = 0
+        self.tokens = 0
+
+    def _new_member(self, topics: frozenset[str]) -> None:
+        self.counter += 1
+        self.h.add_member(f"m{self.counter}", self.make_assignors(), topics=topics)
+        self.h.run()
+
+    def _live_names(self) -> list[str]:
+        return sorted(hm.name for hm in self.h.live())
+
+    @initialize(count=st.integers(1, 3))
+    def start(self, count: int) -> None:
+        for _ in range(count):
+            self._new_member(frozenset(TOPICS))
+        self.h.advance(5)
+
+    @precondition(lambda self: len(self.h.live()) < 5)
+    @rule(topics=st.sets(st.sampled_from(TOPICS), min_size=1))
+    def add_member(self, topics: set[str]) -> None:
+        self._new_member(frozenset(topics))
+
+    @precondition(lambda self: len(self.h.live()) > 1)
+    @rule(data=st.data())
+    def crash(self, data: st.DataObject) -> None:
+        self.h.crash(data.draw(st.sampled_from(self._live_names())))
+
+    @precondition(lambda self: len(self.h.live()) > 1)
+    @rule(data=st.data())
+    def close(self, data: st.DataObject) -> None:
+        name = data.draw(st.sampled_from(self._live_names()))
+        self.h.feed(name, CloseRequested())
+        self.h.run()
+
+    @precondition(lambda self: bool(self.h.live()))
+    @rule(data=st.data(), topics=st.sets(st.sampled_from(TOPICS), min_size=1))
+    def resubscribe(self, data: st.DataObject, topics: set[str]) -> None:
+        name = data.draw(st.sampled_from(self._live_names()))
+        self.h.feed(name, Subscribe(topics=frozenset(topics)))
+        self.h.run()
+
+    @precondition(lambda self: bool(self.h.live()))
+    @rule(data=st.data(), polling=st.booleans())
+    def stall_or_resume(self, data: st.DataObject, polling: bool) -> None:
+        name = data.draw(st.sampled_from(self._live_names()))
+        self.h.members[name].polling = polling
+
+    @rule(data=st.data(), api=st.sampled_from(sorted(FAULTS)), count=st.integers(1, 2))
+    def inject_error(self, data: st.DataObject, api: int, count: int) -> None:
+        self.h.fake.fail_next(api, data.draw(st.sampled_from(FAULTS[api])), count)
+
+    @rule(count=st.integers(1, 6))
+    def drop_heartbeats(self, count: int) -> None:
+        self.h.fake.drop_next(HEARTBEAT, count)
+
+    @rule()
+    def move_coordinator(self) -> None:
+        self.h.fake.move_coordinator(self.h.fake.node_id + 1)
+
+    @rule(topic=st.sampled_from(TOPICS))
+    def add_partitions(self, topic: str) -> None:
+        if self.h.topics[topic] < 8:
+            self.h.set_topics({**self.h.topics, topic: self.h.topics[topic] + 1})
+
+    @precondition(lambda self: any(hm.owned for hm in self.h.live()))
+    @rule(data=st.data())
+    def commit(self, data: st.DataObject) -> None:
+        owners = sorted(hm.name for hm in self.h.live() if hm.owned)
+        name = data.draw(st.sampled_from(owners))
+        tp = min(self.h.members[name].owned)
+        self.tokens += 1
+        self.h.feed(
+            name,
+            CommitRequested(offsets={tp: OffsetAndMetadata(offset=self.tokens)}, token=self.tokens),
+        )
+        self.h.run()
+
+    @rule(seconds=st.sampled_from([0.5, 3.0, 10.0, 31.0]))
+    def advance(self, seconds: float) -> None:
+        self.h.advance(seconds)
+
+    @invariant()
+    def nothing_fatal(self) -> None:
+        assert self.h.fatal == {}
+
+    def teardown(self) -> None:
+        self.settle()
+
+    def settle(self) -> None:
+        """Stop faults, let every member poll, give the group time: everything must end
+        up owned exactly once by a live member subscribed to it."""
+        for api in FAULTS:
+            self.h.fake.fail_next(api, errors.NONE, 0)
+        self.h.fake.drop_next(HEARTBEAT, 0)
+        for hm in self.h.members.values():
+            hm.polling = True
+        self.h.advance(120)
+        live = self.h.live()
+        assert all(hm.member.state is MemberState.STABLE for hm in live), {
+            hm.name: hm.member.state for hm in live
+        }
+        owners: dict[object, str] = {}
+        for hm in live:
+            for tp in hm.owned:
+                assert tp not in owners, (tp, owners[tp], hm.name)
+                assert tp.topic in hm.member.subscribed_topics
+                owners[tp] = hm.name
+        subscribed = {t for hm in live for t in hm.member.subscribed_topics}
+        assert set(owners) == self.h.all_partitions(subscribed)
+        live_names = {hm.name for hm in live}
+        assert all(not hm.owned for hm in self.h.members.values() if hm.name not in live_names)
+        assert set(self.h.commits) == set(range(1, self.tokens + 1))
+
+
+def _eager_test() -> list[ConsumerPartitionAssignor]:
+    return [EagerTestAssignor()]
+
+
+def _range() -> list[ConsumerPartitionAssignor]:
+    return [RangeAssignor()]
+
+
+def _cooperative_test() -> list[ConsumerPartitionAssignor]:
+    return [CooperativeTestAssignor()]
+
+
+def _cooperative_sticky() -> list[ConsumerPartitionAssignor]:
+    return [CooperativeStickyAssignor()]
+
+
+class EagerTestGroup(GroupChurn):
+    make_assignors = staticmethod(_eager_test)
+
+
+class EagerRangeGroup(GroupChurn):
+    make_assignors = staticmethod(_range)
+
+
+class CooperativeTestGroup(GroupChurn):
+    make_assignors = staticmethod(_cooperative_test)
+
+
+class CooperativeStickyGroup(GroupChurn):
+    make_assignors = staticmethod(_cooperative_sticky)
+
+
+TestEagerTestGroup = EagerTestGroup.TestCase
+TestEagerTestGroup.settings = SETTINGS
+TestEagerRangeGroup = EagerRangeGroup.TestCase
+TestEagerRangeGroup.settings = SETTINGS
+TestCooperativeTestGroup = CooperativeTestGroup.TestCase
+TestCooperativeTestGroup.settings = SETTINGS
+TestCooperativeStickyGroup = CooperativeStickyGroup.TestCase
+TestCooperativeStickyGroup.settings = SETTINGS

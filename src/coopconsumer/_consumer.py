@@ -351,7 +351,7 @@ class Consumer:
         now = time.monotonic()
         if self._auto_commit and now >= self._next_auto_commit:
             self._auto_commit_async(now)
-        if self._errors or self._invoker.has_error:
+        if self._fatal is not None or self._errors or self._invoker.has_error:
             self._raise_pending()
         deadline = None if timeout is None or timeout < 0 else now + timeout
         fetcher = self._fetcher

@@ -358,3 +358,26 @@ def test_close_is_bounded_when_leave_group_gets_no_answer(cluster: FakeCluster) 
     consumer.close(timeout=0.5)
     assert client.closed
     assert consumer.assignment() == frozenset()
+
+
+def test_fatal_group_error_is_raised_after_lost_and_on_every_later_call(
+    cluster: FakeCluster,
+) -> None:
+    consumer, client = cluster.consumer(settings())
+    listener = Recorder()
+    consumer.subscribe([TOPIC], listener)
+    poll_until(consumer, lambda: consumer.assignment() == TPS)
+    cluster.coordinator.fail_next(12, errors.FENCED_INSTANCE_ID)  # next heartbeat
+    with pytest.raises(KafkaError) as info:
+        poll_until(consumer, lambda: False)
+    assert info.value.code == errors.FENCED_INSTANCE_ID
+    # The member dropped its partitions (LOST ran first, on this thread), and the
+    # error sticks until close().
+    assert listener.calls[-1] == ("lost", TPS)
+    assert consumer.assignment() == frozenset()
+    with pytest.raises(KafkaError):
+        consumer.poll(0)
+    with pytest.raises(KafkaError):
+        consumer.commit({TopicPartition(TOPIC, 0): 1})
+    consumer.close()
+    assert client.closed

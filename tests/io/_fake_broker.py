@@ -51,6 +51,20 @@ def frame(payload: bytes) -> bytes:
     return struct.pack(">i", len(payload)) + payload
 
 
+class ManualClock:
+    """A monotonic clock the test moves by hand (sockets still run in real time).
+
+    Deadlines then fire when the test says so, not when a loaded machine happens to
+    stall: outcomes stay independent of scheduling.
+    """
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
 class FakeConn:
     """The broker side of one accepted connection."""
 

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from _fake_broker import FakeBroker, FakeConn, frame
+from _fake_broker import FakeBroker, FakeConn, ManualClock, frame
 
 from coopconsumer._errors import (
     BrokerConnectionError,
@@ -197,17 +197,29 @@ def test_request_queued_behind_a_stuck_handshake_times_out_then_setup_timeout_cl
     fake: FakeBroker,
 ) -> None:
     fake.on(ApiVersionsRequest.API_KEY, lambda conn, header, request: None)
-    # Setup timeout well above the request's, so even a slow poll sees them in order.
-    conn = connect(fake, connection_setup_timeout_ms=1500)
+    # The clock moves by hand, so the request's deadline passes before the setup one
+    # however slowly the machine runs.
+    clock = ManualClock()
+    conn = connect(fake, connection_setup_timeout_ms=1500, clock=clock)
     try:
         quick = conn.send(heartbeat(), timeout_ms=20)
         slow = conn.send(heartbeat(), timeout_ms=60_000)
-        drive(conn, quick)
+        for _ in range(int(WAIT_S / 0.01)):
+            if conn.state is not ConnectionState.CONNECTING:
+                break
+            conn.poll(0.01)
+        assert conn.state is ConnectionState.NEGOTIATING
+        clock.now += 0.05
+        conn.poll(0)
+        assert quick.done()
         error = quick.exception()
         assert isinstance(error, RequestTimeoutError)
         assert error.api_version is None  # never negotiated, never written
-        assert conn.state is ConnectionState.NEGOTIATING
-        drive(conn, slow)
+        assert state_of(conn) is ConnectionState.NEGOTIATING
+        assert not slow.done()
+        clock.now += 1.5
+        conn.poll(0)
+        assert slow.done()
         failure = slow.exception()
         assert isinstance(failure, BrokerConnectionError)
         assert "setup" in str(failure)

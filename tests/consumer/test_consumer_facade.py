@@ -381,3 +381,16 @@ def test_fatal_group_error_is_raised_after_lost_and_on_every_later_call(
         consumer.commit({TopicPartition(TOPIC, 0): 1})
     consumer.close()
     assert client.closed
+
+
+def test_commit_accepts_confluent_style_lists(cluster: FakeCluster) -> None:
+    import confluent_kafka
+
+    consumer, _ = cluster.consumer(settings())
+    consumer.subscribe([TOPIC])
+    poll_until(consumer, lambda: consumer.assignment() == TPS)
+    consumer.commit([confluent_kafka.TopicPartition(TOPIC, 1, 3)])
+    assert cluster.coordinator.committed_offsets() == {TopicPartition(TOPIC, 1): 3}
+    with pytest.raises(ConfigurationError):
+        consumer.commit([confluent_kafka.TopicPartition(TOPIC, 1)])  # no offset
+    consumer.close()

@@ -455,6 +455,7 @@ def test_leader_waits_for_metadata_covering_the_group_subscription() -> None:
         for a in request.assignments
     }
     assert TopicPartition("other", 0) in got["m2"]
+    assert s.member.metadata_topics == {"t", "other"}
 
 
 def test_static_leader_with_skip_assignment_syncs_without_assigning() -> None:

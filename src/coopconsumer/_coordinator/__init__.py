@@ -3,6 +3,35 @@
 ``GroupMember.handle(input, now) -> list[Effect]`` plus ``next_deadline``; the driver in
 ``coopconsumer._io`` executes effects and feeds inputs. Nothing here opens a socket,
 starts a thread, reads a clock or imports ``confluent_kafka``/``coopconsumer._io``.
+
+The driver's contract, effect by effect (execute each batch in order):
+
+- ``Send(request_id, request, node_id, timeout_s)``: send to broker ``node_id`` at the
+  negotiated version; feed ``ResponseReceived`` or ``RequestFailed`` (timeout:
+  ``RequestTimeoutError`` after ``timeout_s``, or ``request.timeout.ms`` when None).
+- ``FindCoordinator(group_id)``: FindCoordinator (key type GROUP); feed
+  ``CoordinatorFound(node_id)`` or ``CoordinatorUnavailable(error)``.
+- ``MetadataNeeded(topics)``: fetch metadata (None = all topics); feed ``MetadataUpdate``.
+  Also refresh ``member.metadata_topics`` periodically (``metadata.max.age.ms``).
+- ``InvokeListener(invocation_id, kind, partitions)``: run the callback on the thread
+  calling ``poll()``; feed ``ListenerDone(invocation_id, kind)`` whether it raised or not.
+  While a REVOKED call is pending, return no records of its partitions (Java's
+  ``markPendingRevocation``); the Unassign follows its ``ListenerDone``.
+- ``Assign(partitions)`` / ``Unassign(partitions)``: incremental fetcher changes.
+  ``set_assigned_partitions`` is the running size of their union.
+- ``CommitBeforeRevoke(partitions)``: with ``enable.auto.commit``, commit the consumed
+  offsets of ``partitions`` (``CommitRequested``) before running the REVOKED callback
+  that follows; the member accepts commits in the state that emitted it.
+- ``CommitDone(token, error)``: complete the commit identified by ``token``.
+- ``Observe(event, now, latency_s)``: forward to ``CoordinatorMetrics`` (see
+  ``Observation``).
+- ``Log(level, message)``: log it.
+- ``ReportError(error)``: raise from the next ``poll()``; the member continues.
+- ``Fatal(error)``: raise from ``poll()`` and every later call until ``close()``.
+
+Inputs the driver feeds besides answers: ``Subscribe``, ``PollCalled`` (at every
+``poll()``), ``CommitRequested``, ``LeaveRequested`` (unsubscribe), ``CloseRequested``,
+and ``Tick`` at ``next_deadline``.
 """
 
 from ._diff import AssignmentDiff as AssignmentDiff

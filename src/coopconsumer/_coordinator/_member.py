@@ -310,6 +310,7 @@ class GroupMember:
         self._internal_topics: frozenset[str] = frozenset()
         self._joined_subscription: frozenset[str] | None = None
         self._assignment_snapshot: dict[str, int | None] | None = None
+        self._group_topics: frozenset[str] = frozenset()  # leader: the group subscription
 
         self._owned: set[TopicPartition] = set()
         # invocation id -> partitions to Unassign when that (REVOKED) listener is done
@@ -378,6 +379,15 @@ class GroupMember:
     @property
     def subscribed_topics(self) -> frozenset[str]:
         """The topics subscribed to now (a pattern's matches included)."""
+        return self._subscribed
+
+    @property
+    def metadata_topics(self) -> frozenset[str]:
+        """Topics whose metadata the driver should keep fresh: the subscription, plus
+        the whole group subscription while this member is the leader (Java's leader
+        watches every topic it assigned, to notice partition changes)."""
+        if self.is_leader:
+            return self._subscribed | self._group_topics
         return self._subscribed
 
     @property
@@ -967,6 +977,7 @@ class GroupMember:
             self._assignment_failed(exc, now)
             return
         group_topics = frozenset(t for s in subscriptions.values() for t in s.topics)
+        self._group_topics = group_topics
         known = self._metadata.partition_counts if self._metadata is not None else {}
         missing = group_topics - frozenset(known)
         if missing and not metadata_refreshed:

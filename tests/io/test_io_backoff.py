@@ -19,8 +19,10 @@ def test_doubles_from_initial_up_to_the_cap_without_jitter() -> None:
     assert backoff.delay_ms(10_000) == 1000  # no overflow for huge attempt counts
 
 
-def test_constant_when_max_is_not_above_initial() -> None:
-    backoff = ExponentialBackoff(100, 50, jitter=0)
+@pytest.mark.parametrize("max_ms", [50, 100])
+def test_constant_without_jitter_when_max_is_not_above_initial(max_ms: int) -> None:
+    # Java's ExponentialBackoff returns the initial interval as is when expMax is 0.
+    backoff = ExponentialBackoff(100, max_ms, rng=random.Random(1))
     assert {backoff.delay_ms(n) for n in range(5)} == {100}
 
 
@@ -45,11 +47,20 @@ def test_jittered_delay_stays_within_bounds(
     assert base <= backoff.base_delay_ms(attempts + 1)  # never shrinks
     delay = backoff.delay_ms(attempts)
     assert base * (1 - jitter) - 1e-9 <= delay <= base * (1 + jitter) + 1e-9
+    # The configured maximum is a hard ceiling, jitter included (as in Java).
+    assert delay <= initial + extra
 
 
 def test_jitter_spreads_delays() -> None:
-    backoff = ExponentialBackoff(100, 100, rng=random.Random(1))
+    backoff = ExponentialBackoff(100, 10_000, rng=random.Random(1))
     assert len({round(backoff.delay_ms(0), 6) for _ in range(20)}) > 1
+
+
+def test_jitter_never_pushes_the_delay_above_the_maximum() -> None:
+    backoff = ExponentialBackoff(100, 1000, jitter=0.5, rng=random.Random(2))
+    delays = [backoff.delay_ms(10) for _ in range(200)]
+    assert max(delays) == 1000  # half of the draws would exceed it without the cap
+    assert min(delays) >= 500
 
 
 @pytest.mark.parametrize(

@@ -2,9 +2,9 @@
 
 Used for reconnect delays (``reconnect.backoff.ms`` .. ``reconnect.backoff.max.ms``) and
 for retrying retriable broker answers (``retry.backoff.ms`` .. ``retry.backoff.max.ms``).
-Mirrors Java's ``org.apache.kafka.common.utils.ExponentialBackoff``: ``initial * 2**n``
-capped at ``max``, then spread by +/- ``jitter`` so that many clients that lost the same
-broker do not reconnect in lockstep (KIP-144). Standard library only; reads no clock.
+Mirrors Java's ``org.apache.kafka.common.utils.ExponentialBackoff``: ``initial * 2**n``,
+spread by +/- ``jitter`` so that many clients that lost the same broker do not reconnect
+in lockstep (KIP-144), and never above ``max``. Standard library only; reads no clock.
 """
 
 from __future__ import annotations
@@ -20,8 +20,10 @@ class ExponentialBackoff:
     """Delay for the ``attempts``-th consecutive failure (0 = first failure).
 
     ``delay_ms(n)`` is ``min(initial_ms * multiplier**n, max_ms)`` scaled by a random
-    factor in ``[1 - jitter, 1 + jitter]`` and never above ``max_ms * (1 + jitter)``.
-    When ``max_ms <= initial_ms`` the delay is constant (Java does the same).
+    factor in ``[1 - jitter, 1 + jitter]``, then capped at ``max_ms``: as in Java, the
+    configured maximum (``reconnect.backoff.max.ms``) is a hard ceiling. When
+    ``max_ms <= initial_ms`` the delay is ``initial_ms``, without jitter (Java does the
+    same).
     """
 
     __slots__ = ("_initial_ms", "_jitter", "_max_ms", "_multiplier", "_rng")
@@ -76,7 +78,7 @@ class ExponentialBackoff:
     def delay_ms(self, attempts: int) -> float:
         """The jittered delay for ``attempts`` consecutive failures so far."""
         base = self.base_delay_ms(attempts)
-        if self._jitter == 0 or base == 0:
+        if self._jitter == 0 or base == 0 or self._max_ms <= self._initial_ms:
             return base
         factor = self._rng.uniform(1 - self._jitter, 1 + self._jitter)
-        return base * factor
+        return min(base * factor, self._max_ms)

@@ -187,7 +187,9 @@ def test_failure_outside_a_rebalance_is_not_counted() -> None:
 
 def test_completed_without_start_is_a_caller_bug() -> None:
     metrics = CoordinatorMetrics()
-    with pytest.raises(RuntimeError, match="without rebalance_started"):
+    # ValueError, which the driver logs and drops: a metrics mismatch must never stop
+    # the group member.
+    with pytest.raises(ValueError, match="without rebalance_started"):
         metrics.rebalance_completed(1.0)
     assert metrics.snapshot(1.0)["rebalance-total"] == 0.0
 
@@ -242,6 +244,16 @@ def test_windowed_rate_follows_java_sampling() -> None:
     assert registry.measure("r", 101.0) == pytest.approx(2 / 31.0)
     # Long idle: everything purged, the rate reads zero.
     assert registry.measure("r", 1000.0) == 0.0
+
+
+def test_rate_window_has_javas_one_millisecond_floor() -> None:
+    # With one sample there is no assumed empty window: read at the instant the sample
+    # starts, Java divides by its 1 ms floor instead of by zero.
+    registry = MetricsRegistry(MetricConfig(samples=1, time_window_s=30.0))
+    sensor = registry.sensor("s").add("r", "rate", Rate(WindowedCount()))
+    sensor.record(1.0, 5.0)
+    assert registry.measure("r", 5.0) == pytest.approx(1 / 0.001)
+    assert registry.measure("r", 7.0) == pytest.approx(1 / 2.0)
 
 
 def test_windowed_sum_rate_and_hour_unit() -> None:

@@ -44,6 +44,7 @@ __all__ = [
 COORDINATOR_METRIC_GROUP = "consumer-coordinator-metrics"
 
 _HOUR_S = 3600.0
+_MIN_WINDOW_S = 0.001
 
 
 @attrs.frozen(kw_only=True)
@@ -243,7 +244,9 @@ class Rate(Stat):
         min_full_windows = config.samples - 1
         if full_windows < min_full_windows:
             elapsed += (min_full_windows - full_windows) * config.time_window_s
-        return elapsed
+        # Java's floor of 1 ms: with one sample, a rate read at the instant its window
+        # starts would otherwise divide by zero.
+        return max(elapsed, _MIN_WINDOW_S)
 
 
 class CumulativeSum(Stat):
@@ -622,11 +625,12 @@ class CoordinatorMetrics:
     def rebalance_completed(self, now: float) -> None:
         """The rebalance succeeded: record its latency since the first start.
 
-        Raises ``RuntimeError`` if no rebalance was started (a bug in the caller).
+        Raises ``ValueError`` (like every other mismatched observation, which the
+        driver logs and drops) if no rebalance was started; nothing is recorded.
         """
         with self.registry.lock:
             if self._rebalance_start is None:
-                raise RuntimeError("rebalance_completed() without rebalance_started()")
+                raise ValueError("rebalance_completed() without rebalance_started()")
             latency_s = max(0.0, now - self._rebalance_start)
             self._rebalance.record(latency_s * 1000.0, now)
             self._last_rebalance_end = now

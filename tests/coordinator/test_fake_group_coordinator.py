@@ -1,0 +1,186 @@
+"""The fake coordinator itself behaves like Kafka's classic group coordinator."""
+
+from __future__ import annotations
+
+from fake_group_coordinator import Delivery, FakeGroupCoordinator, GroupPhase
+
+from coopconsumer._protocol import errors
+from coopconsumer._protocol.messages import (
+    HeartbeatRequest,
+    HeartbeatResponse,
+    JoinGroupRequest,
+    JoinGroupRequestProtocol,
+    JoinGroupResponse,
+    OffsetCommitRequest,
+    OffsetCommitRequestPartition,
+    OffsetCommitRequestTopic,
+    OffsetCommitResponse,
+    OffsetFetchRequest,
+    OffsetFetchRequestTopic,
+    OffsetFetchResponse,
+    SyncGroupRequest,
+    SyncGroupRequestAssignment,
+    SyncGroupResponse,
+)
+
+
+def join(member_id: str = "", protocols: tuple[str, ...] = ("p",)) -> JoinGroupRequest:
+    return JoinGroupRequest(
+        group_id="g",
+        session_timeout_ms=10_000,
+        rebalance_timeout_ms=20_000,
+        member_id=member_id,
+        protocol_type="consumer",
+        protocols=tuple(JoinGroupRequestProtocol(name=p, metadata=p.encode()) for p in protocols),
+    )
+
+
+def phase(fake: FakeGroupCoordinator) -> GroupPhase:
+    """The group phase (a call, so mypy does not narrow it across requests)."""
+    return fake.phase
+
+
+def take(fake: FakeGroupCoordinator) -> list[Delivery]:
+    out, fake.outbox = fake.outbox, []
+    return out
+
+
+def joined(fake: FakeGroupCoordinator, client: str, now: float = 0.0) -> str:
+    """Run the MEMBER_ID_REQUIRED round trip; return the member id."""
+    fake.submit(client, 1, 1, join(), now)
+    (first,) = take(fake)
+    assert isinstance(first.response, JoinGroupResponse)
+    assert first.response.error_code == errors.MEMBER_ID_REQUIRED
+    fake.submit(client, 1, 2, join(first.response.member_id), now)
+    return first.response.member_id
+
+
+def commit(member_id: str, generation_id: int) -> OffsetCommitRequest:
+    return OffsetCommitRequest(
+        group_id="g",
+        generation_id=generation_id,
+        member_id=member_id,
+        topics=(
+            OffsetCommitRequestTopic(
+                name="t",
+                partitions=(OffsetCommitRequestPartition(partition_index=0, committed_offset=9),),
+            ),
+        ),
+    )
+
+
+def test_single_member_group_forms_with_member_id_required_then_generation_one() -> None:
+    fake = FakeGroupCoordinator("g")
+    member_id = joined(fake, "a")
+    (answer,) = take(fake)
+    assert isinstance(answer.response, JoinGroupResponse)
+    assert (answer.response.generation_id, answer.response.leader) == (1, member_id)
+    assert [m.member_id for m in answer.response.members] == [member_id]
+    assert phase(fake) is GroupPhase.COMPLETING_REBALANCE
+    fake.submit(
+        "a",
+        1,
+        3,
+        SyncGroupRequest(
+            group_id="g",
+            generation_id=1,
+            member_id=member_id,
+            assignments=(SyncGroupRequestAssignment(member_id=member_id, assignment=b"x"),),
+        ),
+        0.0,
+    )
+    (sync,) = take(fake)
+    assert isinstance(sync.response, SyncGroupResponse)
+    assert sync.response.assignment == b"x"
+    assert phase(fake) is GroupPhase.STABLE
+
+
+def test_join_waits_for_known_members_until_the_rebalance_timeout() -> None:
+    fake = FakeGroupCoordinator("g")
+    a = joined(fake, "a")
+    take(fake)
+    fake.submit("a", 1, 3, SyncGroupRequest(group_id="g", generation_id=1, member_id=a), 0.0)
+    take(fake)
+    b = joined(fake, "b", now=1.0)
+    assert take(fake) == []  # b's join is held: a has not rejoined
+    assert phase(fake) is GroupPhase.PREPARING_REBALANCE
+    fake.submit("a", 1, 4, HeartbeatRequest(group_id="g", generation_id=1, member_id=a), 2.0)
+    (hb,) = take(fake)
+    assert hb.response == HeartbeatResponse(error_code=errors.REBALANCE_IN_PROGRESS)
+    # a never rejoins: after the rebalance timeout it is dropped and b's join completes.
+    fake.advance(1.0 + 20.0)
+    (answer,) = take(fake)
+    assert answer.client == "b"
+    assert isinstance(answer.response, JoinGroupResponse)
+    assert answer.response.generation_id == 2
+    assert answer.response.leader == b
+    assert a not in fake.members
+
+
+def test_commits_check_member_and_generation() -> None:
+    fake = FakeGroupCoordinator("g")
+    a = joined(fake, "a")
+    take(fake)
+    fake.submit("a", 1, 3, SyncGroupRequest(group_id="g", generation_id=1, member_id=a), 0.0)
+    take(fake)
+    for member_id, generation, code in [
+        (a, 1, errors.NONE),
+        (a, 0, errors.ILLEGAL_GENERATION),
+        ("nobody", 1, errors.UNKNOWN_MEMBER_ID),
+    ]:
+        fake.submit("a", 1, 9, commit(member_id, generation), 0.0)
+        (answer,) = take(fake)
+        assert isinstance(answer.response, OffsetCommitResponse)
+        assert answer.response.topics[0].partitions[0].error_code == code
+    fake.submit(
+        "a",
+        1,
+        10,
+        OffsetFetchRequest(
+            group_id="g", topics=(OffsetFetchRequestTopic(name="t", partition_indexes=(0, 1)),)
+        ),
+        0.0,
+    )
+    (fetched,) = take(fake)
+    assert isinstance(fetched.response, OffsetFetchResponse)
+    assert [p.committed_offset for p in fetched.response.topics[0].partitions] == [9, -1]
+
+
+def test_session_expiry_removes_a_silent_member() -> None:
+    fake = FakeGroupCoordinator("g")
+    a = joined(fake, "a")
+    take(fake)
+    fake.submit("a", 1, 3, SyncGroupRequest(group_id="g", generation_id=1, member_id=a), 0.0)
+    take(fake)
+    fake.advance(9.9)
+    assert a in fake.members
+    fake.advance(10.0)
+    assert a not in fake.members
+    assert phase(fake) is GroupPhase.EMPTY
+
+
+def test_fault_injection_and_coordinator_moves() -> None:
+    fake = FakeGroupCoordinator("g")
+    fake.fail_next(11, errors.COORDINATOR_LOAD_IN_PROGRESS)
+    fake.submit("a", 1, 1, join(), 0.0)
+    (answer,) = take(fake)
+    assert isinstance(answer.response, JoinGroupResponse)
+    assert answer.response.error_code == errors.COORDINATOR_LOAD_IN_PROGRESS
+    fake.drop_next(11)
+    fake.submit("a", 1, 2, join(), 0.0)
+    assert take(fake) == []
+    fake.move_coordinator(2)
+    fake.submit("a", 1, 3, join(), 0.0)
+    (moved,) = take(fake)
+    assert isinstance(moved.response, JoinGroupResponse)
+    assert moved.response.error_code == errors.NOT_COORDINATOR
+
+
+def test_members_without_a_common_protocol_are_refused() -> None:
+    fake = FakeGroupCoordinator("g")
+    joined(fake, "a")
+    take(fake)
+    fake.submit("b", 1, 5, join(protocols=("q",)), 0.0)
+    (answer,) = take(fake)
+    assert isinstance(answer.response, JoinGroupResponse)
+    assert answer.response.error_code == errors.INCONSISTENT_GROUP_PROTOCOL

@@ -54,6 +54,9 @@ DEFAULT_MAX_RESPONSE_BYTES: Final = 100_000_000
 FIRST_API_VERSIONS_VERSION: Final = min(3, ApiVersionsRequest.MAX_VERSION)
 
 _READ_CHUNK: Final = 256 * 1024
+#: Reads per readiness event. The selector reports the socket again if more is waiting;
+#: returning lets timeouts and other connections run when a peer streams without pause.
+_MAX_READS_PER_EVENT: Final = 64
 _CONTEXT_SUFFIX: Final = re.compile(r" \(api_key=-?\d+(?:, version=-?\d+)?\)$")
 _MAX_CORRELATION_ID: Final = 2**31 - 1
 
@@ -223,7 +226,7 @@ class BrokerConnection:
         self._addresses: list[tuple[int, Any]] = []
         try:
             self._start_connect()
-        except BaseException as exc:
+        except Exception as exc:  # resolution or socket setup; not KeyboardInterrupt
             self._fail_connect(exc)
 
     # ------------------------------------------------------------------ public API
@@ -533,16 +536,10 @@ class BrokerConnection:
             self._write_request(item.future)
 
     def _decode_api_versions(self, entry: _InFlight, frame: bytes) -> ApiVersionsResponse:
-        try:
-            _cid, response = decode_response(
-                ApiVersionsRequest, frame, api_version=entry.api_version
-            )
-        except ProtocolError:
-            if entry.api_version == 0:
-                raise
-            # Java's ApiVersionsResponse.parse: a broker that does not know our version
-            # answers in v0, so parse again as v0 before giving up.
-            _cid, response = decode_response(ApiVersionsRequest, frame, api_version=0)
+        # decode_response itself re-reads an answer that does not parse at our version
+        # as v0 (Java's ApiVersionsResponse.parse): a broker that does not know our
+        # ApiVersions version answers in v0.
+        _cid, response = decode_response(ApiVersionsRequest, frame, api_version=entry.api_version)
         assert isinstance(response, ApiVersionsResponse)
         return response
 
@@ -621,11 +618,11 @@ class BrokerConnection:
 
     def _read(self) -> None:
         assert self._sock is not None
-        while True:
+        for _ in range(_MAX_READS_PER_EVENT):
             try:
                 chunk = self._sock.recv(_READ_CHUNK)
             except (BlockingIOError, InterruptedError):
-                break
+                return
             except OSError as exc:
                 raise _StreamFailure(
                     BrokerConnectionError(f"receive failed: {exc}", broker=self.broker), None
@@ -635,9 +632,11 @@ class BrokerConnection:
                 raise _StreamFailure(self._eof_error(), None)
             self._in += chunk
             self._last_activity = self._clock()
+            # Frame by frame as bytes arrive: an absurd size prefix is caught after the
+            # first chunk, and the buffer never holds more than one frame plus a chunk.
+            self._process_frames()
             if len(chunk) < _READ_CHUNK:
-                break
-        self._process_frames()
+                return
 
     def _process_frames(self) -> None:
         buf = self._in

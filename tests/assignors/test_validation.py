@@ -265,6 +265,29 @@ def test_long_problem_lists_are_truncated() -> None:
     assert "... and 20 more" in message
 
 
+def test_member_ids_that_are_not_strings_are_reported_not_a_crash() -> None:
+    # An assignor returning None/int keys must get an InvalidAssignmentError (which the
+    # leader turns into a failed assignment), not a TypeError from sorting the ids.
+    group = _subs(a=["t"], b=["t"])
+    bad: dict[object, Assignment] = {
+        "a": Assignment(partitions=[TP("t", 0)]),
+        None: Assignment(partitions=[TP("t", 0)]),
+        7: Assignment(partitions=[TP("t", 0)]),
+    }
+    message = _check_error(group, GroupAssignment(assignments=bad))  # type: ignore[arg-type]
+    assert "no assignment for 1 member(s) of the group: 'b'" in message
+    assert "2 member(s) not in the group: 7; None" in message
+    assert "t-0 to 'a', 7, None" in message
+    not_assignments = GroupAssignment(assignments={None: [], "a": 3})  # type: ignore[dict-item]
+    assert "for member(s) 'a', None" in _check_error(group, not_assignments)
+    with pytest.raises(InvalidAssignmentError, match="t-0 from 'a' to 7"):
+        validate_cooperative_assignment(
+            _group({"a": [TP("t", 0)]}),
+            GroupAssignment(assignments={"a": Assignment(partitions=[]), 7: bad[7]}),  # type: ignore[dict-item]
+            assignor_name="x",
+        )
+
+
 def test_not_a_group_assignment() -> None:
     assert "returned dict, not a GroupAssignment" in _check_error(_subs(a=["t"]), {"a": []})
 

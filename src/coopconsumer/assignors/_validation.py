@@ -30,8 +30,16 @@ def _listing(items: Iterable[str], total: int) -> str:
     return text
 
 
+def _order(member_id: object) -> tuple[bool, str]:
+    # Sort key for member ids in messages. A broken assignor may return keys that are
+    # not strings (None, ints): they must be reported, not crash the sort with TypeError.
+    if isinstance(member_id, str):
+        return (False, member_id)
+    return (True, repr(member_id))
+
+
 def _members(member_ids: Iterable[str]) -> str:
-    return ", ".join(repr(m) for m in sorted(member_ids))
+    return ", ".join(repr(m) for m in sorted(member_ids, key=_order))
 
 
 def validate_cooperative_assignment(
@@ -75,7 +83,7 @@ def validate_cooperative_assignment(
     if not violations:
         return
 
-    violations.sort(key=lambda v: (v[0], v[2]))
+    violations.sort(key=lambda v: (v[0], _order(v[2])))
     details = (
         f"{tp} from {_members(previous)} to {new_owner!r}" for tp, previous, new_owner in violations
     )
@@ -143,13 +151,13 @@ def check_assignment(
     if missing:
         problems.append(
             f"no assignment for {len(missing)} member(s) of the group: "
-            f"{_listing((repr(m) for m in sorted(missing)), len(missing))}"
+            f"{_listing((repr(m) for m in sorted(missing, key=_order)), len(missing))}"
         )
     unknown = assignments.keys() - subscriptions.keys()
     if unknown:
         problems.append(
             f"assignment for {len(unknown)} member(s) not in the group: "
-            f"{_listing((repr(m) for m in sorted(unknown)), len(unknown))}"
+            f"{_listing((repr(m) for m in sorted(unknown, key=_order)), len(unknown))}"
         )
 
     problems.extend(_duplicates(assignments))
@@ -196,7 +204,7 @@ def _duplicates(assignments: Mapping[str, Assignment]) -> list[str]:
         for tp in assignment.partitions:
             holders.setdefault(tp, []).append(member_id)
     doubled = sorted((tp, members) for tp, members in holders.items() if len(members) > 1)
-    details = (f"{tp} to {', '.join(repr(m) for m in sorted(ms))}" for tp, ms in doubled)
+    details = (f"{tp} to {_members(ms)}" for tp, ms in doubled)
     return [
         f"{len(doubled)} partition(s) assigned more than once: {_listing(details, len(doubled))}"
     ]
@@ -216,7 +224,7 @@ def _unsubscribed(
         found.extend((member_id, topic) for topic in sorted(extra))
     if not found:
         return []
-    found.sort()
+    found.sort(key=lambda pair: (_order(pair[0]), pair[1]))
     details = (f"{m!r} got {t!r}" for m, t in found)
     return [
         f"{len(found)} member/topic pair(s) assigned without a subscription: "

@@ -299,6 +299,21 @@ def test_missing_attribute() -> None:
     assert "'custom_assignors.Outer' has no attribute 'Missing'" in message
 
 
+@pytest.mark.usefixtures("custom_modules")
+def test_attribute_lookup_that_raises_is_a_configuration_error(tmp_path: Path) -> None:
+    # A lazy-loading module __getattr__ may raise ImportError (or anything else).
+    (tmp_path / "lazy_assignors.py").write_text(
+        "def __getattr__(name):\n    raise ImportError(f'lazy load of {name} failed')\n"
+    )
+    try:
+        for path in ("lazy_assignors:Thing", "lazy_assignors.Thing"):
+            message = _error(path)
+            assert "reading 'Thing' from 'lazy_assignors' raised ImportError" in message
+            assert "lazy load of Thing failed" in message
+    finally:
+        sys.modules.pop("lazy_assignors", None)
+
+
 @pytest.mark.parametrize("path", [":Thing", "module:", "a..b", "a.b."])
 def test_malformed_paths(path: str) -> None:
     assert repr(path) in _error(path)

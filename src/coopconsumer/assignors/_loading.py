@@ -232,14 +232,21 @@ def _import_error(module_name: str, path: str, exc: BaseException) -> Configurat
 def _getattr_chain(module: object, module_name: str, names: list[str], path: str) -> object:
     obj = module
     for index, name in enumerate(names):
+        owner = ".".join([module_name, *names[:index]])
         try:
             obj = getattr(obj, name)
         except AttributeError:
-            owner = ".".join([module_name, *names[:index]])
             raise ConfigurationError(
                 f"cannot load assignor {path!r} in {_CONFIG_KEY}: {owner!r} has no "
                 f"attribute {name!r}"
             ) from None
+        except Exception as exc:
+            # A module-level __getattr__ (lazy loading) or a descriptor may raise
+            # anything; it is still a configuration error naming the path.
+            raise ConfigurationError(
+                f"cannot load assignor {path!r} in {_CONFIG_KEY}: reading {name!r} from "
+                f"{owner!r} raised {type(exc).__name__}: {exc}"
+            ) from exc
     return obj
 
 

@@ -329,3 +329,68 @@ def test_context_manager_closes_and_leaves_no_threads_or_sockets(
 def _no_thread_leak() -> Iterator[None]:
     yield
     assert _our_threads() == set()
+
+
+HEARTBEAT = 12
+REBALANCE_IN_PROGRESS = 27
+
+
+def test_commit_while_rejoining_raises_rebalance_in_progress_on_mock(
+    mock_broker: EmbeddedBroker, unique_topic: str, unique_group: str
+) -> None:
+    # One member, so the mock's late-SyncGroup quirk cannot occur: the coordinator
+    # answers a heartbeat REBALANCE_IN_PROGRESS and the member rejoins alone.
+    mock_broker.create_topic(unique_topic, partitions=PARTITIONS)
+    produce(mock_broker.bootstrap, unique_topic, [b"x"] * 8)
+    with Consumer(config(mock_broker, unique_group)) as consumer:
+        consumer.subscribe([unique_topic])
+        consume_values(consumer, 8)
+        offsets = {TopicPartition(unique_topic, p): 2 for p in range(PARTITIONS)}
+        consumer.commit(offsets)
+        mock_broker.push_request_errors(HEARTBEAT, [REBALANCE_IN_PROGRESS])
+        seen: list[RebalanceInProgressError] = []
+        deadline = time.monotonic() + PATIENCE_S
+        while not seen and time.monotonic() < deadline:
+            try:
+                consumer.commit(offsets)
+            except RebalanceInProgressError as exc:
+                seen.append(exc)
+            time.sleep(0.005)
+        assert seen, "no commit failed while the member rejoined"
+        deadline = time.monotonic() + PATIENCE_S
+        while True:
+            consumer.poll(0.1)
+            try:
+                consumer.commit(offsets)
+                break
+            except RebalanceInProgressError:
+                assert time.monotonic() < deadline
+        # Cooperative: the rejoin kept every partition, nothing was revoked.
+        assert consumer.assignment() == {TopicPartition(unique_topic, p) for p in range(PARTITIONS)}
+
+
+def test_listener_errors_in_an_eager_rejoin_on_mock(
+    mock_broker: EmbeddedBroker, unique_topic: str, unique_group: str
+) -> None:
+    mock_broker.create_topic(unique_topic, partitions=PARTITIONS)
+    listener = Recorder()
+    settings = config(mock_broker, unique_group, **{"partition.assignment.strategy": "range"})
+    everything = frozenset(TopicPartition(unique_topic, p) for p in range(PARTITIONS))
+    with Consumer(settings) as consumer:
+        consumer.subscribe([unique_topic], listener)
+        poll_until(consumer, lambda: bool(listener.calls))
+        listener.raise_in = frozenset({"revoked", "assigned"})
+        mock_broker.push_request_errors(HEARTBEAT, [REBALANCE_IN_PROGRESS])
+        raised: list[str] = []
+        deadline = time.monotonic() + PATIENCE_S
+        while len(listener.calls) < 3 and time.monotonic() < deadline:
+            try:
+                consumer.poll(0.1)
+            except ValueError as exc:
+                raised.append(str(exc))
+        # EAGER: revoke everything, rejoin, get everything back; both callbacks ran
+        # although the first raised, and the first exception is the one poll() raised.
+        assert listener.calls[1:] == [("revoked", everything), ("assigned", everything)]
+        assert raised[0] == "listener failure in revoked"
+        assert consumer.assignment() == everything
+        listener.raise_in = frozenset()

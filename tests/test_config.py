@@ -147,6 +147,50 @@ def test_property_int_and_str_parse_alike(value: int) -> None:
     assert as_int.rebalance_timeout_ms == value  # follows max.poll.interval.ms
 
 
+def test_integer_with_more_digits_than_int_converts() -> None:
+    # Python refuses to convert over 4300 digits with a bare ValueError; it must be a
+    # ConfigurationError like any other out-of-range value, without a 5000-char message.
+    with pytest.raises(ConfigurationError) as info:
+        parse(session__timeout__ms="9" * 5000)
+    message = str(info.value)
+    assert "'session.timeout.ms'" in message
+    assert "(5002 characters)" in message
+    assert len(message) < 200
+
+
+_ODD_VALUES = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**70), max_value=2**70),
+    st.floats(),
+    st.complex_numbers(),
+    st.text(max_size=20),
+    st.sampled_from(["9" * 5000, " 1 ", "١٢", "a:1", "[::1]:1", "range", ".", "\x00"]),
+    st.binary(max_size=4),
+    st.lists(st.one_of(st.integers(), st.text(max_size=5)), max_size=3),
+    st.tuples(),
+    st.dictionaries(st.text(max_size=3), st.integers(), max_size=2),
+    st.frozensets(st.integers(), max_size=2),
+    st.builds(object),
+    st.just(print),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(key=st.sampled_from([row.key for row in documented_keys()]), value=_ODD_VALUES)
+def test_property_any_value_of_any_type_is_accepted_or_a_configuration_error(
+    key: str, value: object
+) -> None:
+    settings_: dict[str, object] = {**BASE, key: value}
+    error: ConfigurationError | None = None
+    try:
+        ConsumerConfig.from_mapping(settings_)
+    except ConfigurationError as exc:
+        error = exc
+    if error is not None:  # the message names the key the user wrote
+        assert key in str(error)
+
+
 def test_rebalance_timeout_can_be_set() -> None:
     assert parse(rebalance__timeout__ms=1234).rebalance_timeout_ms == 1234
 
@@ -223,7 +267,10 @@ def test_bad_group_id(value: object) -> None:
 
 def test_group_instance_id() -> None:
     assert parse(group__instance__id="worker-1.a_b").group_instance_id == "worker-1.a_b"
-    for bad in ("", "has space", "x" * 250, "é", 3):
+    # Java trims string values (ConfigDef) before JoinGroupRequest validates them.
+    assert parse(group__instance__id=" w1\t").group_instance_id == "w1"
+    assert parse(group__instance__id="...").group_instance_id == "..."
+    for bad in ("", "has space", "x" * 250, "é", 3, ".", "..", " . "):
         with pytest.raises(ConfigurationError, match=r"\[a-zA-Z0-9._-\]"):
             parse(group__instance__id=bad)
 

@@ -62,7 +62,10 @@ _UNSET: Any = object()
 
 
 def _fail(key: str, value: object, allowed: str) -> ConfigurationError:
-    return ConfigurationError(f"invalid value {value!r} for {key!r}: expected {allowed}")
+    shown = repr(value)
+    if len(shown) > 100:  # a pasted blob should not flood the message
+        shown = f"{shown[:60]}...({len(shown)} characters)"
+    return ConfigurationError(f"invalid value {shown} for {key!r}: expected {allowed}")
 
 
 _INT_TEXT = re.compile(r"\s*[+-]?\d+\s*")
@@ -79,7 +82,10 @@ def _int(lo: int = 0, hi: int = _INT32_MAX) -> Callable[[str, object], int]:
         elif (isinstance(value, float) and value.is_integer()) or (
             isinstance(value, str) and _INT_TEXT.fullmatch(value)
         ):
-            number = int(value)
+            try:
+                number = int(value)
+            except ValueError:  # more digits than int() converts (CVE-2020-10735 limit)
+                raise _fail(key, value, allowed) from None
         else:
             raise _fail(key, value, allowed)
         if not lo <= number <= hi:
@@ -167,10 +173,15 @@ _INSTANCE_ID = re.compile(r"[a-zA-Z0-9._-]{1,249}")
 
 def _group_instance_id(key: str, value: object) -> str:
     # The broker's rule for group.instance.id (Java's JoinGroupRequest
-    # .validateGroupInstanceId): 1-249 characters from [a-zA-Z0-9._-].
-    if not isinstance(value, str) or not _INSTANCE_ID.fullmatch(value):
-        raise _fail(key, value, "1 to 249 characters from [a-zA-Z0-9._-]")
-    return value
+    # .validateGroupInstanceId, i.e. Topic.validate): 1-249 characters from
+    # [a-zA-Z0-9._-], and not "." or "..". Java trims string configs first.
+    allowed = "1 to 249 characters from [a-zA-Z0-9._-], not '.' or '..'"
+    if not isinstance(value, str):
+        raise _fail(key, value, allowed)
+    text = value.strip()
+    if not _INSTANCE_ID.fullmatch(text) or text in (".", ".."):
+        raise _fail(key, value, allowed)
+    return text
 
 
 def _strategy(key: str, value: object) -> tuple[object, ...]:

@@ -382,6 +382,26 @@ def test_a_tagged_field_whose_value_disagrees_with_its_size_is_malformed() -> No
 # --------------------------------------------------------------------------- limits
 
 
+@pytest.mark.parametrize("version", [3, 4])
+def test_strings_longer_than_kafka_allows_are_refused_in_both_encodings(version: int) -> None:
+    # Kafka caps every string at 0x7fff bytes; in the compact (v4) encoding nothing in
+    # the length's own width stops a longer one, so the codec must.
+    longest = HeartbeatRequest(group_id="x" * 0x7FFF)
+    assert decode(HeartbeatRequest, encode(longest, version), version) == longest
+    with pytest.raises(EncodeError, match="group_id"):
+        encode(HeartbeatRequest(group_id="x" * 0x8000), version)
+
+
+def test_compact_strings_longer_than_kafka_allows_are_malformed() -> None:
+    body = uvarint(0x8000 + 1) + b"a" * 0x8000  # group_id
+    body += struct.pack(">i", 1) + b"\x01" + b"\x00" + b"\x00"  # generation, member, tags
+    with pytest.raises(ProtocolError, match=r"group_id.*32767"):
+        decode(HeartbeatRequest, body, 4)
+    # Bytes fields have no such cap.
+    big = SyncGroupResponse(assignment=b"a" * 0x8000)
+    assert decode(SyncGroupResponse, encode(big, 4), 4) == big
+
+
 def test_huge_declared_lengths_fail_before_allocating() -> None:
     # Metadata v0 response: brokers array claims 2**31-1 elements in 4 bytes.
     with pytest.raises(ProtocolError, match="exceed"):

@@ -69,6 +69,9 @@ class _Malformed(Exception):
 
 _I16: Final = struct.Struct(">h")
 _I32: Final = struct.Struct(">i")
+#: Longest string Kafka reads or writes, compact strings included (its generated code
+#: checks ``length > 0x7fff`` for every string field, whatever the encoding).
+_MAX_STRING_BYTES: Final = 0x7FFF
 _SMALL_VARINTS: Final = tuple(bytes((i,)) for i in range(128))
 
 # Fixed-width numeric types: struct format letter and size, for bulk array coding.
@@ -179,12 +182,15 @@ def _blob_reader(
     unpack = classic.unpack_from
     size = classic.size
     empty: str | bytes = "" if text else b""
+    limit = _MAX_STRING_BYTES if text else 2**31 - 1
 
     def finish(data: bytes, pos: int, n: int) -> tuple[Any, int]:
         if n < 0:
             if n == -1:
                 return (None if nullable else empty), pos
             _bad_length(n, what)
+        if n > limit:
+            raise _Malformed(f"{what}: length {n} exceeds the {limit} bytes Kafka allows")
         end = pos + n
         if end > len(data):
             raise _Malformed(f"{what}: length {n} exceeds the {len(data) - pos} bytes left")
@@ -209,7 +215,7 @@ def _blob_reader(
         else:
             n, pos = read_uvarint(data, pos)
             n -= 1
-        if n >= 0:
+        if 0 <= n <= limit:
             end = pos + n
             if end <= len(data):
                 return (data[pos:end].decode("utf-8") if text else data[pos:end]), end
@@ -222,7 +228,10 @@ def _bad_length(n: int, what: str) -> None:
     raise _Malformed(f"{what}: bad length {n}")
 
 
-def _blob_writer(flexible: bool, classic: struct.Struct, text: bool) -> Writer:
+def _blob_writer(flexible: bool, classic: struct.Struct, text: bool, what: str) -> Writer:
+    # Checked here for both encodings: a compact length has no width that would refuse
+    # an oversized value by itself, and the error can name the field.
+    limit = _MAX_STRING_BYTES if text else 2**31 - 1
     if flexible:
         null = b"\x00"
 
@@ -241,6 +250,8 @@ def _blob_writer(flexible: bool, classic: struct.Struct, text: bool) -> Writer:
             out += null
             return
         raw = value.encode("utf-8") if text else value
+        if len(raw) > limit:
+            raise EncodeError(f"{what}: {len(raw)} bytes exceed the {limit} Kafka allows")
         write_len(out, len(raw))
         out += raw
 
@@ -473,9 +484,9 @@ def _scalar_writer(
     if type_ == "uuid":
         return _write_uuid
     if type_ == "string":
-        writer = _blob_writer(flexible, _I16, True)
+        writer = _blob_writer(flexible, _I16, True, what)
     else:  # bytes, and records (always nullable bytes)
-        writer = _blob_writer(flexible, _I32, False)
+        writer = _blob_writer(flexible, _I32, False, what)
         nullable = nullable or type_ == "records"
     return writer if nullable else _not_null(writer, what, version)
 

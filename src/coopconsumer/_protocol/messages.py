@@ -752,7 +752,7 @@ class OffsetFetchResponseGroup(Struct):
     topics: tuple[OffsetFetchResponseTopics, ...] = attrs.field(
         default=(), metadata=kf("8+", OffsetFetchResponseTopics, array=True)
     )
-    error_code: int = attrs.field(default=0, metadata=kf("8+", "int16", ignorable=True))
+    error_code: int = attrs.field(default=0, metadata=kf("8+", "int16"))
 
 
 @attrs.frozen(kw_only=True)
@@ -926,9 +926,9 @@ class ListOffsetsPartitionResponse(Struct):
     partition_index: int = attrs.field(default=0, metadata=kf("0+", "int32"))
     error_code: int = attrs.field(default=0, metadata=kf("0+", "int16"))
     old_style_offsets: tuple[int, ...] = attrs.field(default=(), metadata=kf("0", "[]int64"))
-    timestamp: int = attrs.field(default=-1, metadata=kf("1+", "int64", ignorable=True))
-    offset: int = attrs.field(default=-1, metadata=kf("1+", "int64", ignorable=True))
-    leader_epoch: int = attrs.field(default=-1, metadata=kf("4+", "int32", ignorable=True))
+    timestamp: int = attrs.field(default=-1, metadata=kf("1+", "int64"))
+    offset: int = attrs.field(default=-1, metadata=kf("1+", "int64"))
+    leader_epoch: int = attrs.field(default=-1, metadata=kf("4+", "int32"))
 
 
 @attrs.frozen(kw_only=True)

@@ -27,11 +27,26 @@ from coopconsumer._protocol.messages import (
     ApiVersionsRequest,
     ApiVersionsResponse,
     ApiVersionsResponseApiVersion,
+    FindCoordinatorResponse,
+    FindCoordinatorResponseCoordinator,
     JoinGroupRequest,
     JoinGroupRequestProtocol,
+    LeaveGroupRequest,
+    MemberIdentity,
+    MetadataRequest,
+    MetadataRequestTopic,
     OffsetCommitRequest,
     OffsetCommitRequestPartition,
     OffsetCommitRequestTopic,
+    OffsetFetchRequest,
+    OffsetFetchRequestGroup,
+    OffsetFetchRequestTopic,
+    OffsetFetchResponse,
+    OffsetFetchResponseGroup,
+    OffsetFetchResponsePartition,
+    OffsetFetchResponsePartitions,
+    OffsetFetchResponseTopic,
+    OffsetFetchResponseTopics,
     SyncGroupRequest,
     SyncGroupRequestAssignment,
 )
@@ -332,3 +347,220 @@ def test_sticky_assignor_user_data_v0_and_v1() -> None:
 def test_cooperative_sticky_user_data_is_a_bare_int32() -> None:
     assert encode(CooperativeStickyAssignorUserData(generation=3), 0) == h("00000003")
     assert decode(CooperativeStickyAssignorUserData, h("0000000c"), 0).generation == 12
+
+
+# ------------------------------------------------------------------ OffsetFetch, v0-7 vs v8+
+
+FETCH_V7 = OffsetFetchRequest(
+    group_id="g",
+    topics=(OffsetFetchRequestTopic(name="t", partition_indexes=(0, 2)),),
+    require_stable=True,
+)
+
+FETCH_V7_BYTES = h("""
+    02 67                       # GroupId "g" (0-7)
+    02                          # Topics (0-7): 1 entry
+      02 74                     #   Name "t"
+      03 00000000 00000002      #   PartitionIndexes [0, 2]
+      00                        #   tagged fields
+    01                          # RequireStable true (7+)
+    00                          # tagged fields
+""")
+
+FETCH_V8 = OffsetFetchRequest(groups=(OffsetFetchRequestGroup(group_id="g", topics=None),))
+
+FETCH_V8_BYTES = h("""
+    02                          # Groups (8+): 1 entry
+      02 67                     #   GroupId "g"
+      00                        #   Topics null: all topics (nullable 8+)
+      00                        #   tagged fields
+    00                          # RequireStable false
+    00                          # tagged fields
+""")
+
+FETCH_V9 = OffsetFetchRequest(
+    groups=(OffsetFetchRequestGroup(group_id="g", member_id="m", member_epoch=3, topics=()),)
+)
+
+FETCH_V9_BYTES = h("""
+    02                          # Groups: 1 entry
+      02 67                     #   GroupId "g"
+      02 6d                     #   MemberId "m" (9+)
+      00000003                  #   MemberEpoch 3 (9+)
+      01                        #   Topics: empty array
+      00                        #   tagged fields
+    00                          # RequireStable false
+    00                          # tagged fields
+""")
+
+
+@pytest.mark.parametrize(
+    ("message", "version", "golden"),
+    [(FETCH_V7, 7, FETCH_V7_BYTES), (FETCH_V8, 8, FETCH_V8_BYTES), (FETCH_V9, 9, FETCH_V9_BYTES)],
+)
+def test_offset_fetch_request(message: OffsetFetchRequest, version: int, golden: bytes) -> None:
+    assert encode(message, version) == golden
+    assert decode(OffsetFetchRequest, golden, version, exact=True) == message
+
+
+FETCHED_V7 = OffsetFetchResponse(
+    topics=(
+        OffsetFetchResponseTopic(
+            name="t",
+            partitions=(
+                OffsetFetchResponsePartition(
+                    partition_index=1, committed_offset=42, committed_leader_epoch=5, metadata=""
+                ),
+            ),
+        ),
+    ),
+)
+
+FETCHED_V7_BYTES = h("""
+    00000000                    # ThrottleTimeMs
+    02                          # Topics (0-7): 1 entry
+      02 74                     #   Name "t"
+      02                        #   Partitions: 1 entry
+        00000001                #     PartitionIndex 1
+        000000000000002a        #     CommittedOffset 42
+        00000005                #     CommittedLeaderEpoch 5 (5-7)
+        01                      #     Metadata ""
+        0000                    #     ErrorCode
+        00                      #     tagged fields
+      00                        #   tagged fields
+    0000                        # ErrorCode (2-7)
+    00                          # tagged fields
+""")
+
+FETCHED_V8 = OffsetFetchResponse(
+    groups=(
+        OffsetFetchResponseGroup(
+            group_id="g",
+            topics=(
+                OffsetFetchResponseTopics(
+                    name="t",
+                    partitions=(
+                        OffsetFetchResponsePartitions(
+                            partition_index=1, committed_offset=42, metadata=None
+                        ),
+                    ),
+                ),
+            ),
+            error_code=16,
+        ),
+    ),
+)
+
+FETCHED_V8_BYTES = h("""
+    00000000                    # ThrottleTimeMs
+    02                          # Groups (8+): 1 entry
+      02 67                     #   GroupId "g"
+      02                        #   Topics: 1 entry
+        02 74                   #     Name "t"
+        02                      #     Partitions: 1 entry
+          00000001              #       PartitionIndex 1
+          000000000000002a      #       CommittedOffset 42
+          ffffffff              #       CommittedLeaderEpoch -1
+          00                    #       Metadata null
+          0000                  #       ErrorCode
+          00                    #       tagged fields
+        00                      #     tagged fields
+      0010                      #   ErrorCode 16 NOT_COORDINATOR (group level)
+      00                        #   tagged fields
+    00                          # tagged fields
+""")
+
+
+@pytest.mark.parametrize(
+    ("message", "version", "golden"),
+    [(FETCHED_V7, 7, FETCHED_V7_BYTES), (FETCHED_V8, 8, FETCHED_V8_BYTES)],
+)
+def test_offset_fetch_response(message: OffsetFetchResponse, version: int, golden: bytes) -> None:
+    assert encode(message, version) == golden
+    assert decode(OffsetFetchResponse, golden, version, exact=True) == message
+
+
+# ------------------------------------------------------------------ LeaveGroup, FindCoordinator
+
+LEAVE = LeaveGroupRequest(group_id="g", members=(MemberIdentity(member_id="m", reason="r"),))
+
+LEAVE_V3 = h("""
+    0001 67                     # GroupId "g"
+    00000001                    # Members (3+): 1 entry
+      0001 6d                   #   MemberId "m"
+      ffff                      #   GroupInstanceId null
+""")
+
+LEAVE_V5 = h("""
+    02 67                       # GroupId "g"
+    02                          # Members: 1 entry
+      02 6d                     #   MemberId "m"
+      00                        #   GroupInstanceId null
+      02 72                     #   Reason "r" (5+)
+      00                        #   tagged fields
+    00                          # tagged fields
+""")
+
+
+def test_leave_group_request_v3_and_v5() -> None:
+    # Reason is ignorable: dropped before v5.
+    without_reason = LeaveGroupRequest(group_id="g", members=(MemberIdentity(member_id="m"),))
+    assert encode(LEAVE, 3) == LEAVE_V3
+    assert decode(LeaveGroupRequest, LEAVE_V3, 3, exact=True) == without_reason
+    assert encode(LEAVE, 5) == LEAVE_V5
+    assert decode(LeaveGroupRequest, LEAVE_V5, 5, exact=True) == LEAVE
+
+
+FOUND_V3 = h("""
+    00000000                    # ThrottleTimeMs
+    0000                        # ErrorCode (0-3)
+    00                          # ErrorMessage null (1-3)
+    00000007                    # NodeId 7 (0-3)
+    02 68                       # Host "h"
+    00002384                    # Port 9092
+    00                          # tagged fields
+""")
+
+FOUND_V4 = h("""
+    00000000                    # ThrottleTimeMs
+    02                          # Coordinators (4+): 1 entry
+      02 67                     #   Key "g"
+      00000007                  #   NodeId 7
+      02 68                     #   Host "h"
+      00002384                  #   Port 9092
+      0000                      #   ErrorCode
+      00                        #   ErrorMessage null
+      00                        #   tagged fields
+    00                          # tagged fields
+""")
+
+
+def test_find_coordinator_response_v3_and_v4() -> None:
+    single = FindCoordinatorResponse(node_id=7, host="h", port=9092)
+    batched = FindCoordinatorResponse(
+        coordinators=(FindCoordinatorResponseCoordinator(key="g", node_id=7, host="h", port=9092),)
+    )
+    assert encode(single, 3) == FOUND_V3
+    assert decode(FindCoordinatorResponse, FOUND_V3, 3, exact=True) == single
+    assert encode(batched, 4) == FOUND_V4
+    assert decode(FindCoordinatorResponse, FOUND_V4, 4, exact=True) == batched
+
+
+METADATA_V12 = h("""
+    02                          # Topics (nullable 1+): 1 entry
+      00000000000000000000000000000000  # TopicId (10+): zero uuid
+      02 74                     #   Name "t" (nullable 10+)
+      00                        #   tagged fields
+    00                          # AllowAutoTopicCreation false (4+)
+                                # (IncludeClusterAuthorizedOperations is 8-10 only)
+    00                          # IncludeTopicAuthorizedOperations false (8+)
+    00                          # tagged fields
+""")
+
+
+def test_metadata_request_v12() -> None:
+    request = MetadataRequest(
+        topics=(MetadataRequestTopic(name="t"),), allow_auto_topic_creation=False
+    )
+    assert encode(request, 12) == METADATA_V12
+    assert decode(MetadataRequest, METADATA_V12, 12, exact=True) == request

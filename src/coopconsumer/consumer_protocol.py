@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from itertools import repeat
-from typing import Final
+from typing import Final, TypeVar
 
 from ._errors import ProtocolError
 from ._protocol import decode, encode
@@ -47,6 +47,8 @@ __all__ = [
 
 #: The version this library writes (the highest Kafka defines, KIP-881).
 CONSUMER_PROTOCOL_VERSION: Final = 3
+
+_M = TypeVar("_M", ConsumerProtocolSubscription, ConsumerProtocolAssignment)
 
 _PREFIX_V3: Final = VERSION_PREFIX.pack(CONSUMER_PROTOCOL_VERSION)
 # tuple.__new__(TopicPartition, (topic, partition)) builds the named tuple entirely in
@@ -73,18 +75,26 @@ def _flatten(groups: Iterable[tuple[str, tuple[int, ...]]]) -> tuple[TopicPartit
     return tuple(out)
 
 
-def _read_version(data: bytes, what: str, member_id: str | None) -> int:
-    if len(data) < VERSION_PREFIX.size:
+def _decode_versioned(data: bytes, cls: type[_M], what: str, member_id: str | None) -> _M:
+    """Read the int16 version prefix, then the body at that version (capped at ours)."""
+    raw = bytes(data)
+    if len(raw) < VERSION_PREFIX.size:
         raise ProtocolError(
-            f"consumer protocol {what} of {len(data)} bytes has no version", member_id=member_id
+            f"consumer protocol {what} of {len(raw)} bytes has no version", member_id=member_id
         )
-    version: int = VERSION_PREFIX.unpack_from(data, 0)[0]
+    version: int = VERSION_PREFIX.unpack_from(raw, 0)[0]
     if version < 0:
         raise ProtocolError(
             f"consumer protocol {what} has negative version {version}", member_id=member_id
         )
     # Newer versions only append fields: read what we know (Java does the same).
-    return min(version, CONSUMER_PROTOCOL_VERSION)
+    version = min(version, CONSUMER_PROTOCOL_VERSION)
+    try:
+        return decode(cls, raw[VERSION_PREFIX.size :], version)
+    except ProtocolError as exc:
+        raise ProtocolError(
+            f"malformed consumer protocol {what} v{version}: {exc}", member_id=member_id
+        ) from None
 
 
 def encode_subscription(subscription: Subscription) -> bytes:
@@ -114,14 +124,7 @@ def decode_subscription(data: bytes, *, member_id: str | None = None) -> Subscri
     Raises :class:`~coopconsumer.ProtocolError` naming ``member_id`` when the bytes are
     truncated or malformed.
     """
-    raw = bytes(data)
-    version = _read_version(raw, "subscription", member_id)
-    try:
-        message = decode(ConsumerProtocolSubscription, raw[VERSION_PREFIX.size :], version)
-    except ProtocolError as exc:
-        raise ProtocolError(
-            f"malformed consumer protocol subscription v{version}: {exc}", member_id=member_id
-        ) from None
+    message = _decode_versioned(data, ConsumerProtocolSubscription, "subscription", member_id)
     return Subscription(
         topics=message.topics,
         user_data=message.user_data or b"",
@@ -153,14 +156,7 @@ def decode_assignment(data: bytes, *, member_id: str | None = None) -> Assignmen
     Raises :class:`~coopconsumer.ProtocolError` naming ``member_id`` when the bytes are
     truncated or malformed.
     """
-    raw = bytes(data)
-    version = _read_version(raw, "assignment", member_id)
-    try:
-        message = decode(ConsumerProtocolAssignment, raw[VERSION_PREFIX.size :], version)
-    except ProtocolError as exc:
-        raise ProtocolError(
-            f"malformed consumer protocol assignment v{version}: {exc}", member_id=member_id
-        ) from None
+    message = _decode_versioned(data, ConsumerProtocolAssignment, "assignment", member_id)
     return Assignment(
         partitions=_flatten((tp.topic, tp.partitions) for tp in message.assigned_partitions),
         user_data=message.user_data or b"",

@@ -66,7 +66,7 @@ FAULTS = {
 }
 # COORD_PROPERTY_EXAMPLES raises the example count when hunting bugs locally.
 SETTINGS = settings(
-    max_examples=int(os.environ.get("COORD_PROPERTY_EXAMPLES", "15")),
+    max_examples=int(os.environ.get("COORD_PROPERTY_EXAMPLES", "30")),
     stateful_step_count=30,
     deadline=None,
 )
@@ -76,16 +76,23 @@ class GroupChurn(RuleBasedStateMachine):
     """A group of members on one assignor family (set by subclasses)."""
 
     make_assignors: Callable[[], list[ConsumerPartitionAssignor]]
+    #: Static members (group.instance.id = the member's slot) when True.
+    static: bool = False
 
     def __init__(self) -> None:
         super().__init__()
         self.h = GroupHarness({"t": 4, "u": 3})
         self.counter = 0
         self.tokens = 0
+        self.instances: dict[str, str | None] = {}
 
-    def _new_member(self, topics: frozenset[str]) -> None:
+    def _new_member(self, topics: frozenset[str], instance: str | None = None) -> None:
         self.counter += 1
-        self.h.add_member(f"m{self.counter}", self.make_assignors(), topics=topics)
+        if self.static and instance is None:
+            instance = f"i{self.counter}"
+        name = f"m{self.counter}"
+        self.instances[name] = instance
+        self.h.add_member(name, self.make_assignors(), topics=topics, group_instance_id=instance)
         self.h.run()
 
     def _live_names(self) -> list[str]:
@@ -113,6 +120,17 @@ class GroupChurn(RuleBasedStateMachine):
         name = data.draw(st.sampled_from(self._live_names()))
         self.h.feed(name, CloseRequested())
         self.h.run()
+
+    @precondition(lambda self: self.static and bool(self.h.live()))
+    @rule(data=st.data())
+    def restart_static(self, data: st.DataObject) -> None:
+        """A static member's process restarts: close (no LeaveGroup) and come back with
+        the same group.instance.id before the session expires (KIP-345)."""
+        name = data.draw(st.sampled_from(self._live_names()))
+        topics = self.h.members[name].member.subscribed_topics or frozenset(TOPICS)
+        self.h.feed(name, CloseRequested())
+        self.h.run()
+        self._new_member(topics, self.instances[name])
 
     @precondition(lambda self: bool(self.h.live()))
     @rule(data=st.data(), topics=st.sets(st.sampled_from(TOPICS), min_size=1))
@@ -226,6 +244,20 @@ class CooperativeStickyGroup(GroupChurn):
     make_assignors = staticmethod(_cooperative_sticky)
 
 
+class StaticCooperativeStickyGroup(GroupChurn):
+    make_assignors = staticmethod(_cooperative_sticky)
+    static = True
+
+
+class StaticEagerRangeGroup(GroupChurn):
+    make_assignors = staticmethod(_range)
+    static = True
+
+
+TestStaticCooperativeStickyGroup = StaticCooperativeStickyGroup.TestCase
+TestStaticCooperativeStickyGroup.settings = SETTINGS
+TestStaticEagerRangeGroup = StaticEagerRangeGroup.TestCase
+TestStaticEagerRangeGroup.settings = SETTINGS
 TestEagerTestGroup = EagerTestGroup.TestCase
 TestEagerTestGroup.settings = SETTINGS
 TestEagerRangeGroup = EagerRangeGroup.TestCase

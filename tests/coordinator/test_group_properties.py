@@ -66,7 +66,7 @@ FAULTS = {
 }
 # COORD_PROPERTY_EXAMPLES raises the example count when hunting bugs locally.
 SETTINGS = settings(
-    max_examples=int(os.environ.get("COORD_PROPERTY_EXAMPLES", "30")),
+    max_examples=int(os.environ.get("COORD_PROPERTY_EXAMPLES", "50")),
     stateful_step_count=30,
     deadline=None,
 )

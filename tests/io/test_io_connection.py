@@ -17,7 +17,13 @@ from coopconsumer._errors import (
     ProtocolError,
     RequestTimeoutError,
 )
-from coopconsumer._io import BrokerConnection, ConnectionState, PendingRequest, choose_version
+from coopconsumer._io import (
+    BrokerConnection,
+    ConnectionState,
+    PendingRequest,
+    _connection,
+    choose_version,
+)
 from coopconsumer._protocol import RequestHeader
 from coopconsumer._protocol._schema import Request
 from coopconsumer._protocol.messages import (
@@ -27,6 +33,8 @@ from coopconsumer._protocol.messages import (
     HeartbeatResponse,
     JoinGroupRequest,
     MetadataRequest,
+    MetadataResponse,
+    MetadataResponseTopic,
 )
 
 HEARTBEAT = HeartbeatRequest.API_KEY
@@ -102,6 +110,39 @@ def test_response_written_one_byte_at_a_time_is_reassembled(fake: FakeBroker) ->
         assert future.result().error_code == 27
     finally:
         conn.close()
+
+
+def test_a_response_spread_over_several_read_bursts_is_reassembled(
+    fake: FakeBroker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # One small read per readiness event: a frame larger than a burst must survive
+    # being assembled across many handle_io calls.
+    monkeypatch.setattr(_connection, "_READ_CHUNK", 16)
+    monkeypatch.setattr(_connection, "_MAX_READS_PER_EVENT", 1)
+    topics = tuple(MetadataResponseTopic(name=f"topic-{i}") for i in range(50))
+
+    def big(conn: FakeConn, header: RequestHeader, request: Request) -> None:
+        conn.reply(header, MetadataResponse(topics=topics))
+
+    fake.on(MetadataRequest.API_KEY, big)
+    conn = connect(fake)
+    try:
+        future = conn.send(MetadataRequest(topics=None))
+        drive(conn, future)
+        assert future.result().topics == topics
+    finally:
+        conn.close()
+
+
+def test_interrupt_during_name_resolution_is_not_swallowed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def interrupted(*args: Any, **kwargs: Any) -> list[Any]:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(socket, "getaddrinfo", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        BrokerConnection("kafka.example", 9092)
 
 
 def test_several_responses_in_one_write_all_complete(fake: FakeBroker) -> None:

@@ -153,7 +153,9 @@ def _subscription(topics: object) -> Subscribe:
     if isinstance(topics, str):
         if topics.startswith("^"):  # librdkafka's convention for a regex subscription
             try:
-                return Subscribe(pattern=re.compile(topics))
+                # librdkafka searches (the leading ^ anchors the start only); the
+                # member matches whole names (Java), so allow any rest of the name.
+                return Subscribe(pattern=re.compile(f"(?:{topics}).*", re.DOTALL))
             except re.error as exc:
                 raise ConfigurationError(f"invalid topic pattern {topics!r}: {exc}") from exc
         return Subscribe(topics=frozenset({topics}))
@@ -278,11 +280,13 @@ class Consumer:
         topics: Iterable[str] | str | re.Pattern[str],
         listener: RebalanceListener | RebalanceListenerLike | None = None,
     ) -> None:
-        """Join the group for ``topics``: a list of names, or a pattern (a compiled
-        ``re.Pattern``, or a string starting with ``^``) matched against the whole name
-        of every non-internal topic, re-evaluated when metadata refreshes (Java's
-        ``subscribe(Pattern)``). Replaces any previous subscription and listener. An
-        empty list unsubscribes.
+        """Join the group for ``topics``: a list of names, or a pattern matched against
+        the name of every non-internal topic and re-evaluated when metadata refreshes.
+        A compiled ``re.Pattern`` must match the whole name (Java's
+        ``subscribe(Pattern)``); a string starting with ``^`` is librdkafka's form and
+        must match from the start (``"^orders"`` matches ``orders-eu``; add ``$`` for an
+        exact end). Replaces any previous subscription and listener. An empty list
+        unsubscribes.
 
         Returns at once; the group is joined by the following :meth:`poll` calls, which
         also run ``listener``'s callbacks.

@@ -180,11 +180,21 @@ def test_pattern_subscription_skips_internal_topics(cluster: FakeCluster) -> Non
     poll_until(consumer, lambda: bool(listener.calls))
     assert {tp.topic for tp in consumer.assignment()} == {TOPIC, "other"}
     consumer.close()
+    # A compiled pattern matches whole names (Java); "^..." strings match from the
+    # start (librdkafka).
     consumer2, _ = cluster.consumer(settings())
+    consumer2.subscribe(re.compile("oth"))
+    consumer2.poll(0.3)
+    assert consumer2.assignment() == frozenset()
     consumer2.subscribe(re.compile("oth.*"))
     poll_until(consumer2, lambda: bool(consumer2.assignment()))
     assert {tp.topic for tp in consumer2.assignment()} == {"other"}
     consumer2.close()
+    consumer3, _ = cluster.consumer(settings())
+    consumer3.subscribe("^oth")
+    poll_until(consumer3, lambda: bool(consumer3.assignment()))
+    assert {tp.topic for tp in consumer3.assignment()} == {"other"}
+    consumer3.close()
 
 
 def test_bad_arguments_are_configuration_errors(cluster: FakeCluster) -> None:

@@ -4,6 +4,7 @@ and properties checked against a slow, literal model of Java's algorithm."""
 from __future__ import annotations
 
 import functools
+import gc
 from collections.abc import Callable, Mapping, Sequence
 
 import pytest
@@ -840,3 +841,18 @@ def test_large_topic_ranges_are_contiguous(members: int) -> None:
         expected_len = 1000 // members + (1 if i < 1000 % members else 0)
         assert partitions == list(range(start, start + expected_len))
         start += expected_len
+
+
+def test_large_assignment_leaves_the_garbage_collector_as_it_found_it() -> None:
+    # Above the pause threshold the collector is off during the pass, then back on.
+    counts = {"big": 30_000}
+    subscriptions = {"a": _sub("big"), "b": _sub("big")}
+    assert gc.isenabled()
+    assert len(_assign(counts, subscriptions).assignments["a"].partitions) == 15_000
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        _assign(counts, subscriptions)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()

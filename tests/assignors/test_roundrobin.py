@@ -4,6 +4,7 @@ literal model of Java's circular iterator."""
 from __future__ import annotations
 
 import functools
+import gc
 from collections.abc import Mapping
 
 from _strategies_basic import as_strings, check_complete_and_valid, counts_by_member, problems
@@ -88,6 +89,22 @@ def test_cursor_carries_over_between_topics() -> None:
     assert as_strings(result) == {"A": ["t0-0", "t1-1"], "B": ["t0-1"], "C": ["t1-0"]}
 
 
+def test_cycle_continues_across_topics_with_equal_and_different_subscribers() -> None:
+    # Derived by hand from Java's circular iterator over A, B, C:
+    # t0-0 A, t0-1 B | t1-0 C, t1-1 A | t2 (A only): B and C are skipped, t2-0 A |
+    # t3-0 B, t3-1 C.
+    everyone = ("t0", "t1", "t2", "t3")
+    result = _assign(
+        {"t0": 2, "t1": 2, "t2": 1, "t3": 2},
+        {"A": _sub(*everyone), "B": _sub("t0", "t1", "t3"), "C": _sub("t0", "t1", "t3")},
+    )
+    assert as_strings(result) == {
+        "A": ["t0-0", "t1-1", "t2-0"],
+        "B": ["t0-1", "t3-0"],
+        "C": ["t1-0", "t3-1"],
+    }
+
+
 def test_unknown_topics_and_topicless_members_get_nothing() -> None:
     result = _assign(
         {"t": 3, "empty": 0},
@@ -163,3 +180,18 @@ def test_balanced_with_many_members_and_topics() -> None:
     )
     shares = counts_by_member(result).values()
     assert max(shares) - min(shares) <= 1
+
+
+def test_large_assignment_leaves_the_garbage_collector_as_it_found_it() -> None:
+    # Above the pause threshold the collector is off during the pass, then back on.
+    counts = {"big": 30_000}
+    subscriptions = {"a": _sub("big"), "b": _sub("big")}
+    assert gc.isenabled()
+    assert len(_assign(counts, subscriptions).assignments["a"].partitions) == 15_000
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        _assign(counts, subscriptions)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()

@@ -3,7 +3,8 @@
 Also home of ``java_member_order``, the member ordering every non-sticky built-in shares
 (Java's ``AbstractPartitionAssignor.MemberInfo``).
 
-Pure computation: imports only ``_api`` and ``_types``; no I/O, no clock, no logging.
+Pure computation: imports only ``_api``, ``_types`` and ``_sticky_core.paused_gc``; no
+I/O, no clock, no logging.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from functools import partial
 from itertools import repeat
+from typing import NamedTuple
 
 from .._types import TopicPartition
 from ._api import (
@@ -21,8 +23,16 @@ from ._api import (
     GroupSubscription,
     Subscription,
 )
+from ._sticky_core import paused_gc
 
-__all__ = ["RangeAssignor", "java_member_order", "subscriber_positions", "topic_partitions"]
+__all__ = [
+    "Layout",
+    "RangeAssignor",
+    "java_member_order",
+    "layout",
+    "subscriber_positions",
+    "topic_partitions",
+]
 
 
 def _java_string_key(value: str) -> bytes:
@@ -108,6 +118,30 @@ def assignable_partition_counts(metadata: ClusterMetadata, topics: Iterable[str]
     return counts
 
 
+class Layout(NamedTuple):
+    """What range and roundrobin both start from (Java's ``AbstractPartitionAssignor``)."""
+
+    subscriptions: Mapping[str, Subscription]
+    #: Member ids in ``java_member_order``.
+    ordered: list[str]
+    #: topic -> positions in ``ordered`` of its subscribers, ascending.
+    topic_subscribers: dict[str, list[int]]
+    #: Partition count of every subscribed topic that exists with partitions.
+    counts: dict[str, int]
+    #: member id -> an empty list to collect its partitions in.
+    lists: dict[str, list[TopicPartition]]
+
+
+def layout(metadata: ClusterMetadata, group_subscription: GroupSubscription) -> Layout:
+    """Order the members, find each topic's subscribers and the assignable topics."""
+    subscriptions = group_subscription.subscriptions
+    ordered = java_member_order(subscriptions)
+    topic_subscribers = subscriber_positions(ordered, subscriptions)
+    counts = assignable_partition_counts(metadata, topic_subscribers)
+    lists: dict[str, list[TopicPartition]] = {member_id: [] for member_id in subscriptions}
+    return Layout(subscriptions, ordered, topic_subscribers, counts, lists)
+
+
 def finish(
     subscriptions: Mapping[str, Subscription], lists: Mapping[str, list[TopicPartition]]
 ) -> GroupAssignment:
@@ -156,41 +190,43 @@ class RangeAssignor(ConsumerPartitionAssignor):
         self, metadata: ClusterMetadata, group_subscription: GroupSubscription
     ) -> GroupAssignment:
         """Assign every partition of every subscribed topic to one of its subscribers."""
-        subscriptions = group_subscription.subscriptions
-        ordered = java_member_order(subscriptions)
-        topic_subscribers = subscriber_positions(ordered, subscriptions)
-        counts = assignable_partition_counts(metadata, topic_subscribers)
-        lists: dict[str, list[TopicPartition]] = {member_id: [] for member_id in subscriptions}
+        prepared = layout(metadata, group_subscription)
+        with paused_gc(sum(prepared.counts.values())):
+            return _assign_range(metadata, prepared)
 
-        consumer_racks = _consumer_racks(subscriptions)
-        if consumer_racks and metadata.has_rack_info:
-            states = [
-                _TopicState(
-                    topic,
-                    counts[topic],
-                    [ordered[i] for i in topic_subscribers[topic]],
-                    consumer_racks,
-                    metadata,
-                )
-                for topic in sorted(counts)
-            ]
-            if any(state.needs_rack_aware for state in states):
-                _assign_rack_aware(states, lists)
-                return finish(subscriptions, lists)
 
-        # Topics in sorted order and each range ascending: every member's list comes
-        # out sorted without a final sort.
-        for topic in sorted(counts):
-            count = counts[topic]
-            subscribers = topic_subscribers[topic]
-            per_member, extra = divmod(count, len(subscribers))
-            partitions = topic_partitions(topic, count)
-            start = 0
-            for index in range(min(len(subscribers), count)):
-                end = start + per_member + (1 if index < extra else 0)
-                lists[ordered[subscribers[index]]].extend(partitions[start:end])
-                start = end
-        return finish(subscriptions, lists)
+def _assign_range(metadata: ClusterMetadata, prepared: Layout) -> GroupAssignment:
+    """Java's ``RangeAssignor.assignPartitions``: rack-matched first when KIP-881 applies."""
+    subscriptions, ordered, topic_subscribers, counts, lists = prepared
+    consumer_racks = _consumer_racks(subscriptions)
+    if consumer_racks and metadata.has_rack_info:
+        states = [
+            _TopicState(
+                topic,
+                counts[topic],
+                [ordered[i] for i in topic_subscribers[topic]],
+                consumer_racks,
+                metadata,
+            )
+            for topic in sorted(counts)
+        ]
+        if any(state.needs_rack_aware for state in states):
+            _assign_rack_aware(states, lists)
+            return finish(subscriptions, lists)
+
+    # Topics in sorted order and each range ascending: every member's list comes
+    # out sorted without a final sort.
+    for topic in sorted(counts):
+        count = counts[topic]
+        subscribers = topic_subscribers[topic]
+        per_member, extra = divmod(count, len(subscribers))
+        partitions = topic_partitions(topic, count)
+        start = 0
+        for index in range(min(len(subscribers), count)):
+            end = start + per_member + (1 if index < extra else 0)
+            lists[ordered[subscribers[index]]].extend(partitions[start:end])
+            start = end
+    return finish(subscriptions, lists)
 
 
 def _consumer_racks(subscriptions: Mapping[str, Subscription]) -> dict[str, str]:

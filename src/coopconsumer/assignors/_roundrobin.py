@@ -1,22 +1,18 @@
 """The ``roundrobin`` assignor (Java's ``RoundRobinAssignor``).
 
-Pure computation: imports only ``_api``, ``_types`` and the shared helpers of
-``_range``; no I/O, no clock, no logging.
+Pure computation: imports only ``_api``, ``_types``, the shared helpers of ``_range``
+and ``_sticky_core.paused_gc``; no I/O, no clock, no logging.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_left
+from itertools import chain
 
 from .._types import TopicPartition
 from ._api import ClusterMetadata, ConsumerPartitionAssignor, GroupAssignment, GroupSubscription
-from ._range import (
-    assignable_partition_counts,
-    finish,
-    java_member_order,
-    subscriber_positions,
-    topic_partitions,
-)
+from ._range import Layout, finish, layout, topic_partitions
+from ._sticky_core import paused_gc
 
 __all__ = ["RoundRobinAssignor"]
 
@@ -44,33 +40,61 @@ class RoundRobinAssignor(ConsumerPartitionAssignor):
         self, metadata: ClusterMetadata, group_subscription: GroupSubscription
     ) -> GroupAssignment:
         """Deal every partition of every subscribed topic to its subscribers in turn."""
-        subscriptions = group_subscription.subscriptions
-        ordered = java_member_order(subscriptions)
-        topic_subscribers = subscriber_positions(ordered, subscriptions)
-        counts = assignable_partition_counts(metadata, topic_subscribers)
-        lists: dict[str, list[TopicPartition]] = {member_id: [] for member_id in subscriptions}
-        if not ordered:
-            return finish(subscriptions, lists)
+        prepared = layout(metadata, group_subscription)
+        with paused_gc(sum(prepared.counts.values())):
+            return _assign_roundrobin(prepared)
 
-        # Java walks one circular iterator over all members, partition by partition,
-        # skipping members not subscribed to the partition's topic. Within one topic
-        # the skipping always lands on the topic's next subscriber, so the topic's
-        # partitions go to its subscribers cyclically starting from the first one at
-        # or after the cursor: each subscriber's share is a stride slice. That is
-        # O(partitions) overall instead of O(partitions x members) when most members
-        # skip a topic. Kafka topic names are ASCII, so Python's sort is Java's.
-        cursor = 0
-        for topic in sorted(counts):
-            count = counts[topic]
-            subscribers = topic_subscribers[topic]
-            width = len(subscribers)
-            start = bisect_left(subscribers, cursor)
-            if start == width:
-                start = 0
-            partitions = topic_partitions(topic, count)
-            dealt_to = subscribers[start:] + subscribers[:start]
-            for offset, member in enumerate(dealt_to[:count]):
-                lists[ordered[member]].extend(partitions[offset::width])
-            last = subscribers[(start + count - 1) % width]
-            cursor = (last + 1) % len(ordered)
+
+def _assign_roundrobin(prepared: Layout) -> GroupAssignment:
+    """Java's ``RoundRobinAssignor.assign``, a stride slice per member and topic run."""
+    subscriptions, ordered, topic_subscribers, counts, lists = prepared
+    if not ordered:
         return finish(subscriptions, lists)
+
+    # Java walks one circular iterator over all members, partition by partition,
+    # skipping members not subscribed to the partition's topic. Within one topic
+    # the skipping always lands on the topic's next subscriber, so the topic's
+    # partitions go to its subscribers cyclically starting from the first one at
+    # or after the cursor: each subscriber's share is a stride slice. That is
+    # O(partitions) overall instead of O(partitions x members) when most members
+    # skip a topic. Kafka topic names are ASCII, so Python's sort is Java's.
+    #
+    # After a topic the iterator stands just past its last receiver, which is where
+    # the next topic with the same subscribers continues the cycle. So a run of
+    # consecutive topics with equal subscriber lists is dealt as one sequence: one
+    # slice per member for the run instead of one per member and topic (500 topics
+    # x 2000 members would otherwise be a million one-element slices).
+    topics = sorted(counts)
+    cursor = 0
+    index = 0
+    while index < len(topics):
+        subscribers = topic_subscribers[topics[index]]
+        end = index + 1
+        while end < len(topics) and topic_subscribers[topics[end]] == subscribers:
+            end += 1
+        partitions = list(
+            chain.from_iterable(topic_partitions(t, counts[t]) for t in topics[index:end])
+        )
+        cursor = _deal(partitions, subscribers, cursor, ordered, lists)
+        index = end
+    return finish(subscriptions, lists)
+
+
+def _deal(
+    partitions: list[TopicPartition],
+    subscribers: list[int],
+    cursor: int,
+    ordered: list[str],
+    lists: dict[str, list[TopicPartition]],
+) -> int:
+    """Deal ``partitions`` to ``subscribers`` (positions in ``ordered``) in turn, from the
+    first one at or after ``cursor``; return the cursor after the last receiver."""
+    width = len(subscribers)
+    start = bisect_left(subscribers, cursor)
+    if start == width:
+        start = 0
+    dealt_to = subscribers[start:] + subscribers[:start]
+    for offset, member in enumerate(dealt_to[: len(partitions)]):
+        lists[ordered[member]].extend(partitions[offset::width])
+    last = subscribers[(start + len(partitions) - 1) % width]
+    return (last + 1) % len(ordered)

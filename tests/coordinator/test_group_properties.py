@@ -76,6 +76,8 @@ class GroupChurn(RuleBasedStateMachine):
     """A group of members on one assignor family (set by subclasses)."""
 
     make_assignors: Callable[[], list[ConsumerPartitionAssignor]]
+    #: When set, each new member draws its assignors from these instead (mixed groups).
+    variants: tuple[Callable[[], list[ConsumerPartitionAssignor]], ...] = ()
     #: Static members (group.instance.id = the member's slot) when True.
     static: bool = False
 
@@ -86,28 +88,31 @@ class GroupChurn(RuleBasedStateMachine):
         self.tokens = 0
         self.instances: dict[str, str | None] = {}
 
-    def _new_member(self, topics: frozenset[str], instance: str | None = None) -> None:
+    def _new_member(
+        self, topics: frozenset[str], instance: str | None = None, variant: int = 0
+    ) -> None:
         self.counter += 1
         if self.static and instance is None:
             instance = f"i{self.counter}"
         name = f"m{self.counter}"
         self.instances[name] = instance
-        self.h.add_member(name, self.make_assignors(), topics=topics, group_instance_id=instance)
+        make = self.variants[variant % len(self.variants)] if self.variants else self.make_assignors
+        self.h.add_member(name, make(), topics=topics, group_instance_id=instance)
         self.h.run()
 
     def _live_names(self) -> list[str]:
         return sorted(hm.name for hm in self.h.live())
 
-    @initialize(count=st.integers(1, 3))
-    def start(self, count: int) -> None:
-        for _ in range(count):
-            self._new_member(frozenset(TOPICS))
+    @initialize(variants=st.lists(st.integers(0, 1), min_size=1, max_size=3))
+    def start(self, variants: list[int]) -> None:
+        for variant in variants:
+            self._new_member(frozenset(TOPICS), variant=variant)
         self.h.advance(5)
 
     @precondition(lambda self: len(self.h.live()) < 5)
-    @rule(topics=st.sets(st.sampled_from(TOPICS), min_size=1))
-    def add_member(self, topics: set[str]) -> None:
-        self._new_member(frozenset(topics))
+    @rule(topics=st.sets(st.sampled_from(TOPICS), min_size=1), variant=st.integers(0, 1))
+    def add_member(self, topics: set[str], variant: int) -> None:
+        self._new_member(frozenset(topics), variant=variant)
 
     @precondition(lambda self: len(self.h.live()) > 1)
     @rule(data=st.data())
@@ -244,6 +249,26 @@ class CooperativeStickyGroup(GroupChurn):
     make_assignors = staticmethod(_cooperative_sticky)
 
 
+def _sticky_and_range() -> list[ConsumerPartitionAssignor]:
+    return [CooperativeStickyAssignor(), RangeAssignor()]
+
+
+class FirstBounceGroup(GroupChurn):
+    """KIP-429 upgrade, first bounce: [range] and [cooperative-sticky, range] members
+    (all EAGER; the vote picks range until every member offers cooperative-sticky)."""
+
+    make_assignors = staticmethod(_range)
+    variants = (_range, _sticky_and_range)
+
+
+class SecondBounceGroup(GroupChurn):
+    """KIP-429 upgrade, second bounce: EAGER [cooperative-sticky, range] members and
+    COOPERATIVE [cooperative-sticky] members in one group."""
+
+    make_assignors = staticmethod(_cooperative_sticky)
+    variants = (_sticky_and_range, _cooperative_sticky)
+
+
 class StaticCooperativeStickyGroup(GroupChurn):
     make_assignors = staticmethod(_cooperative_sticky)
     static = True
@@ -254,6 +279,10 @@ class StaticEagerRangeGroup(GroupChurn):
     static = True
 
 
+TestFirstBounceGroup = FirstBounceGroup.TestCase
+TestFirstBounceGroup.settings = SETTINGS
+TestSecondBounceGroup = SecondBounceGroup.TestCase
+TestSecondBounceGroup.settings = SETTINGS
 TestStaticCooperativeStickyGroup = StaticCooperativeStickyGroup.TestCase
 TestStaticCooperativeStickyGroup.settings = SETTINGS
 TestStaticEagerRangeGroup = StaticEagerRangeGroup.TestCase

@@ -382,7 +382,11 @@ class Consumer:
     # ------------------------------------------------------------------ app work
 
     def _run_app_work(self) -> None:
-        if self._unpositioned and time.monotonic() >= self._next_position_retry:
+        if (
+            self._unpositioned
+            and not self._closed
+            and time.monotonic() >= self._next_position_retry
+        ):
             self._position(frozenset(self._unpositioned))
         while True:
             work = self._driver.take_app_work()
@@ -410,7 +414,10 @@ class Consumer:
                     )
         elif isinstance(item, Assign):
             self._assigned |= item.partitions
-            self._position(item.partitions)
+            if self._closed:
+                self._unpositioned |= item.partitions  # closing: nothing will be fetched
+            else:
+                self._position(item.partitions)
         elif isinstance(item, Unassign):
             self._drop(item.partitions)
         elif isinstance(item, CommitBeforeRevoke):

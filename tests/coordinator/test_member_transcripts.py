@@ -21,6 +21,7 @@ from _coord_script import HEARTBEAT_S, MAX_POLL_S, SESSION_S, Script, config, in
 
 from coopconsumer import consumer_protocol
 from coopconsumer._coordinator import (
+    Api,
     Assign,
     CloseRequested,
     CommitBeforeRevoke,
@@ -29,6 +30,7 @@ from coopconsumer._coordinator import (
     CoordinatorFound,
     CoordinatorUnavailable,
     Effect,
+    ErrorAction,
     Fatal,
     GroupMember,
     InvokeListener,
@@ -46,6 +48,7 @@ from coopconsumer._coordinator import (
     Subscribe,
     Tick,
     Unassign,
+    action_for,
     diff_assignment,
     revoke_before_join,
 )
@@ -846,3 +849,40 @@ def test_revoke_before_join_by_protocol() -> None:
     assert revoke_before_join(RebalanceProtocol.EAGER, owned, {"t", "u"}) == owned
     assert revoke_before_join(RebalanceProtocol.COOPERATIVE, owned, {"t", "u"}) == frozenset()
     assert revoke_before_join(RebalanceProtocol.COOPERATIVE, owned, {"t"}) == tps("u-0")
+
+
+@pytest.mark.parametrize(
+    ("api", "code", "action"),
+    [
+        (Api.JOIN_GROUP, errors.MEMBER_ID_REQUIRED, ErrorAction.MEMBER_ID_REQUIRED),
+        (Api.JOIN_GROUP, errors.UNKNOWN_MEMBER_ID, ErrorAction.RESET_AND_REJOIN),
+        (Api.HEARTBEAT, errors.ILLEGAL_GENERATION, ErrorAction.RESET_AND_REJOIN),
+        (Api.HEARTBEAT, errors.REBALANCE_IN_PROGRESS, ErrorAction.REJOIN),
+        (Api.HEARTBEAT, errors.NOT_COORDINATOR, ErrorAction.FIND_COORDINATOR),
+        (Api.SYNC_GROUP, errors.COORDINATOR_LOAD_IN_PROGRESS, ErrorAction.REJOIN),
+        (Api.JOIN_GROUP, errors.COORDINATOR_LOAD_IN_PROGRESS, ErrorAction.RETRY),
+        (Api.HEARTBEAT, errors.FENCED_INSTANCE_ID, ErrorAction.FATAL),
+        (Api.LEAVE_GROUP, errors.FENCED_INSTANCE_ID, ErrorAction.IGNORE),
+        (Api.LEAVE_GROUP, 9999, ErrorAction.IGNORE),
+        (Api.OFFSET_COMMIT, errors.OFFSET_METADATA_TOO_LARGE, ErrorAction.FAIL_REQUEST),
+        (Api.OFFSET_COMMIT, errors.UNKNOWN_TOPIC_OR_PARTITION, ErrorAction.RETRY),
+        (Api.OFFSET_COMMIT, 9999, ErrorAction.FAIL_REQUEST),
+        (Api.JOIN_GROUP, errors.NOT_ENOUGH_REPLICAS, ErrorAction.RETRY),  # retriable, unlisted
+        (Api.JOIN_GROUP, 9999, ErrorAction.FATAL),  # unknown code: not retriable
+    ],
+)
+def test_error_action_table(api: Api, code: int, action: ErrorAction) -> None:
+    assert action_for(api, code) is action
+
+
+def test_a_stale_commit_failure_does_not_reset_the_new_generation() -> None:
+    s = Script(cooperative=True)
+    s.to_stable()
+    commit(s)
+    s.heartbeat(errors.REBALANCE_IN_PROGRESS)
+    s.answer(JoinGroupRequest, s.join_response(generation_id=2))
+    s.answer(SyncGroupRequest, s.sync_response(tps("t-0", "t-1")))
+    s.finish_listeners()
+    effects = s.answer(OffsetCommitRequest, commit_response(errors.ILLEGAL_GENERATION))
+    assert isinstance(done(effects).error, CommitFailedError)
+    assert (s.state(), s.member.generation_id) == (S.STABLE, 2)

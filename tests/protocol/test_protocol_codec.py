@@ -450,6 +450,14 @@ def test_uvarint_known_encodings() -> None:
     assert uvarint(127) == b"\x7f"
     assert uvarint(128) == b"\x80\x01"
     assert uvarint(300) == b"\xac\x02"
+    assert uvarint(2**32 - 1) == b"\xff\xff\xff\xff\x0f"
+
+
+@pytest.mark.parametrize("value", [-1, 2**32])
+def test_uvarint_refuses_what_java_cannot_read(value: int) -> None:
+    # Java's readUnsignedVarint stops after 5 bytes (32 bits); wider would be garbage.
+    with pytest.raises(OverflowError):
+        uvarint(value)
 
 
 def test_metadata_request_null_topics_means_all_from_v1() -> None:

@@ -44,6 +44,7 @@ __all__ = [
     "encode_into",
     "is_flexible",
     "read_uvarint",
+    "skip_header_tags",
     "uvarint",
 ]
 
@@ -96,10 +97,11 @@ def is_flexible(cls: type[Struct], version: int) -> bool:
 
 def uvarint(value: int) -> bytes:
     """Unsigned varint encoding of a non-negative int (at most 32 bits)."""
-    if value < 0:
-        raise OverflowError(f"negative varint {value}")
-    if value < 0x80:
+    if 0 <= value < 0x80:
         return _SMALL_VARINTS[value]
+    if not 0 <= value <= 0xFFFFFFFF:
+        # Java reads at most 5 varint bytes into an int: anything wider is garbage to it.
+        raise OverflowError(f"varint {value} does not fit in 32 bits")
     out = bytearray()
     while value >= 0x80:
         out.append((value & 0x7F) | 0x80)
@@ -359,7 +361,7 @@ def _build_plan(cls: type[Struct], version: int, flexible: bool) -> _Plan:
     call = f"cls({', '.join(kwargs)}"
     if flexible:
         tagged.sort(key=operator.itemgetter(0))
-        ns["read_tagged"] = _tagged_reader(cls, tagged)
+        ns["read_tagged"] = _tagged_reader(cls.__name__, tagged)
         ns["write_tagged"] = _tagged_writer(tagged)
         dec.append("    if data[pos] == 0:")
         dec.append("        pos += 1; tagged = EMPTY")
@@ -379,10 +381,10 @@ def _build_plan(cls: type[Struct], version: int, flexible: bool) -> _Plan:
 
 
 def _tagged_reader(
-    cls: type[Struct], tagged: list[tuple[int, str, Writer, Reader, Callable[[Any], bool]]]
+    owner: str, tagged: list[tuple[int, str, Writer, Reader, Callable[[Any], bool]]]
 ) -> Callable[[bytes, int], tuple[dict[str, Any], int]]:
+    """Reader of a tagged-field section; tags not in ``tagged`` are skipped (KIP-482)."""
     by_tag = {tag: (name, reader) for tag, name, _w, reader, _d in tagged}
-    owner = cls.__name__
 
     def read(data: bytes, pos: int) -> tuple[dict[str, Any], int]:
         count, pos = read_uvarint(data, pos)
@@ -618,6 +620,9 @@ def _struct_writer(plan: _Plan, what: str) -> Writer:
 
     return write
 
+
+#: Reads (and skips) the tagged-field section of a flexible request/response header.
+skip_header_tags: Final = _tagged_reader("header", [])
 
 # --------------------------------------------------------------------------- public
 

@@ -25,7 +25,7 @@ from ._codec import (
     decode_struct_at,
     encode_into,
     is_flexible,
-    read_uvarint,
+    skip_header_tags,
 )
 from ._schema import Request, Response
 
@@ -120,17 +120,6 @@ def peek_correlation_id(data: bytes | bytearray | memoryview) -> int:
     return value
 
 
-def _skip_tagged(data: bytes, pos: int) -> int:
-    count, pos = read_uvarint(data, pos)
-    for _ in range(count):
-        _tag, pos = read_uvarint(data, pos)
-        size, pos = read_uvarint(data, pos)
-        pos += size
-        if pos > len(data):
-            raise _Malformed("truncated header tagged field")
-    return pos
-
-
 @overload
 def decode_response(
     type_: type[R], data: bytes | bytearray | memoryview, *, api_version: int
@@ -165,7 +154,7 @@ def decode_response(
     pos = 4
     if response_header_version(cls, api_version) >= 1:
         try:
-            pos = _skip_tagged(buf, pos)
+            _tags, pos = skip_header_tags(buf, pos)
         except _Malformed as exc:
             raise ProtocolError(
                 f"malformed response header: {exc}", api_key=cls.API_KEY, api_version=api_version
@@ -218,7 +207,7 @@ def decode_request(
         elif n != -1:
             raise _Malformed(f"bad client_id length {n}")
         if request_header_version(cls, api_version) >= 2:
-            pos = _skip_tagged(buf, pos)
+            _tags, pos = skip_header_tags(buf, pos)
     except (_Malformed, UnicodeDecodeError) as exc:
         raise ProtocolError(
             f"malformed request header: {exc}", api_key=api_key, api_version=api_version

@@ -61,28 +61,32 @@ def validate_cooperative_assignment(
     with its previous and new owner (the first ten; the rest are counted). Nothing is
     changed: the leader should fail the rebalance rather than send the result.
     """
-    owners: dict[TopicPartition, list[str]] = {}
-    for member_id, subscription in group_subscription.subscriptions.items():
-        for tp in subscription.owned_partitions:
-            owners.setdefault(tp, []).append(member_id)
-    if not owners:
-        return
-
-    violations: list[tuple[TopicPartition, list[str], str]] = []
     subscriptions = group_subscription.subscriptions
-    for member_id, assignment in group_assignment.assignments.items():
-        own = subscriptions.get(member_id)
-        owned = set(own.owned_partitions) if own is not None else set()
-        for tp in assignment.partitions:
-            previous = owners.get(tp)
-            if previous is None or tp in owned:
-                continue
-            others = [owner for owner in previous if owner != member_id]
-            if others:
-                violations.append((tp, others, member_id))
-    if not violations:
+    owned_by = {m: frozenset(s.owned_partitions) for m, s in subscriptions.items()}
+    all_owned: set[TopicPartition] = set().union(*owned_by.values())
+    if not all_owned:
         return
 
+    # A partition added to a member (not in its own owned_partitions) breaks the rule
+    # exactly when some member owns it, and that owner is necessarily another member.
+    # Set operations keep the usual no-violation pass at C speed for a million
+    # partitions; owners are looked up only for the violations, to name them.
+    added_owned: list[tuple[str, set[TopicPartition]]] = []
+    for member_id, assignment in group_assignment.assignments.items():
+        added = set(assignment.partitions)
+        added -= owned_by.get(member_id, frozenset())
+        added &= all_owned
+        if added:
+            added_owned.append((member_id, added))
+    if not added_owned:
+        return
+
+    moved: set[TopicPartition] = set().union(*(tps for _, tps in added_owned))
+    owners: dict[TopicPartition, list[str]] = {}
+    for member_id, owned in owned_by.items():
+        for tp in owned & moved:
+            owners.setdefault(tp, []).append(member_id)
+    violations = [(tp, owners[tp], member_id) for member_id, tps in added_owned for tp in tps]
     violations.sort(key=lambda v: (v[0], _order(v[2])))
     details = (
         f"{tp} from {_members(previous)} to {new_owner!r}" for tp, previous, new_owner in violations

@@ -7,6 +7,7 @@ instance ids and optional racks, and optional replica racks per partition.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 
 from hypothesis import strategies as st
@@ -138,6 +139,32 @@ def check_complete_and_valid(
         seen.extend(partitions)
     assert len(seen) == len(set(seen)), "a partition was assigned twice"
     assert set(seen) == subscribed_partitions(metadata, group)
+
+
+def _java_compare(a: str, b: str) -> int:
+    # String.compareTo: UTF-16 code units, which big-endian UTF-16 bytes order alike.
+    ua, ub = a.encode("utf-16-be", "surrogatepass"), b.encode("utf-16-be", "surrogatepass")
+    return (ua > ub) - (ua < ub)
+
+
+def java_sorted_members(subscriptions: Mapping[str, Subscription]) -> list[str]:
+    """Member ids sorted by a literal transcription of Java's
+    ``AbstractPartitionAssignor.MemberInfo.compareTo`` (static members first by
+    instance id, then dynamic ones by member id), the reference for the assignors'
+    own ``java_member_order``. Java leaves two equal instance ids in input order; the
+    member id decides here, as in the implementation, so results are comparable."""
+
+    def compare(a: str, b: str) -> int:
+        ia, ib = subscriptions[a].group_instance_id, subscriptions[b].group_instance_id
+        if ia is not None and ib is not None:
+            return _java_compare(ia, ib) or _java_compare(a, b)
+        if ia is not None:
+            return -1
+        if ib is not None:
+            return 1
+        return _java_compare(a, b)
+
+    return sorted(subscriptions, key=functools.cmp_to_key(compare))
 
 
 def as_strings(result: GroupAssignment) -> dict[str, list[str]]:

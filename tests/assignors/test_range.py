@@ -3,7 +3,6 @@ and properties checked against a slow, literal model of Java's algorithm."""
 
 from __future__ import annotations
 
-import functools
 import gc
 from collections.abc import Callable, Mapping, Sequence
 
@@ -13,9 +12,11 @@ from _strategies_basic import (
     check_complete_and_valid,
     copartitioned_rack_problems,
     counts_by_member,
+    java_sorted_members,
     problems,
 )
 from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from coopconsumer.assignors import (
     Assignment,
@@ -205,6 +206,22 @@ def test_member_order_compares_strings_as_java_does() -> None:
     assert java_member_order({high_bmp: _sub(), emoji: _sub()}) == [emoji, high_bmp]
     static = {"x": _sub(instance=high_bmp), "y": _sub(instance=emoji)}
     assert java_member_order(static) == ["y", "x"]
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.dictionaries(
+        st.text(min_size=1, max_size=3),
+        st.one_of(st.none(), st.text(max_size=3)),
+        max_size=8,
+    )
+)
+def test_member_order_matches_a_literal_model_of_member_info_compare(
+    instances: dict[str, str | None],
+) -> None:
+    # Any unicode (surrogate pairs included), empty instance ids, shared instance ids.
+    subs = {member_id: _sub(instance=instance) for member_id, instance in instances.items()}
+    assert java_member_order(subs) == java_sorted_members(subs)
 
 
 # --- rack-aware (KIP-881): Java's RangeAssignorTest vectors ---------------------------------
@@ -624,25 +641,6 @@ def test_empty_rack_id_counts_as_no_rack() -> None:
 # --- a literal model of Java's algorithm, for differential testing ------------------------
 
 
-def _java_compare(a: str, b: str) -> int:
-    ua, ub = a.encode("utf-16-be", "surrogatepass"), b.encode("utf-16-be", "surrogatepass")
-    return (ua > ub) - (ua < ub)
-
-
-def _member_info_compare(subs: Mapping[str, Subscription]) -> Callable[[str, str], int]:
-    def compare(a: str, b: str) -> int:
-        ia, ib = subs[a].group_instance_id, subs[b].group_instance_id
-        if ia is not None and ib is not None:
-            return _java_compare(ia, ib) or _java_compare(a, b)
-        if ia is not None:
-            return -1
-        if ib is not None:
-            return 1
-        return _java_compare(a, b)
-
-    return compare
-
-
 class _ModelState:
     def __init__(
         self,
@@ -697,14 +695,14 @@ class _ModelState:
 def reference_range(metadata: ClusterMetadata, group: GroupSubscription) -> GroupAssignment:
     """Java's RangeAssignor.assignPartitions, step by step and slowly."""
     subs = group.subscriptions
-    order = functools.cmp_to_key(_member_info_compare(subs))
+    order = java_sorted_members(subs)
     racks_of = {m: s.rack_id for m, s in subs.items() if s.rack_id}
     out: dict[str, list[TopicPartition]] = {m: [] for m in subs}
     states = []
     for topic in sorted({t for s in subs.values() for t in s.topics}):
         count = metadata.partition_count(topic) or 0
         if count > 0:
-            members = sorted((m for m in subs if topic in subs[m].topics), key=order)
+            members = [m for m in order if topic in subs[m].topics]
             states.append(_ModelState(topic, count, members, racks_of, metadata))
     if any(s.needs for s in states):
         groups: dict[tuple[tuple[tuple[str, str | None], ...], int], list[_ModelState]] = {}

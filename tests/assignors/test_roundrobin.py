@@ -3,11 +3,16 @@ literal model of Java's circular iterator."""
 
 from __future__ import annotations
 
-import functools
 import gc
 from collections.abc import Mapping
 
-from _strategies_basic import as_strings, check_complete_and_valid, counts_by_member, problems
+from _strategies_basic import (
+    as_strings,
+    check_complete_and_valid,
+    counts_by_member,
+    java_sorted_members,
+    problems,
+)
 from hypothesis import given, settings
 
 from coopconsumer.assignors import (
@@ -120,23 +125,10 @@ def test_no_members_gives_empty_result() -> None:
 # --- a literal model of Java's algorithm -----------------------------------------------------
 
 
-def _java_key(value: str) -> bytes:
-    return value.encode("utf-16-be", "surrogatepass")
-
-
 def reference_roundrobin(metadata: ClusterMetadata, group: GroupSubscription) -> GroupAssignment:
     """Java's RoundRobinAssignor.assign: a circular iterator over sorted members."""
     subs = group.subscriptions
-
-    def compare(a: str, b: str) -> int:
-        ia, ib = subs[a].group_instance_id, subs[b].group_instance_id
-        if (ia is None) != (ib is None):
-            return -1 if ia is not None else 1
-        ka = (_java_key(ia), _java_key(a)) if ia is not None else (_java_key(a), b"")
-        kb = (_java_key(ib), _java_key(b)) if ib is not None else (_java_key(b), b"")
-        return (ka > kb) - (ka < kb)
-
-    members = sorted(subs, key=functools.cmp_to_key(compare))
+    members = java_sorted_members(subs)
     out: dict[str, list[TopicPartition]] = {m: [] for m in subs}
     cursor = 0
     for topic in sorted({t for s in subs.values() for t in s.topics}):

@@ -74,6 +74,22 @@ def test_calls_in_the_order_invoked_with_frozensets() -> None:
     assert all(type(parts) is frozenset for _, parts in listener.calls)
 
 
+def test_log_names_the_first_partitions_in_order_and_counts_the_rest(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    partitions = [TopicPartition(topic, p) for topic in ("b", "a") for p in range(15)]
+    invoker = ListenerInvoker(Recorder(), now_fn=FakeClock())
+    with caplog.at_level(logging.INFO, logger="coopconsumer.listener"):
+        invoker.invoke(ListenerKind.ASSIGNED, partitions)
+        invoker.invoke(ListenerKind.ASSIGNED, [])
+    first, empty = (rec.getMessage() for rec in caplog.records)
+    expected = [f"a-{p}" for p in range(15)] + [f"b-{p}" for p in range(5)]
+    assert first == (
+        f"Calling on_partitions_assigned with 30 partition(s): {', '.join(expected)}, ... (10 more)"
+    )
+    assert empty == "Calling on_partitions_assigned with 0 partition(s): (none)"
+
+
 def test_revoked_and_lost_skipped_for_empty_set_assigned_always_called() -> None:
     listener = RecorderWithLost()
     sink = RecordingSink()

@@ -12,6 +12,7 @@ default clock is ``time.monotonic`` but every caller may inject its own.
 from __future__ import annotations
 
 import enum
+import heapq
 import logging
 import time
 from collections.abc import Callable, Iterable
@@ -255,7 +256,8 @@ class ListenerInvoker:
             return
         name, method = self._callbacks[kind]
         clock = self._now_fn if now_fn is None else now_fn
-        _log.info("Calling %s with %d partition(s): %s", name, len(parts), _describe(parts))
+        if _log.isEnabledFor(logging.INFO):  # describing a million partitions is not free
+            _log.info("Calling %s with %d partition(s): %s", name, len(parts), _describe(parts))
         start = clock()
         try:
             if method is not None:
@@ -276,7 +278,8 @@ class ListenerInvoker:
 
 
 def _describe(partitions: frozenset[TopicPartition]) -> str:
-    shown = sorted(partitions)[:20]
+    # The first 20 in order without sorting the whole set (O(n), not O(n log n)).
+    shown = heapq.nsmallest(20, partitions)
     text = ", ".join(str(tp) for tp in shown)
     if len(partitions) > len(shown):
         text += f", ... ({len(partitions) - len(shown)} more)"

@@ -243,6 +243,22 @@ def test_partition_not_in_metadata(partition: TopicPartition, shown: str) -> Non
     assert f"1 partition(s) not in the metadata: {shown}" in message
 
 
+def test_unknown_partition_may_go_back_to_the_member_that_owns_it() -> None:
+    # KIP-429 leader step 2.3.6: "unknown-but-owned" partitions (the leader's metadata
+    # lags a previous leader's, so it does not know t-5 yet) may be given back to their
+    # claimant. Handing one to anybody else is still an error.
+    group = GroupSubscription(
+        subscriptions={
+            "a": Subscription(topics=["t"], owned_partitions=[TP("t", 5), TP("t", 0)]),
+            "b": Subscription(topics=["t"]),
+        }
+    )
+    back = _result({"a": [TP("t", 0), TP("t", 5)], "b": [TP("t", 1)]})
+    check_assignment(METADATA, group, back, assignor_name="custom")
+    elsewhere = _result({"a": [TP("t", 0)], "b": [TP("t", 1), TP("t", 5)]})
+    assert "1 partition(s) not in the metadata: t-5" in _check_error(group, elsewhere)
+
+
 def test_all_problems_are_reported_together() -> None:
     group = _subs(a=["t"], b=["t"], c=["t"])
     result = _result({"a": [TP("t", 0), TP("u", 0)], "b": [TP("t", 0), TP("t", 7)], "x": []})

@@ -116,7 +116,10 @@ def check_assignment(
     - a member of the subscription has no entry, or an entry names no member;
     - a partition is assigned to two members (or twice to one);
     - a member gets a partition of a topic it is not subscribed to;
-    - a partition does not exist in ``metadata`` (unknown topic or partition number).
+    - a partition does not exist in ``metadata`` (unknown topic or partition number),
+      unless it goes back to a member that reports owning it: KIP-429 lets an assignor
+      return such "unknown-but-owned" partitions to their claimant, e.g. when this
+      leader's metadata is older than the previous leader's.
 
     Partitions left unassigned are allowed: cooperative assignors leave moving
     partitions out for a round, and an assignor may choose to leave some idle.
@@ -166,7 +169,7 @@ def check_assignment(
 
     problems.extend(_duplicates(assignments))
     problems.extend(_unsubscribed(subscriptions, assignments))
-    problems.extend(_nonexistent(metadata, assignments))
+    problems.extend(_nonexistent(metadata, subscriptions, assignments))
 
     if problems:
         raise InvalidAssignmentError(
@@ -236,10 +239,14 @@ def _unsubscribed(
     ]
 
 
-def _nonexistent(metadata: ClusterMetadata, assignments: Mapping[str, Assignment]) -> list[str]:
+def _nonexistent(
+    metadata: ClusterMetadata,
+    subscriptions: Mapping[str, Subscription],
+    assignments: Mapping[str, Assignment],
+) -> list[str]:
     counts = metadata.partition_counts
     bad: set[TopicPartition] = set()
-    for assignment in assignments.values():
+    for member_id, assignment in assignments.items():
         partitions = assignment.partitions
         if not partitions:
             continue
@@ -251,9 +258,11 @@ def _nonexistent(metadata: ClusterMetadata, assignments: Mapping[str, Assignment
             numbers = list(map(itemgetter(1), partitions))
             if min(numbers) >= 0 and max(numbers) < min(known):
                 continue
+        subscription = subscriptions.get(member_id)
+        owned = set(subscription.owned_partitions) if subscription is not None else set()
         for tp in partitions:
             count = counts.get(tp[0])
-            if count is None or not 0 <= tp[1] < count:
+            if (count is None or not 0 <= tp[1] < count) and tp not in owned:
                 bad.add(tp)
     if not bad:
         return []

@@ -170,7 +170,8 @@ class ListenerInvoker:
     * LOST falls back to ``on_partitions_revoked`` when the listener has no
       ``on_partitions_lost`` (or inherits :class:`RebalanceListener`'s default).
     * Each call is timed with ``now_fn`` (default ``time.monotonic``) and the latency is
-      reported to ``metrics`` even when the callback raised.
+      reported to ``metrics`` when the callback returns, as Java records its callback
+      sensors: a call that raises is not counted in the latency metrics.
     * An ``Exception`` raised by a callback is logged and remembered if it is the first
       since the last :meth:`take_error`; later callbacks still run. ``BaseException``\\ s
       that are not ``Exception`` (``KeyboardInterrupt``, ``SystemExit``) propagate.
@@ -266,10 +267,12 @@ class ListenerInvoker:
             _log.error("Rebalance listener %s raised; continuing the rebalance", name, exc_info=exc)
             if self._error is None:
                 self._error = exc
-        finally:
-            end = clock()
-            if self._metrics is not None:
-                self._metrics.listener_latency(kind, max(0.0, end - start), end)
+            return
+        # Java's ConsumerRebalanceListenerInvoker records the sensor right after the
+        # callback returns, inside its try: a raising call leaves the latency untouched.
+        end = clock()
+        if self._metrics is not None:
+            self._metrics.listener_latency(kind, max(0.0, end - start), end)
 
     def take_error(self) -> Exception | None:
         """Return the first exception raised since the last call, and forget it."""

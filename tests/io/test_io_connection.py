@@ -191,6 +191,29 @@ def test_pipelined_requests_are_matched_by_correlation_id_even_out_of_order(
         conn.close()
 
 
+def test_wrapped_correlation_ids_skip_one_still_in_flight(fake: FakeBroker) -> None:
+    def answer_both(conn: FakeConn, header: RequestHeader, request: Request) -> None:
+        conn.held.append((header, request))
+        if len(conn.held) == 2:
+            for h, r in conn.held:
+                assert isinstance(r, HeartbeatRequest)
+                conn.reply(h, HeartbeatResponse(error_code=r.generation_id))
+
+    fake.on(HEARTBEAT, answer_both)
+    conn = connect(fake)
+    try:
+        drive_until_ready(conn)
+        conn._next_correlation_id = 5
+        first = conn.send(heartbeat(1))
+        conn._next_correlation_id = 5  # as if 2**31 requests later the ids came round
+        second = conn.send(heartbeat(2))
+        assert (first.correlation_id, second.correlation_id) == (5, 6)
+        drive(conn, first, second)
+        assert [first.result().error_code, second.result().error_code] == [1, 2]
+    finally:
+        conn.close()
+
+
 def test_done_callbacks_run_inside_poll(fake: FakeBroker) -> None:
     conn = connect(fake)
     seen: list[PendingRequest[Any]] = []

@@ -587,6 +587,9 @@ class BrokerConnection:
         self, request: Request, version: int, future: PendingRequest[Any] | None
     ) -> None:
         correlation_id = self._next_correlation_id
+        # After 2**31 requests the ids wrap; never reuse one still awaiting its answer.
+        while correlation_id in self._in_flight:
+            correlation_id = (correlation_id + 1) % (_MAX_CORRELATION_ID + 1)
         self._next_correlation_id = (correlation_id + 1) % (_MAX_CORRELATION_ID + 1)
         payload = encode_request(
             request, api_version=version, correlation_id=correlation_id, client_id=self._client_id
@@ -694,8 +697,8 @@ class BrokerConnection:
             # Put the entry back so that the close reports this request as the victim.
             self._in_flight[correlation_id] = entry
             raise _StreamFailure(self._wrap_decode_error(entry, exc), entry) from exc
-        entry.future._set_result(response)
-        self._on_complete(entry.future)
+        if entry.future._set_result(response):
+            self._on_complete(entry.future)
 
     # ------------------------------------------------------------------ closing
 

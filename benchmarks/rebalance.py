@@ -1,0 +1,420 @@
+"""Benchmark: what a member joining a busy group costs the members already in it.
+
+    python benchmarks/rebalance.py [--sizes 4,8] [--partitions 24] [--rate 2400]
+
+Starts an embedded Tansu broker. For each group size N and each implementation:
+
+* ``coopconsumer cooperative-sticky`` (COOPERATIVE, KIP-429),
+* ``coopconsumer range`` (EAGER),
+* ``confluent-kafka cooperative-sticky`` (librdkafka's own KIP-429 client, the
+  baseline),
+
+N members (one thread each, auto-commit on, defaults otherwise) consume a fresh topic
+of 24 partitions while a producer writes ``--rate`` records/s round-robin over them
+(100 records/s per partition by default, so a partition normally gets a record every
+~10 ms). Once the group has settled (every partition owned, shares even, no rebalance
+callback for 1.5 s) one more member starts. Measured from the listener callbacks and
+the arrival time of each partition's records at the consumers:
+
+* **kept pause**: over the partitions whose owner is the same before and after the
+  rebalance, the longest gap between two consecutive record arrivals that overlaps the
+  rebalance window (join -> settled). Cooperative members keep consuming them, so it
+  should stay at the steady-state gap; eager members revoke everything, so it is the
+  whole rebalance. Reported as max and median over the kept partitions.
+* **moved pause**: the same over the partitions that changed owner.
+* **all owned**: time from the new member's start until every partition is owned again
+  with even shares (for cooperative, both rounds of KIP-429's two-round hand-over).
+* **steady gap**: the longest gap over all partitions in the 3 s before the join, for
+  scale.
+
+Tansu holds every JoinGroup for about max(1 s, session.timeout.ms / 2) (DESIGN.md), so
+the absolute rebalance times mostly measure that hold (session.timeout.ms is 2000
+here); the comparison between implementations on the same broker is the point.
+
+A second Tansu quirk can stall cooperative joins on it: a follower's SyncGroup that
+arrives *before* the leader's is not answered when the leader's assignment arrives; it
+waits about session.timeout.ms and, if a follow-up round started meanwhile (KIP-429's
+second round does start one), gets REBALANCE_IN_PROGRESS. The joining member sends the
+first JoinGroup, so its per-request hold ends first and it syncs first: it may miss
+round after round. A scenario that does not settle within 30 s is printed as FAILED
+with who owned how many partitions, not retried.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import logging
+import statistics
+import threading
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import confluent_kafka
+from _common import describe_machine, print_table, tansu
+
+import coopconsumer
+from coopconsumer import RebalanceListener, TopicPartition
+
+SESSION_TIMEOUT_MS = 2000
+HEARTBEAT_MS = 200
+#: Both sides fetch with librdkafka; a short fetch wait keeps the steady-state gap (the
+#: pause resolution) near the per-partition record interval, on both sides alike.
+FETCH_WAIT_MS = 50
+QUIET_S = 1.5
+SETTLE_BOUND_S = 30.0
+
+
+def _tp_of(message: confluent_kafka.Message) -> TopicPartition:
+    topic, partition = message.topic(), message.partition()
+    if topic is None or partition is None:
+        raise RuntimeError(f"a record without a partition: {message!r}")
+    return TopicPartition(topic, partition)
+
+
+class Tracker:
+    """Ownership and record arrivals of one group, fed by every member. Thread-safe."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.owner: dict[TopicPartition, str] = {}
+        self.arrivals: dict[TopicPartition, list[float]] = {}
+        self.last_change = time.monotonic()
+        self.errors: list[str] = []
+
+    def assigned(self, member: str, partitions: Any) -> None:
+        with self.lock:
+            for p in partitions:
+                self.owner[TopicPartition(str(p.topic), int(p.partition))] = member
+            self.last_change = time.monotonic()
+
+    def removed(self, member: str, partitions: Any) -> None:
+        with self.lock:
+            for p in partitions:
+                tp = TopicPartition(str(p.topic), int(p.partition))
+                if self.owner.get(tp) == member:
+                    del self.owner[tp]
+            self.last_change = time.monotonic()
+
+    def arrived(self, messages: Sequence[confluent_kafka.Message]) -> None:
+        now = time.monotonic()
+        seen = {TopicPartition(m.topic(), m.partition()) for m in messages if m.error() is None}
+        with self.lock:
+            for tp in seen:
+                self.arrivals.setdefault(tp, []).append(now)
+
+    def snapshot(self) -> tuple[dict[TopicPartition, str], float]:
+        with self.lock:
+            return dict(self.owner), self.last_change
+
+    def max_gap(self, tp: TopicPartition, start: float, end: float) -> float:
+        """Longest gap between consecutive arrivals of ``tp`` overlapping [start, end]."""
+        with self.lock:
+            times = list(self.arrivals.get(tp, ()))
+        longest = 0.0
+        for before, after in itertools.pairwise(times):
+            if after >= start and before <= end:
+                longest = max(longest, after - before)
+        # Nothing arrived since the window opened: the pause lasts at least until its end.
+        last = max((t for t in times if t <= end), default=start)
+        return max(longest, end - last) if last < end else longest
+
+
+class _Member:
+    def __init__(self, name: str, tracker: Tracker) -> None:
+        self.name = name
+        self.tracker = tracker
+        self.stop_event = threading.Event()
+        self.thread = threading.Thread(target=self._guarded, name=name, daemon=True)
+
+    def _guarded(self) -> None:
+        try:
+            self.run()
+        except Exception as exc:  # reported in the output, never hidden
+            self.tracker.errors.append(f"{self.name}: {exc!r}")
+
+    def run(self) -> None:
+        raise NotImplementedError
+
+
+class _CoopListener(RebalanceListener):
+    def __init__(self, member: str, tracker: Tracker) -> None:
+        self.member = member
+        self.tracker = tracker
+
+    def on_partitions_assigned(self, partitions: frozenset[TopicPartition]) -> None:
+        self.tracker.assigned(self.member, partitions)
+
+    def on_partitions_revoked(self, partitions: frozenset[TopicPartition]) -> None:
+        self.tracker.removed(self.member, partitions)
+
+    def on_partitions_lost(self, partitions: frozenset[TopicPartition]) -> None:
+        self.tracker.removed(self.member, partitions)
+
+
+class CoopMember(_Member):
+    def __init__(
+        self, name: str, tracker: Tracker, bootstrap: str, group: str, topic: str, strategy: str
+    ) -> None:
+        super().__init__(name, tracker)
+        self.config: dict[str, object] = {
+            "bootstrap.servers": bootstrap,
+            "group.id": group,
+            "partition.assignment.strategy": strategy,
+            "auto.offset.reset": "latest",
+            "session.timeout.ms": SESSION_TIMEOUT_MS,
+            "heartbeat.interval.ms": HEARTBEAT_MS,
+            "fetch.wait.max.ms": FETCH_WAIT_MS,
+        }
+        self.topic = topic
+
+    def run(self) -> None:
+        with coopconsumer.Consumer(self.config) as consumer:
+            consumer.subscribe([self.topic], _CoopListener(self.name, self.tracker))
+            while not self.stop_event.is_set():
+                self.tracker.arrived(consumer.consume(500, 0.02))
+
+
+class RdkafkaMember(_Member):
+    def __init__(
+        self, name: str, tracker: Tracker, bootstrap: str, group: str, topic: str, strategy: str
+    ) -> None:
+        super().__init__(name, tracker)
+        self.config: dict[str, object] = {
+            "bootstrap.servers": bootstrap,
+            "group.id": group,
+            "group.protocol": "classic",
+            "partition.assignment.strategy": strategy,
+            "auto.offset.reset": "latest",
+            "session.timeout.ms": SESSION_TIMEOUT_MS,
+            "heartbeat.interval.ms": HEARTBEAT_MS,
+            "fetch.wait.max.ms": FETCH_WAIT_MS,
+        }
+        self.topic = topic
+
+    def run(self) -> None:
+        consumer = confluent_kafka.Consumer(self.config)
+        tracker, name = self.tracker, self.name
+        try:
+            consumer.subscribe(
+                [self.topic],
+                on_assign=lambda _c, ps: tracker.assigned(name, ps),
+                on_revoke=lambda _c, ps: tracker.removed(name, ps),
+                on_lost=lambda _c, ps: tracker.removed(name, ps),
+            )
+            while not self.stop_event.is_set():
+                tracker.arrived(consumer.consume(500, 0.02))
+        finally:
+            consumer.close()
+
+
+class Producer:
+    """Writes ``rate`` records/s round-robin over the partitions on a thread."""
+
+    def __init__(self, bootstrap: str, topic: str, partitions: int, rate: float) -> None:
+        self.producer = confluent_kafka.Producer({"bootstrap.servers": bootstrap, "linger.ms": 2})
+        self.topic = topic
+        self.partitions = partitions
+        self.rate = rate
+        self.stop_event = threading.Event()
+        self.thread = threading.Thread(target=self.run, name="producer", daemon=True)
+
+    def run(self) -> None:
+        n = 0
+        interval = 1.0 / self.rate
+        next_at = time.monotonic()
+        while not self.stop_event.is_set():
+            self.producer.produce(self.topic, value=b"x" * 100, partition=n % self.partitions)
+            n += 1
+            self.producer.poll(0)
+            next_at += interval
+            delay = next_at - time.monotonic()
+            if delay > 0.001:
+                time.sleep(delay)
+        self.producer.flush(10)
+
+
+class Result:
+    def __init__(self, implementation: str, size: int) -> None:
+        self.implementation = implementation
+        self.size = size
+        self.kept: list[float] = []
+        self.moved: list[float] = []
+        self.all_owned_s = float("nan")
+        self.steady_gap_s = float("nan")
+        self.note = ""
+
+
+def _settled(
+    tracker: Tracker, partitions: list[TopicPartition], names: list[str], quiet: bool
+) -> bool:
+    owners, last_change = tracker.snapshot()
+    if set(owners) != set(partitions) or set(owners.values()) != set(names):
+        return False
+    counts = [sum(1 for o in owners.values() if o == n) for n in names]
+    even = max(counts) - min(counts) <= 1
+    return even and (not quiet or time.monotonic() - last_change >= QUIET_S)
+
+
+def _wait(condition: Callable[[], bool], what: str, tracker: Tracker) -> float:
+    deadline = time.monotonic() + SETTLE_BOUND_S
+    while not condition():
+        if tracker.errors:
+            raise RuntimeError(f"{what}: member failed: {tracker.errors}")
+        if time.monotonic() > deadline:
+            owners, _ = tracker.snapshot()
+            counts = {
+                name: list(owners.values()).count(name) for name in sorted(set(owners.values()))
+            }
+            raise RuntimeError(
+                f"{what}: not within {SETTLE_BOUND_S:.0f} s (partitions owned: {counts})"
+            )
+        time.sleep(0.005)
+    return time.monotonic()
+
+
+def scenario(
+    bootstrap: str,
+    broker_create: Callable[[str, int], None],
+    implementation: str,
+    size: int,
+    partitions: int,
+    rate: float,
+) -> Result:
+    kind, strategy = implementation.split(" ", 1)
+    topic = f"rebalance-{uuid.uuid4().hex[:8]}"
+    group = f"g-{uuid.uuid4().hex[:8]}"
+    broker_create(topic, partitions)
+    all_tps = [TopicPartition(topic, p) for p in range(partitions)]
+    tracker = Tracker()
+    producer = Producer(bootstrap, topic, partitions, rate)
+    producer.thread.start()
+    member_type = CoopMember if kind == "coopconsumer" else RdkafkaMember
+    members: list[_Member] = []
+
+    def start_member() -> None:
+        member = member_type(f"m{len(members)}", tracker, bootstrap, group, topic, strategy)
+        members.append(member)
+        member.thread.start()
+
+    result = Result(implementation, size)
+    try:
+        for _ in range(size):
+            start_member()
+        names = [m.name for m in members]
+        _wait(lambda: _settled(tracker, all_tps, names, True), "group forming", tracker)
+        before, _ = tracker.snapshot()
+        joined_at = time.monotonic()
+        start_member()
+        names = [m.name for m in members]
+        owned_at = _wait(lambda: _settled(tracker, all_tps, names, False), "rejoin", tracker)
+        _wait(lambda: _settled(tracker, all_tps, names, True), "settling", tracker)
+        after, last_change = tracker.snapshot()
+        result.all_owned_s = owned_at - joined_at
+        for tp in all_tps:
+            gap = tracker.max_gap(tp, joined_at, last_change)
+            (result.kept if before[tp] == after[tp] else result.moved).append(gap)
+        result.steady_gap_s = max(
+            tracker.max_gap(tp, joined_at - 3.0, joined_at - 0.001) for tp in all_tps
+        )
+    finally:
+        for member in members:
+            member.stop_event.set()
+        for member in members:
+            member.thread.join(30)
+        producer.stop_event.set()
+        producer.thread.join(15)
+    if tracker.errors:
+        result.note = f"member errors: {tracker.errors[:2]}"
+    return result
+
+
+def _ms(values: list[float], how: Callable[[list[float]], float]) -> str:
+    return f"{how(values) * 1000:,.0f}" if values else "n/a"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", default="4,8")
+    parser.add_argument("--partitions", type=int, default=24)
+    parser.add_argument("--rate", type=float, default=2400.0)
+    parser.add_argument("--only", default="", help="run only implementations containing this text")
+    parser.add_argument("--log", default="", help="log level for coopconsumer, e.g. INFO")
+    args = parser.parse_args()
+    if args.log:
+        logging.basicConfig(format="%(relativeCreated)8.0f %(threadName)s %(name)s %(message)s")
+        logging.getLogger("coopconsumer").setLevel(args.log)
+    sizes = [int(s) for s in args.sizes.split(",")]
+    implementations = [
+        name
+        for name in (
+            "coopconsumer cooperative-sticky",
+            "coopconsumer range",
+            "confluent-kafka cooperative-sticky",
+        )
+        if args.only in name
+    ]
+    print(describe_machine())
+    print(
+        f"{args.partitions} partitions, {args.rate:.0f} records/s, "
+        f"session.timeout.ms={SESSION_TIMEOUT_MS}, one member joins a group of N"
+    )
+    started = time.monotonic()
+    results: list[Result] = []
+    with tansu() as broker:
+
+        def create(topic: str, partitions: int) -> None:
+            broker.create_topic(topic, partitions)
+
+        for size in sizes:
+            for implementation in implementations:
+                try:
+                    results.append(
+                        scenario(
+                            broker.bootstrap,
+                            create,
+                            implementation,
+                            size,
+                            args.partitions,
+                            args.rate,
+                        )
+                    )
+                except RuntimeError as exc:
+                    failed = Result(implementation, size)
+                    failed.note = f"FAILED: {exc}"
+                    results.append(failed)
+    print()
+    print_table(
+        [
+            "N",
+            "implementation",
+            "kept",
+            "kept pause max ms",
+            "kept pause median ms",
+            "moved pause max ms",
+            "all owned after ms",
+            "steady gap ms",
+            "note",
+        ],
+        [
+            [
+                str(r.size),
+                r.implementation,
+                f"{len(r.kept)}/{len(r.kept) + len(r.moved)}",
+                _ms(r.kept, max),
+                _ms(r.kept, statistics.median),
+                _ms(r.moved, max),
+                f"{r.all_owned_s * 1000:,.0f}",
+                f"{r.steady_gap_s * 1000:,.0f}",
+                r.note,
+            ]
+            for r in results
+        ],
+    )
+    print(f"\nwhole run: {time.monotonic() - started:.0f} s")
+
+
+if __name__ == "__main__":
+    main()

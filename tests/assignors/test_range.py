@@ -21,10 +21,12 @@ from hypothesis import strategies as st
 from coopconsumer.assignors import (
     Assignment,
     ClusterMetadata,
+    ConsumerPartitionAssignor,
     GroupAssignment,
     GroupSubscription,
     RangeAssignor,
     RebalanceProtocol,
+    RoundRobinAssignor,
     Subscription,
     TopicPartition,
 )
@@ -841,16 +843,20 @@ def test_large_topic_ranges_are_contiguous(members: int) -> None:
         start += expected_len
 
 
-def test_large_assignment_leaves_the_garbage_collector_as_it_found_it() -> None:
-    # Above the pause threshold the collector is off during the pass, then back on.
-    counts = {"big": 30_000}
-    subscriptions = {"a": _sub("big"), "b": _sub("big")}
+@pytest.mark.parametrize("assignor", [RangeAssignor(), RoundRobinAssignor()], ids=str)
+def test_large_assignment_leaves_the_garbage_collector_as_it_found_it(
+    assignor: ConsumerPartitionAssignor,
+) -> None:
+    # Both non-sticky assignors pause the collector above the threshold, then restore
+    # whatever state they found.
+    metadata = ClusterMetadata.from_partition_counts({"big": 30_000})
+    group = GroupSubscription(subscriptions={"a": _sub("big"), "b": _sub("big")})
     assert gc.isenabled()
-    assert len(_assign(counts, subscriptions).assignments["a"].partitions) == 15_000
+    assert len(assignor.assign(metadata, group).assignments["a"].partitions) == 15_000
     assert gc.isenabled()
     gc.disable()
     try:
-        _assign(counts, subscriptions)
+        assignor.assign(metadata, group)
         assert not gc.isenabled()
     finally:
         gc.enable()

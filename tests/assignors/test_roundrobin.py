@@ -3,7 +3,6 @@ literal model of Java's circular iterator."""
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Mapping
 
 from _strategies_basic import (
@@ -172,18 +171,3 @@ def test_balanced_with_many_members_and_topics() -> None:
     )
     shares = counts_by_member(result).values()
     assert max(shares) - min(shares) <= 1
-
-
-def test_large_assignment_leaves_the_garbage_collector_as_it_found_it() -> None:
-    # Above the pause threshold the collector is off during the pass, then back on.
-    counts = {"big": 30_000}
-    subscriptions = {"a": _sub("big"), "b": _sub("big")}
-    assert gc.isenabled()
-    assert len(_assign(counts, subscriptions).assignments["a"].partitions) == 15_000
-    assert gc.isenabled()
-    gc.disable()
-    try:
-        _assign(counts, subscriptions)
-        assert not gc.isenabled()
-    finally:
-        gc.enable()

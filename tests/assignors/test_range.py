@@ -843,7 +843,9 @@ def test_large_topic_ranges_are_contiguous(members: int) -> None:
         start += expected_len
 
 
-@pytest.mark.parametrize("assignor", [RangeAssignor(), RoundRobinAssignor()], ids=str)
+@pytest.mark.parametrize(
+    "assignor", [RangeAssignor(), RoundRobinAssignor()], ids=lambda a: str(a.name)
+)
 def test_large_assignment_leaves_the_garbage_collector_as_it_found_it(
     assignor: ConsumerPartitionAssignor,
 ) -> None:

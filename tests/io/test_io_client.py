@@ -186,6 +186,45 @@ def test_find_coordinator_gives_up_at_its_timeout(fake: FakeBroker) -> None:
         assert info.value.retriable
 
 
+def test_coordinator_gets_a_connection_of_its_own(fake: FakeBroker) -> None:
+    # Kafka answers one request per connection at a time (it mutes the channel), and
+    # the coordinator parks JoinGroup; this fake does the same on the connection that
+    # holds a parked request. Metadata must not queue behind it.
+    parked: list[tuple[FakeConn, RequestHeader]] = []
+
+    def park(conn: FakeConn, header: RequestHeader, request: Request) -> None:
+        parked.append((conn, header))  # stands in for a JoinGroup held by the broker
+
+    def muted_while_parked(conn: FakeConn, header: RequestHeader, request: Request) -> None:
+        if not any(held is conn for held, _h in parked):
+            fake.default_handle(conn, header, request)
+
+    fake.on(HEARTBEAT, park)
+    fake.on(MetadataRequest.API_KEY, muted_while_parked)
+    with make_client(fake.bootstrap) as client:
+        client.metadata()
+        assert client.brokers().keys() == {7}
+        client.request(7, MetadataRequest(topics=()))  # node 7 has a connection now
+        coordinator = client.add_coordinator(7, "127.0.0.1", fake.port)
+        assert coordinator not in (7, -1)
+        assert coordinator not in client.brokers()
+        assert client.broker_name(coordinator).endswith("(coordinator, node 7)")
+        held = client.send(coordinator, heartbeat())
+        for _ in range(int(WAIT_S / 0.01)):
+            if parked:
+                break
+            client.poll(0.01)
+        assert parked
+        assert client.least_loaded_node() == 7  # never the coordinator's connection
+        assert set(client.metadata(timeout_ms=2_000).brokers) == {7}
+        assert not held.done()
+        conn, header = parked[0]
+        conn.reply(header, HeartbeatResponse(error_code=0))
+        drive(client, held)
+        assert held.result().error_code == 0
+        assert client.add_coordinator(7, "127.0.0.1", fake.port) == coordinator
+
+
 # --------------------------------------------------------------------------- errors
 
 

@@ -74,6 +74,9 @@ COORDINATOR_RETRIABLE: Final = frozenset(
 )
 
 _GROUP_KEY_TYPE: Final = 0
+#: Coordinator connections get the node id ``_COORDINATOR_ID_BASE - node_id``, as in
+#: Java's AbstractCoordinator (``Integer.MAX_VALUE - nodeId``).
+_COORDINATOR_ID_BASE: Final = 2**31 - 1
 
 
 # ===================================================================== configuration
@@ -466,6 +469,8 @@ class KafkaClient:
             for i, (host, port) in enumerate(config.bootstrap_servers)
         }
         self._nodes: dict[int, _Node] = dict(self._bootstrap_nodes)
+        #: Node ids of dedicated coordinator connections (see ``add_coordinator``).
+        self._coordinator_ids: set[int] = set()
         self._cluster: ClusterSnapshot | None = None
         self._wake_r, self._wake_w = socket.socketpair()
         try:
@@ -496,11 +501,11 @@ class KafkaClient:
         return self._closed
 
     def brokers(self) -> dict[int, BrokerInfo]:
-        """Known brokers by node id (bootstrap entries excluded)."""
+        """Known brokers by node id (bootstrap and coordinator entries excluded)."""
         return {
             n.node_id: BrokerInfo(node_id=n.node_id, host=n.host, port=n.port, rack=n.rack)
             for n in self._nodes.values()
-            if n.node_id >= 0
+            if n.node_id >= 0 and n.node_id not in self._coordinator_ids
         }
 
     def broker_name(self, node_id: int) -> str:
@@ -523,6 +528,26 @@ class KafkaClient:
             node.host, node.port = host, port
             node.failures = 0
             node.next_attempt = 0.0
+
+    def add_coordinator(self, node_id: int, host: str, port: int) -> int:
+        """Register broker ``node_id`` as a group coordinator on a connection of its own.
+
+        Returns the node id to send group requests to. A broker handles one request
+        per connection at a time, and the coordinator parks JoinGroup and SyncGroup
+        for up to the rebalance timeout; on a shared connection a Metadata or
+        ListOffsets request would wait behind them, time out, and take the parked
+        request down with the connection. Java keeps the coordinator on a separate
+        connection for this reason (node id ``Integer.MAX_VALUE - nodeId``); so does
+        this. The coordinator id is never chosen by ``least_loaded_node`` and is not
+        listed by ``brokers()``.
+        """
+        if not 0 <= node_id < _COORDINATOR_ID_BASE // 2:
+            raise ConfigurationError(f"coordinator node id {node_id} is out of range")
+        coordinator_id = _COORDINATOR_ID_BASE - node_id
+        self._coordinator_ids.add(coordinator_id)
+        self.add_broker(coordinator_id, host, port)
+        self._nodes[coordinator_id].label = f"coordinator, node {node_id}"
+        return coordinator_id
 
     # ------------------------------------------------------------------ non-blocking core
 
@@ -1053,7 +1078,11 @@ class KafkaClient:
         now = self._clock()
         # Known brokers first; the bootstrap servers stay in the pool as a last resort
         # for when every known broker is unreachable (the idea of KIP-899 re-bootstrap).
-        pool = [n for n in self._nodes.values() if n.node_id >= 0]
+        pool = [
+            n
+            for n in self._nodes.values()
+            if n.node_id >= 0 and n.node_id not in self._coordinator_ids
+        ]
         pool.extend(self._bootstrap_nodes.values())
 
         def rank(node: _Node) -> tuple[int, float, int]:

@@ -52,6 +52,8 @@ from coopconsumer.assignors import (
 #: Bounds that turn a livelock into a test failure instead of a hang.
 MAX_EVENTS = 20_000
 MAX_STEPS = 5_000
+#: How often a polling application calls poll() when nothing else is due.
+POLL_PERIOD_S = 1.0
 
 
 class OwnershipViolation(AssertionError):
@@ -166,6 +168,10 @@ class GroupHarness:
             if not hm.alive:
                 continue
             effects = hm.member.handle(event, self.now)
+            if isinstance(event, Tick):
+                deadline = hm.member.next_deadline
+                if deadline is not None and deadline <= self.now:
+                    raise AssertionError(f"{name}: deadline {deadline} still due after a Tick")
             hm.effects.extend(effects)
             for effect in effects:
                 self._execute(hm, effect)
@@ -267,6 +273,10 @@ class GroupHarness:
         if fake_deadline is not None:
             candidates.append(fake_deadline)
         candidates.extend(self._timeouts.values())
+        if any(hm.polling and hm.member.state is MemberState.POLL_EXPIRED for hm in self.live()):
+            # The application polls continuously; a member waiting for a poll gets one
+            # within POLL_PERIOD_S rather than at the next unrelated deadline.
+            candidates.append(self.now + POLL_PERIOD_S)
         return max(self.now, min(candidates))
 
     def step_to(self, t: float) -> None:

@@ -886,3 +886,14 @@ def test_a_stale_commit_failure_does_not_reset_the_new_generation() -> None:
     effects = s.answer(OffsetCommitRequest, commit_response(errors.ILLEGAL_GENERATION))
     assert isinstance(done(effects).error, CommitFailedError)
     assert (s.state(), s.member.generation_id) == (S.STABLE, 2)
+
+
+def test_join_backoff_does_not_arm_a_timer_while_the_coordinator_is_unknown() -> None:
+    s = in_state(S.JOINING)
+    s.answer(JoinGroupRequest, s.join_response(error_code=errors.COORDINATOR_LOAD_IN_PROGRESS))
+    s.feed(CoordinatorUnavailable())  # the coordinator is lost during the backoff
+    assert kinds(s.feed(Tick(), at=0.2)) == ["FindCoordinator"]
+    # Both the join backoff and the lookup backoff are over; the lookup is in flight:
+    # nothing is due until CoordinatorFound (a past deadline would make a driver spin).
+    assert s.member.next_deadline is None
+    assert kinds(s.feed(CoordinatorFound(node_id=1), at=0.3)) == ["JoinGroup"]

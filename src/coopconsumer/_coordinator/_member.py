@@ -412,13 +412,15 @@ class GroupMember:
 
     @property
     def next_deadline(self) -> float | None:
-        """When to feed the next ``Tick`` (None: no timer is armed)."""
+        """When to feed the next ``Tick`` (None: no timer is armed). After a ``Tick`` at
+        ``now`` it is always later than ``now`` or None, so a driver never spins."""
         candidates: list[float] = []
         if self._lookup is _Lookup.BACKING_OFF and self._lookup_retry_at is not None:
             candidates.append(self._lookup_retry_at)
         if (
             self._state is MemberState.JOINING
             and self._join_retry_at is not None
+            and self._coordinator_id is not None  # else CoordinatorFound resumes it
             and not self._in_flight(Api.JOIN_GROUP)
         ):
             candidates.append(self._join_retry_at)

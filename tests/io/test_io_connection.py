@@ -3,6 +3,7 @@ stream failures and the ApiVersions handshake."""
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import struct
 from collections.abc import Iterator
@@ -51,6 +52,16 @@ def connect(fake: FakeBroker, **kwargs: Any) -> BrokerConnection:
     return BrokerConnection("127.0.0.1", fake.port, node_id=fake.node_id, **kwargs)
 
 
+@contextlib.contextmanager
+def connected(fake: FakeBroker, **kwargs: Any) -> Iterator[BrokerConnection]:
+    """A connection to ``fake``, closed when the block ends however it ends."""
+    conn = connect(fake, **kwargs)
+    try:
+        yield conn
+    finally:
+        conn.close()
+
+
 def drive(conn: BrokerConnection, *futures: PendingRequest[Any]) -> None:
     """Poll until every future is done (bounded by WAIT_S worth of polls)."""
     for _ in range(int(WAIT_S / 0.01)):
@@ -81,8 +92,7 @@ def heartbeat(generation_id: int = 0) -> HeartbeatRequest:
 
 
 def test_handshake_then_request_round_trip(fake: FakeBroker) -> None:
-    conn = connect(fake)
-    try:
+    with connected(fake) as conn:
         future = conn.send(heartbeat())
         assert not future.done()
         drive(conn, future)
@@ -92,8 +102,6 @@ def test_handshake_then_request_round_trip(fake: FakeBroker) -> None:
         assert future.api_version == 4  # highest common: ours 0-4, fake 0-4
         assert conn.handshake_version == 3
         assert fake.received_keys()[:2] == [(ApiVersionsRequest.API_KEY, 3), (HEARTBEAT, 4)]
-    finally:
-        conn.close()
     assert conn.fileno() == -1
 
 
@@ -103,13 +111,10 @@ def test_response_written_one_byte_at_a_time_is_reassembled(fake: FakeBroker) ->
         conn.send_raw(frame(payload), chunk=1)
 
     fake.on(HEARTBEAT, dribble)
-    conn = connect(fake)
-    try:
+    with connected(fake) as conn:
         future = conn.send(heartbeat())
         drive(conn, future)
         assert future.result().error_code == 27
-    finally:
-        conn.close()
 
 
 def test_a_response_spread_over_several_read_bursts_is_reassembled(
@@ -125,13 +130,10 @@ def test_a_response_spread_over_several_read_bursts_is_reassembled(
         conn.reply(header, MetadataResponse(topics=topics))
 
     fake.on(MetadataRequest.API_KEY, big)
-    conn = connect(fake)
-    try:
+    with connected(fake) as conn:
         future = conn.send(MetadataRequest(topics=None))
         drive(conn, future)
         assert future.result().topics == topics
-    finally:
-        conn.close()
 
 
 def test_interrupt_during_name_resolution_is_not_swallowed(
@@ -157,13 +159,10 @@ def test_several_responses_in_one_write_all_complete(fake: FakeBroker) -> None:
             conn.send_raw(data)
 
     fake.on(HEARTBEAT, batch)
-    conn = connect(fake)
-    try:
+    with connected(fake) as conn:
         futures = [conn.send(heartbeat(gen)) for gen in (3, 4, 5)]
         drive(conn, *futures)
         assert [f.result().error_code for f in futures] == [3, 4, 5]
-    finally:
-        conn.close()
 
 
 def test_pipelined_requests_are_matched_by_correlation_id_even_out_of_order(
@@ -178,8 +177,7 @@ def test_pipelined_requests_are_matched_by_correlation_id_even_out_of_order(
                 conn.reply(h, HeartbeatResponse(error_code=r.generation_id))
 
     fake.on(HEARTBEAT, reverse)
-    conn = connect(fake)
-    try:
+    with connected(fake) as conn:
         futures = [conn.send(heartbeat(gen)) for gen in range(5)]
         drive_until_ready(conn)
         conn.poll(0)
@@ -187,8 +185,6 @@ def test_pipelined_requests_are_matched_by_correlation_id_even_out_of_order(
         drive(conn, *futures)
         assert [f.result().error_code for f in futures] == [0, 1, 2, 3, 4]
         assert len({f.correlation_id for f in futures}) == 5
-    finally:
-        conn.close()
 
 
 def test_wrapped_correlation_ids_skip_one_still_in_flight(fake: FakeBroker) -> None:
@@ -200,8 +196,7 @@ def test_wrapped_correlation_ids_skip_one_still_in_flight(fake: FakeBroker) -> N
                 conn.reply(h, HeartbeatResponse(error_code=r.generation_id))
 
     fake.on(HEARTBEAT, answer_both)
-    conn = connect(fake)
-    try:
+    with connected(fake) as conn:
         drive_until_ready(conn)
         conn._next_correlation_id = 5
         first = conn.send(heartbeat(1))
@@ -210,8 +205,6 @@ def test_wrapped_correlation_ids_skip_one_still_in_flight(fake: FakeBroker) -> N
         assert (first.correlation_id, second.correlation_id) == (5, 6)
         drive(conn, first, second)
         assert [first.result().error_code, second.result().error_code] == [1, 2]
-    finally:
-        conn.close()
 
 
 def test_done_callbacks_run_inside_poll(fake: FakeBroker) -> None:
@@ -236,8 +229,7 @@ def test_timeout_fails_the_request_closes_the_connection_and_fails_the_others(
     fake: FakeBroker,
 ) -> None:
     fake.on(HEARTBEAT, lambda conn, header, request: None)  # never answers
-    conn = connect(fake)
-    try:
+    with connected(fake) as conn:
         drive_until_ready(conn)
         short = conn.send(heartbeat(1), timeout_ms=50)
         long = conn.send(heartbeat(2), timeout_ms=60_000)
@@ -253,8 +245,6 @@ def test_timeout_fails_the_request_closes_the_connection_and_fails_the_others(
         assert other.__cause__ is error
         assert conn.state is ConnectionState.CLOSED
         assert conn.fileno() == -1
-    finally:
-        conn.close()
 
 
 def test_request_queued_behind_a_stuck_handshake_times_out_then_setup_timeout_closes(
@@ -264,8 +254,7 @@ def test_request_queued_behind_a_stuck_handshake_times_out_then_setup_timeout_cl
     # The clock moves by hand, so the request's deadline passes before the setup one
     # however slowly the machine runs.
     clock = ManualClock()
-    conn = connect(fake, connection_setup_timeout_ms=1500, clock=clock)
-    try:
+    with connected(fake, connection_setup_timeout_ms=1500, clock=clock) as conn:
         quick = conn.send(heartbeat(), timeout_ms=20)
         slow = conn.send(heartbeat(), timeout_ms=60_000)
         for _ in range(int(WAIT_S / 0.01)):
@@ -288,8 +277,6 @@ def test_request_queued_behind_a_stuck_handshake_times_out_then_setup_timeout_cl
         assert isinstance(failure, BrokerConnectionError)
         assert "setup" in str(failure)
         assert state_of(conn) is ConnectionState.CLOSED
-    finally:
-        conn.close()
 
 
 # --------------------------------------------------------------------------- stream failures
@@ -304,8 +291,7 @@ def test_broker_closing_mid_response_is_a_connection_error_naming_broker_and_api
         conn.close()
 
     fake.on(HEARTBEAT, half)
-    conn = connect(fake)
-    try:
+    with connected(fake) as conn:
         future = conn.send(heartbeat())
         drive(conn, future)
         error = future.exception()
@@ -313,8 +299,6 @@ def test_broker_closing_mid_response_is_a_connection_error_naming_broker_and_api
         assert error.broker == conn.broker
         assert "Heartbeat" in str(error)
         assert conn.state is ConnectionState.CLOSED
-    finally:
-        conn.close()
 
 
 def test_garbage_body_is_a_protocol_error_with_api_version_and_broker(fake: FakeBroker) -> None:
@@ -323,23 +307,19 @@ def test_garbage_body_is_a_protocol_error_with_api_version_and_broker(fake: Fake
         conn.send_raw(frame(struct.pack(">i", header.correlation_id) + b"\x01"))
 
     fake.on(HEARTBEAT, garbage)
-    conn = connect(fake)
-    try:
+    with connected(fake) as conn:
         first = conn.send(heartbeat(), api_version=0)
         drive(conn, first)
         error = first.exception()
         assert isinstance(error, ProtocolError)
         assert (error.api_key, error.api_version, error.broker) == (HEARTBEAT, 0, conn.broker)
         assert conn.state is ConnectionState.CLOSED
-    finally:
-        conn.close()
 
 
 @pytest.mark.parametrize("size", [2**31 - 1, -5, 0])
 def test_absurd_frame_size_is_a_protocol_error_and_closes(fake: FakeBroker, size: int) -> None:
     fake.on(HEARTBEAT, lambda conn, header, request: conn.send_raw(struct.pack(">i", size)))
-    conn = connect(fake, max_response_bytes=1 << 20)
-    try:
+    with connected(fake, max_response_bytes=1 << 20) as conn:
         first = conn.send(heartbeat(1))
         second = conn.send(heartbeat(2))
         drive(conn, first, second)
@@ -349,8 +329,6 @@ def test_absurd_frame_size_is_a_protocol_error_and_closes(fake: FakeBroker, size
         assert str(size) in str(error)
         assert isinstance(second.exception(), BrokerConnectionError)
         assert conn.state is ConnectionState.CLOSED
-    finally:
-        conn.close()
 
 
 def test_unknown_correlation_id_is_a_protocol_error_and_closes(fake: FakeBroker) -> None:
@@ -364,8 +342,7 @@ def test_unknown_correlation_id_is_a_protocol_error_and_closes(fake: FakeBroker)
         conn.reply(bogus, HeartbeatResponse())
 
     fake.on(HEARTBEAT, wrong_id)
-    conn = connect(fake)
-    try:
+    with connected(fake) as conn:
         future = conn.send(heartbeat())
         drive(conn, future)
         error = future.exception()
@@ -373,8 +350,6 @@ def test_unknown_correlation_id_is_a_protocol_error_and_closes(fake: FakeBroker)
         assert "correlation id" in str(error)
         assert error.broker == conn.broker
         assert conn.state is ConnectionState.CLOSED
-    finally:
-        conn.close()
 
 
 def test_connect_refused_fails_queued_requests() -> None:
@@ -472,15 +447,12 @@ def test_no_common_version_is_an_unsupported_version_error_naming_the_api() -> N
 
 
 def test_pinned_version_outside_the_common_range_fails_that_request(fake: FakeBroker) -> None:
-    conn = connect(fake)
-    try:
+    with connected(fake) as conn:
         future = conn.send(heartbeat(), api_version=9)
         drive(conn, future)
         error = future.exception()
         assert isinstance(error, KafkaError)
         assert error.code == 35
-    finally:
-        conn.close()
 
 
 @pytest.mark.parametrize(
@@ -540,8 +512,7 @@ def test_handshake_error_code_closes_and_fails_queued_requests(fake: FakeBroker)
         ApiVersionsRequest.API_KEY,
         lambda conn, header, request: conn.reply(header, ApiVersionsResponse(error_code=58)),
     )
-    conn = connect(fake)
-    try:
+    with connected(fake) as conn:
         future = conn.send(heartbeat())
         drive(conn, future)
         error = future.exception()
@@ -550,8 +521,6 @@ def test_handshake_error_code_closes_and_fails_queued_requests(fake: FakeBroker)
         assert "SASL_AUTHENTICATION_FAILED" in str(error)
         assert conn.state is ConnectionState.CLOSED
         assert not conn.was_ready
-    finally:
-        conn.close()
 
 
 def test_garbage_handshake_answer_is_reported_as_a_protocol_error(fake: FakeBroker) -> None:
@@ -561,13 +530,10 @@ def test_garbage_handshake_answer_is_reported_as_a_protocol_error(fake: FakeBrok
             frame(struct.pack(">i", header.correlation_id) + b"\x00")
         ),
     )
-    conn = connect(fake)
-    try:
+    with connected(fake) as conn:
         future = conn.send(heartbeat())
         drive(conn, future)
         error = future.exception()
         assert isinstance(error, BrokerConnectionError)
         assert isinstance(error.__cause__, ProtocolError)
         assert error.__cause__.api_key == ApiVersionsRequest.API_KEY
-    finally:
-        conn.close()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import signal
 import subprocess
 import typing
 from importlib.machinery import ModuleSpec
@@ -41,10 +42,18 @@ def test_supervisor_stops_its_command_when_stdin_closes() -> None:
     assert supervisor.stdin is not None
     assert supervisor.stdout is not None
     child_pid = json.loads(supervisor.stdout.readline())["pid"]
-    assert not _gone(child_pid)
-    supervisor.stdin.close()
-    assert supervisor.wait(30) == 0
-    assert _gone(child_pid)
+    try:
+        assert not _gone(child_pid)
+        supervisor.stdin.close()
+        assert supervisor.wait(30) == 0
+        assert _gone(child_pid)
+    finally:
+        # A failed assertion must not leave the supervisor or its `sleep 60` behind.
+        if supervisor.poll() is None:
+            supervisor.kill()
+            supervisor.wait(30)
+        if not _gone(child_pid):
+            os.kill(child_pid, signal.SIGKILL)
 
 
 def test_supervisor_reports_a_command_that_dies_on_its_own() -> None:

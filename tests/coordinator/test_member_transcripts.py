@@ -551,6 +551,10 @@ def test_pattern_subscription_follows_metadata() -> None:
 def test_subscribe_rejects_topics_and_pattern_together() -> None:
     with pytest.raises(ConfigurationError):
         Subscribe(topics=frozenset({"a"}), pattern=re.compile("a"))
+    with pytest.raises(ConfigurationError):
+        Subscribe(topics=frozenset())
+    with pytest.raises(ConfigurationError):
+        Subscribe(topics="abc")
 
 
 # ---------------------------------------------------------------------- heartbeats and timers

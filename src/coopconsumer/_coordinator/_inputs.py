@@ -46,6 +46,9 @@ def _check_subscription(
 ) -> None:
     if instance.pattern is not None and instance.topics:
         raise ConfigurationError("subscribe to topics or to a pattern, not both")
+    if instance.pattern is None and not instance.topics:
+        # Java's subscribe(emptyList) means unsubscribe(): say so explicitly.
+        raise ConfigurationError("an empty subscription is an unsubscribe: use LeaveRequested")
 
 
 @attrs.frozen(kw_only=True)

@@ -403,8 +403,13 @@ def _assign_co_partitioned(
         queues.setdefault(first.member_racks[member_id], []).append(member_id)
     heads: dict[str | None, int] = dict.fromkeys(queues, 0)
 
+    # Every topic of the group has the same partition count and members, none has been
+    # assigned from before this pass, and each step below gives partition p of *every*
+    # topic to one member: the topics' quotas move in lockstep, so the first topic's
+    # quota answers Java's "maxAssignable > 0 in all of them" (500 topics: 500x fewer
+    # checks).
     def has_quota_everywhere(member_id: str) -> bool:
-        return all(state.max_assignable(member_id) > 0 for state in group)
+        return first.max_assignable(member_id) > 0
 
     def head_of(rack: str | None) -> str | None:
         queue = queues[rack]
@@ -417,6 +422,8 @@ def _assign_co_partitioned(
     for p in range(num_partitions):
         common = first.partition_racks[p]
         for state in group[1:]:
+            if not common:
+                break
             common = common & state.partition_racks[p]
         candidates: list[str | None] = [rack for rack in common if rack in queues]
         if None in queues:
@@ -430,5 +437,5 @@ def _assign_co_partitioned(
             continue
         for state in group:
             state.take_one(p)
-            lists[chosen].append(TopicPartition(state.topic, p))
             state.on_assigned(chosen, 1)
+        lists[chosen].extend([TopicPartition(state.topic, p) for state in group])

@@ -217,12 +217,15 @@ def test_bootstrap_forms() -> None:
         ("x", 1),
         ("y", 2),
     )
+    # Blank entries are skipped, as Java's ClientUtils does ("a:1," from a Java config).
+    assert with_key("bootstrap.servers", "a:1, ,").bootstrap_servers == (("a", 1),)
+    assert with_key("bootstrap.servers", ["", "b:2"]).bootstrap_servers == (("b", 2),)
     only_rdkafka_name = ConsumerConfig.from_mapping({"metadata.broker.list": "z:3"})
     assert only_rdkafka_name.bootstrap_servers == (("z", 3),)
 
 
 @pytest.mark.parametrize(
-    "value", ["localhost", "localhost:", "h:0", "h:65536", "h:port", "::1:9092", "", "a:1,", []]
+    "value", ["localhost", "localhost:", "h:0", "h:65536", "h:port", "::1:9092", "", " , ", []]
 )
 def test_bad_bootstrap_servers(value: object) -> None:
     with pytest.raises(ConfigurationError, match=r"'bootstrap\.servers'"):

@@ -151,6 +151,10 @@ def _bootstrap(key: str, value: object) -> BootstrapServers:
     servers: list[tuple[str, int]] = []
     for raw in entries:
         entry = raw.strip()
+        if not entry:
+            # Java's ClientUtils.parseAndValidateAddresses skips blank entries, so a
+            # trailing comma copied from a Java config is harmless.
+            continue
         # Java and librdkafka both accept a listener-style prefix.
         if entry.lower().startswith("plaintext://"):
             entry = entry[len("plaintext://") :]

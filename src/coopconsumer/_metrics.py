@@ -646,11 +646,17 @@ class CoordinatorMetrics:
                 self._failed_rebalance.record(1.0, now)
 
     def join_completed(self, latency_s: float, now: float) -> None:
-        """A JoinGroup response arrived (any error code) ``latency_s`` after sending."""
+        """A successful JoinGroup response arrived ``latency_s`` after sending.
+
+        Java records ``join-latency`` only for error code NONE (JoinGroupResponseHandler).
+        """
         self._join.record(_ms(latency_s), now)
 
     def sync_completed(self, latency_s: float, now: float) -> None:
-        """A SyncGroup response arrived (any error code) ``latency_s`` after sending."""
+        """A successful SyncGroup response arrived ``latency_s`` after sending.
+
+        Java records ``sync-latency`` only for error code NONE (SyncGroupResponseHandler).
+        """
         self._sync.record(_ms(latency_s), now)
 
     def heartbeat_sent(self, now: float) -> None:
@@ -659,11 +665,17 @@ class CoordinatorMetrics:
             self._last_heartbeat_sent = now
 
     def heartbeat_completed(self, latency_s: float, now: float) -> None:
-        """A Heartbeat response arrived (any error code) ``latency_s`` after sending."""
+        """A Heartbeat response arrived ``latency_s`` after sending.
+
+        Java records ``heartbeat-latency`` for every response, whatever its error code.
+        """
         self._heartbeat.record(_ms(latency_s), now)
 
     def commit_completed(self, latency_s: float, now: float) -> None:
-        """An OffsetCommit response arrived (any error code) ``latency_s`` after sending."""
+        """An OffsetCommit response arrived ``latency_s`` after sending.
+
+        Java records ``commit-latency`` for every response, whatever its error codes.
+        """
         self._commit.record(_ms(latency_s), now)
 
     def listener_latency(self, kind: ListenerKind | KindLike, seconds: float, now: float) -> None:

@@ -174,6 +174,18 @@ def test_non_callable_callback_attribute_is_a_configuration_error() -> None:
         ListenerInvoker(Broken())  # type: ignore[arg-type]
 
 
+def test_async_callback_is_a_configuration_error() -> None:
+    # poll() calls callbacks synchronously: an async def would silently never run.
+    class Async(RebalanceListener):
+        async def on_partitions_assigned(  # type: ignore[override]
+            self, partitions: frozenset[TopicPartition]
+        ) -> None:
+            pass
+
+    with pytest.raises(ConfigurationError, match="on_partitions_assigned is a coroutine"):
+        ListenerInvoker(Async())
+
+
 class Failing(RebalanceListener):
     def __init__(self, fail_on: set[str]) -> None:
         self.fail_on = fail_on

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import enum
 import heapq
+import inspect
 import logging
 import time
 from collections.abc import Callable, Iterable
@@ -193,7 +194,8 @@ class ListenerInvoker:
 
         Raises :class:`~coopconsumer.ConfigurationError` if ``listener`` is not ``None``
         and has none of ``on_partitions_revoked``/``on_partitions_assigned``/
-        ``on_partitions_lost`` as a callable attribute (a plain function, say).
+        ``on_partitions_lost`` as a callable attribute (a plain function, say), or if
+        one of them is not callable or is an ``async def``.
         """
         self._listener = listener
         self._metrics = metrics
@@ -217,6 +219,13 @@ class ListenerInvoker:
             if method is not None and not callable(method):
                 raise ConfigurationError(
                     f"rebalance listener {listener!r}: attribute {name!r} is not callable"
+                )
+            if inspect.iscoroutinefunction(method):
+                # Called from poll(), it would only build a coroutine that never runs.
+                raise ConfigurationError(
+                    f"rebalance listener {listener!r}: {name} is a coroutine function; "
+                    f"callbacks run synchronously on the poll() thread and must be plain "
+                    f"methods"
                 )
         callbacks: dict[ListenerKind, tuple[str, _Callback | None]] = {}
         for kind in ListenerKind:

@@ -236,6 +236,10 @@ class Consumer:
         # Partitions assigned by the group whose start offset is not known yet.
         self._unpositioned: set[TopicPartition] = set()
         self._next_position_retry = 0.0
+        # Start offsets known but not yet given to the fetcher (see _flush_starts).
+        self._pending_starts: dict[TopicPartition, int] = {}
+        # Paused by the application; re-applied when a partition is restarted.
+        self._paused: set[TopicPartition] = set()
         self._api_timeout_s = cfg.default_api_timeout_ms / 1000.0
         self._auto_commit = cfg.enable_auto_commit
         self._auto_commit_interval_s = cfg.auto_commit_interval_ms / 1000.0
@@ -394,6 +398,7 @@ class Consumer:
                 break
             for item in work:
                 self._do(item)
+        self._flush_starts()
         if self._fatal is None and self._driver.failure is not None:
             self._fatal = self._driver.failure
 
@@ -427,8 +432,18 @@ class Consumer:
         elif isinstance(item, Fatal) and self._fatal is None:
             self._fatal = item.error
 
+    def _flush_starts(self) -> None:
+        if self._pending_starts:
+            starts, self._pending_starts = self._pending_starts, {}
+            self._fetcher.assign(starts)
+            for tp in starts.keys() & self._paused:
+                self._fetcher.pause([tp])
+
     def _drop(self, partitions: frozenset[TopicPartition]) -> None:
+        for tp in partitions:
+            self._pending_starts.pop(tp, None)
         self._assigned -= partitions
+        self._paused -= partitions
         self._unpositioned -= partitions
         for tp in partitions:
             self._last_auto_commit.pop(tp, None)
@@ -470,7 +485,10 @@ class Consumer:
             else:
                 missing.append(tp)
         if starts:
-            self._fetcher.assign(starts)
+            # Handed to the fetcher once the queued work (on_partitions_assigned
+            # included) has run, so a seek() in the callback wins, as in Java where
+            # positions are resolved after the callback.
+            self._pending_starts.update(starts)
             self._unpositioned -= starts.keys()
         if missing:
             self._unpositioned -= set(missing)
@@ -642,28 +660,49 @@ class Consumer:
             raise ConfigurationError(f"offset must be an int: {offset!r}")
         if tp not in self._assigned:
             raise ConfigurationError(f"seek() of {tp}, which is not assigned to this consumer")
+        if tp in self._pending_starts:
+            self._pending_starts[tp] = offset  # not fetching yet: just change the start
+            return
         if tp in self._unpositioned or tp not in self._fetcher.assigned:
             self._unpositioned.discard(tp)
             self._fetcher.assign({tp: offset})
+            self._repause(tp)
+            return
+        if self._fetcher.positions([tp]).get(tp, -1) < 0:
+            # Nothing returned yet (typically a seek inside on_partitions_assigned):
+            # librdkafka may still be resolving the start offset and let that win over
+            # a seek, so restart the partition from ``offset`` instead.
+            self._restart(tp, offset)
             return
         try:
             self._fetcher.seek(tp, offset)
         except KafkaError:
-            # librdkafka refuses a seek before the partition's first fetch started:
-            # re-assigning from the offset has the same effect.
-            self._fetcher.unassign([tp])
-            self._fetcher.assign({tp: offset})
+            # librdkafka refuses a seek before the partition's first fetch started.
+            self._restart(tp, offset)
+
+    def _restart(self, tp: TopicPartition, offset: int) -> None:
+        self._fetcher.unassign([tp])
+        self._fetcher.assign({tp: offset})
+        self._repause(tp)
+
+    def _repause(self, tp: TopicPartition) -> None:
+        if tp in self._paused:
+            self._fetcher.pause([tp])
 
     def pause(self, partitions: Iterable[TopicPartition]) -> None:
         """Stop returning records of ``partitions`` (they stay assigned and keep
         heartbeating in the group) until :meth:`resume`."""
         self._check_usable()
-        self._fetcher.pause(_tps(partitions))
+        wanted = _tps(partitions)
+        self._paused |= wanted
+        self._fetcher.pause(wanted)
 
     def resume(self, partitions: Iterable[TopicPartition]) -> None:
         """Undo :meth:`pause`."""
         self._check_usable()
-        self._fetcher.resume(_tps(partitions))
+        wanted = _tps(partitions)
+        self._paused -= wanted
+        self._fetcher.resume(wanted)
 
     def assignment(self) -> frozenset[TopicPartition]:
         """The partitions currently assigned to this consumer (as applied by ``poll``)."""

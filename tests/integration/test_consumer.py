@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Iterator
 
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import Message, Producer
 
 from coopconsumer import (
     Consumer,
@@ -394,3 +394,35 @@ def test_listener_errors_in_an_eager_rejoin_on_mock(
         assert raised[0] == "listener failure in revoked"
         assert consumer.assignment() == everything
         listener.raise_in = frozenset()
+
+
+def test_seek_inside_on_partitions_assigned_and_later(
+    broker: EmbeddedBroker, topic: str, unique_group: str
+) -> None:
+    produce(broker.bootstrap, topic, [f"v{i}".encode() for i in range(40)])  # 10 each
+
+    class SeekTo7(RebalanceListener):
+        def on_partitions_assigned(self, partitions: frozenset[TopicPartition]) -> None:
+            for tp in partitions:
+                consumer.seek(tp, 7)  # Java allows seeking inside the callback
+
+    with Consumer(config(broker, unique_group)) as consumer:
+        consumer.subscribe([topic], SeekTo7())
+        got: list[tuple[int | None, int | None]] = []
+        deadline = time.monotonic() + PATIENCE_S
+        while len(got) < 12 and time.monotonic() < deadline:
+            got += [(m.partition(), m.offset()) for m in consumer.consume(100, 0.2)]
+        assert sorted(got) == [(p, o) for p in range(PARTITIONS) for o in (7, 8, 9)]
+        first = TopicPartition(topic, 0)
+        consumer.seek(first, 0)
+        again = [(m.partition(), m.offset()) for m in consume_n(consumer, 10)]
+        assert sorted(again) == [(0, o) for o in range(10)]
+        assert consumer.position([first]) == {first: 10}
+
+
+def consume_n(consumer: Consumer, count: int) -> list[Message]:
+    got: list[Message] = []
+    deadline = time.monotonic() + PATIENCE_S
+    while len(got) < count and time.monotonic() < deadline:
+        got += consumer.consume(count - len(got), 0.2)
+    return got

@@ -147,7 +147,9 @@ def _commit_offsets(offsets: object) -> dict[TopicPartition, OffsetAndMetadata]:
     )
 
 
-def _subscription(topics: object) -> Subscribe:
+def _subscription(topics: object) -> Subscribe | None:
+    """The member input for ``subscribe(topics)``; None for an empty list (Java's
+    ``subscribe([])`` is ``unsubscribe()``)."""
     if isinstance(topics, re.Pattern):
         return Subscribe(pattern=topics)
     if isinstance(topics, str):
@@ -168,7 +170,7 @@ def _subscription(topics: object) -> Subscribe:
                 raise ConfigurationError(
                     f"{name!r} is a pattern: pass it alone (or compiled), not in a list"
                 )
-        return Subscribe(topics=frozenset(names))
+        return Subscribe(topics=frozenset(names)) if names else None
     raise ConfigurationError(f"subscribe() takes a list of topics or a pattern, not {topics!r}")
 
 
@@ -300,7 +302,7 @@ class Consumer:
         """
         self._check_usable()
         subscription = _subscription(topics)
-        if not subscription.topics and subscription.pattern is None:
+        if subscription is None:
             self.unsubscribe()
             return
         invoker = ListenerInvoker(listener, self._metrics)

@@ -356,7 +356,17 @@ def test_unsubscribe_then_subscribe_again(cluster: FakeCluster) -> None:
     consumer.subscribe(["other"], listener)
     other = frozenset(TopicPartition("other", p) for p in range(2))
     poll_until(consumer, lambda: consumer.assignment() == other)
-    assert [k for k, _ in listener.calls] == ["assigned", "revoked", "assigned"]
+    consumer.subscribe([])  # Java: subscribing to nothing is unsubscribing
+    assert consumer.assignment() == frozenset()
+    consumer.subscribe(["other"], listener)
+    poll_until(consumer, lambda: consumer.assignment() == other)
+    assert [k for k, _ in listener.calls] == [
+        "assigned",
+        "revoked",
+        "assigned",
+        "revoked",
+        "assigned",
+    ]
     consumer.close()
 
 

@@ -497,8 +497,15 @@ def test_passthrough_keys_are_typed_and_forwarded() -> None:
 def test_java_fetch_max_wait_maps_to_librdkafka_name() -> None:
     config = parse(fetch__max__wait__ms=250)
     assert config.fetcher_config()["fetch.wait.max.ms"] == 250
-    with pytest.raises(ConfigurationError, match="same fetcher option"):
-        parse(fetch__max__wait__ms=250, fetch__wait__max__ms=250)
+    for first, second in (
+        ("fetch.max.wait.ms", "fetch.wait.max.ms"),
+        ("fetch.wait.max.ms", "fetch.max.wait.ms"),
+    ):
+        with pytest.raises(ConfigurationError) as info:
+            ConsumerConfig.from_mapping({**BASE, first: 250, second: 250})
+        assert str(info.value) == (
+            f"{first!r} and {second!r} set the same fetcher option; give one"
+        )
     with pytest.raises(ConfigurationError, match="same librdkafka option"):
         parse(fetch__message__max__bytes=1000, max__partition__fetch__bytes=1000)
 

@@ -618,27 +618,24 @@ class ConsumerConfig:
                     f"{key!r} is not supported yet: coopconsumer speaks PLAINTEXT only"
                 )
             canonical = _SYNONYMS.get(key, key)
-            if canonical in _BY_KEY:
-                if value is None:
-                    continue
-                if canonical in given_as:
-                    raise ConfigurationError(
-                        f"{given_as[canonical]!r} and {key!r} set the same option; give one"
-                    )
-                given_as[canonical] = key
-                values[canonical] = _BY_KEY[canonical].parse(key, value)
-                continue
             lib_key = _PASSTHROUGH_SYNONYMS.get(key, key)
-            if lib_key in FETCHER_PASSTHROUGH_KEYS:
-                if value is None:
-                    continue
-                if lib_key in passthrough:
-                    raise ConfigurationError(
-                        f"{key!r} and {lib_key!r} set the same fetcher option; give one"
-                    )
-                passthrough[lib_key] = FETCHER_PASSTHROUGH_KEYS[lib_key](key, value)
+            store: dict[str, Any]
+            if canonical in _BY_KEY:
+                target, store, parse, what = canonical, values, _BY_KEY[canonical].parse, "option"
+            elif lib_key in FETCHER_PASSTHROUGH_KEYS:
+                target, store, what = lib_key, passthrough, "fetcher option"
+                parse = FETCHER_PASSTHROUGH_KEYS[lib_key]
+            else:
+                raise _unknown_key(key)
+            if value is None:
                 continue
-            raise _unknown_key(key)
+            if target in given_as:
+                # Name both keys as the user wrote them, whichever came first.
+                raise ConfigurationError(
+                    f"{given_as[target]!r} and {raw_key!r} set the same {what}; give one"
+                )
+            given_as[target] = raw_key
+            store[target] = parse(key, value)
         _check_passthrough(passthrough)
 
         resolved: dict[str, Any] = {}

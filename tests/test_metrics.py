@@ -23,6 +23,7 @@ from coopconsumer._metrics import (
     Max,
     MetricConfig,
     MetricsRegistry,
+    MetricsSnapshot,
     Min,
     Rate,
     WindowedCount,
@@ -514,11 +515,16 @@ def test_opentelemetry_observable_instruments() -> None:
     metrics = _recorded_metrics()
     reader = InMemoryMetricReader()
     provider = MeterProvider(metric_readers=[reader])
+    reads: list[float] = []
+
+    def source() -> MetricsSnapshot:
+        reads.append(20.0)
+        return metrics.snapshot(20.0)
+
     exporter = register_opentelemetry(
-        lambda: metrics.snapshot(20.0),
-        provider.get_meter("test"),
-        attributes={"client.id": "c1"},
+        source, provider.get_meter("test"), attributes={"client.id": "c1"}
     )
+    reads.clear()  # the exporter reads the names once when it is created
     prefix = "kafka.consumer.coordinator."
     assert set(exporter.instrument_names) == {prefix + name for name in CODE_NAMES}
 
@@ -540,6 +546,22 @@ def test_opentelemetry_observable_instruments() -> None:
     assert points[prefix + "assigned-partitions"][0] == 4.0
     # NaN (nothing in the window) is not reported.
     assert prefix + "join-time-avg" not in points
+    # One source read per collection, not one per instrument; a second collection
+    # reads again and sees new recordings.
+    assert len(reads) == 1
+    metrics.commit_completed(0.002, 20.0)
+    second = reader.get_metrics_data()
+    assert second is not None
+    assert len(reads) == 2
+    totals = [
+        float(cast(Any, point).value)
+        for resource_metrics in second.resource_metrics
+        for scope_metrics in resource_metrics.scope_metrics
+        for metric in scope_metrics.metrics
+        if metric.name == prefix + "commit-total"
+        for point in metric.data.data_points
+    ]
+    assert totals == [2.0]
     provider.shutdown()
 
 

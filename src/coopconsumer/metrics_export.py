@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import re
+import threading
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, cast
 
@@ -184,7 +185,8 @@ class OpenTelemetryExporter:
     ``-total`` become observable counters, the rest observable gauges, named
     ``<prefix>.<name>`` (e.g. ``kafka.consumer.coordinator.rebalance-latency-avg``) with
     units ``ms``, ``1/s``, ``1/h``, ``s`` or ``1``. Every observation carries
-    ``attributes``. NaN values (nothing in a stat's window) are not reported.
+    ``attributes``. NaN values (nothing in a stat's window) are not reported. One
+    collection reads the source once, so all instruments report the same instant.
 
     Raises ``ImportError`` naming the ``coopconsumer[otel]`` extra when
     ``opentelemetry-api`` is missing.
@@ -202,6 +204,9 @@ class OpenTelemetryExporter:
         self._api = api
         self._source = source
         self._attributes = dict(attributes or {})
+        self._lock = threading.Lock()
+        self._values: Mapping[str, float] = {}
+        self._served: set[str] = set()
         self.meter: Meter = api.get_meter("coopconsumer") if meter is None else meter
         first = source()
         names = list(first)
@@ -224,11 +229,22 @@ class OpenTelemetryExporter:
 
     def _callback(self, name: str) -> Callable[[CallbackOptions], Iterator[Observation]]:
         def observe(options: CallbackOptions) -> Iterator[Observation]:
-            value = self._source().get(name)
+            value = self._read(name)
             if value is not None and not math.isnan(value):
                 yield self._api.Observation(float(value), self._attributes)
 
         return observe
+
+    def _read(self, name: str) -> float | None:
+        # A collection calls every instrument's callback once. A name asked for again
+        # means a new collection has begun: read the source then, once, instead of
+        # once per instrument (31 snapshots per collection otherwise).
+        with self._lock:
+            if name in self._served or not self._served:
+                self._values = self._source()
+                self._served.clear()
+            self._served.add(name)
+            return self._values.get(name)
 
 
 def register_opentelemetry(

@@ -17,6 +17,7 @@ import logging
 import re
 import threading
 import time
+import weakref
 from collections.abc import Iterable, Mapping
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, overload
@@ -174,6 +175,14 @@ def _subscription(topics: object) -> Subscribe | None:
     raise ConfigurationError(f"subscribe() takes a list of topics or a pattern, not {topics!r}")
 
 
+def _abandon(driver: Driver, fetcher: FetcherLike) -> None:
+    """Finalizer of a consumer collected without ``close()``: no LeaveGroup (nobody
+    can run the listeners), the coordinator expires the member after its session."""
+    log.warning("a Consumer was garbage-collected without close(); stopping its thread")
+    driver.stop(0.0)
+    fetcher.close()
+
+
 class Consumer:
     """A Kafka consumer in a consumer group, with KIP-429 incremental cooperative
     rebalancing and assignors written in Python.
@@ -278,6 +287,9 @@ class Consumer:
             client.close()
             fetcher.close()
             raise
+        # A consumer dropped without close() must not leave a thread heartbeating for
+        # a member nobody polls: stop the driver when the object is collected.
+        self._finalizer = weakref.finalize(self, _abandon, self._driver, fetcher)
 
     # ------------------------------------------------------------------ subscription
 
@@ -734,6 +746,7 @@ class Consumer:
         if self._closed:
             return
         self._closed = True
+        self._finalizer.detach()
         timeout_s = _CLOSE_TIMEOUT_S if timeout is None else max(0.0, timeout)
         deadline = time.monotonic() + timeout_s
         driver = self._driver

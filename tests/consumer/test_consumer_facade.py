@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Iterator
 
 import pytest
-from _consumer_fakes import FakeCluster, FakeFetcher
+from _consumer_fakes import FakeClient, FakeCluster, FakeFetcher
 
 from coopconsumer import (
     CommitFailedError,
@@ -414,3 +414,21 @@ def test_commit_accepts_confluent_style_lists(cluster: FakeCluster) -> None:
     with pytest.raises(ConfigurationError):
         consumer.commit([confluent_kafka.TopicPartition(TOPIC, 1)])  # no offset
     consumer.close()
+
+
+def test_a_consumer_dropped_without_close_stops_its_thread(cluster: FakeCluster) -> None:
+    import gc
+
+    def join_and_forget() -> FakeClient:
+        consumer, client = cluster.consumer(settings())
+        consumer.subscribe([TOPIC])
+        poll_until(consumer, lambda: consumer.assignment() == TPS)
+        cluster.consumers.clear()  # the fixture must not keep it alive
+        return client
+
+    client = join_and_forget()
+    gc.collect()
+    deadline = time.monotonic() + PATIENCE_S
+    while not client.closed:  # the driver thread closes the client as it exits
+        assert time.monotonic() < deadline
+        time.sleep(0.01)

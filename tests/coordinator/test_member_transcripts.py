@@ -872,7 +872,9 @@ def test_revoke_before_join_by_protocol() -> None:
         (Api.OFFSET_COMMIT, errors.UNKNOWN_TOPIC_OR_PARTITION, ErrorAction.RETRY),
         (Api.OFFSET_COMMIT, 9999, ErrorAction.FAIL_REQUEST),
         (Api.JOIN_GROUP, errors.NOT_ENOUGH_REPLICAS, ErrorAction.RETRY),  # retriable, unlisted
-        (Api.JOIN_GROUP, 9999, ErrorAction.FATAL),  # unknown code: not retriable
+        (Api.JOIN_GROUP, 9999, ErrorAction.REPORT_AND_REJOIN),  # unknown: not retriable
+        (Api.SYNC_GROUP, errors.INVALID_REQUEST, ErrorAction.REPORT_AND_REJOIN),
+        (Api.HEARTBEAT, errors.INVALID_REQUEST, ErrorAction.RETRY),
     ],
 )
 def test_error_action_table(api: Api, code: int, action: ErrorAction) -> None:
@@ -901,3 +903,35 @@ def test_join_backoff_does_not_arm_a_timer_while_the_coordinator_is_unknown() ->
     # nothing is due until CoordinatorFound (a past deadline would make a driver spin).
     assert s.member.next_deadline is None
     assert kinds(s.feed(CoordinatorFound(node_id=1), at=0.3)) == ["JoinGroup"]
+
+
+def test_unexpected_sync_error_is_reported_and_the_member_rejoins_after_a_backoff() -> None:
+    """Java: "Unexpected error from SyncGroup" is thrown from poll() and the member
+    rejoins; librdkafka's mock cluster answers a late follower SyncGroup this way."""
+    s = Script(cooperative=True)
+    s.to_stable()
+    s.heartbeat(errors.REBALANCE_IN_PROGRESS)
+    s.answer(JoinGroupRequest, s.join_response(generation_id=2))
+    effects = s.answer(SyncGroupRequest, SyncGroupResponse(error_code=errors.INVALID_REQUEST))
+    (report,) = [e for e in effects if isinstance(e, ReportError)]
+    assert isinstance(report.error, KafkaError)
+    assert report.error.code == errors.INVALID_REQUEST
+    assert s.state() is S.JOINING
+    assert s.sent(JoinGroupRequest) == []
+    assert s.member.owned_partitions == tps("t-0", "t-1")
+    assert kinds(s.feed(Tick(), at=s.now + 0.1)) == ["JoinGroup"]
+
+
+def test_unexpected_join_error_is_reported_and_retried_after_a_backoff() -> None:
+    s = in_state(S.JOINING)
+    effects = s.answer(JoinGroupRequest, s.join_response(error_code=errors.INVALID_REQUEST))
+    assert kinds(effects) == ["ReportError"]
+    assert s.state() is S.JOINING
+    assert kinds(s.feed(Tick(), at=0.1)) == ["JoinGroup"]
+
+
+def test_unexpected_heartbeat_error_waits_for_the_next_heartbeat() -> None:
+    s = in_state(S.STABLE)
+    effects = s.heartbeat(errors.INVALID_REQUEST)
+    assert kinds(effects) == []
+    assert s.state() is S.STABLE

@@ -54,6 +54,11 @@ class ErrorAction(enum.Enum):
     """Nothing to do (e.g. REBALANCE_IN_PROGRESS on a heartbeat mid-rebalance; any
     LeaveGroup error: the member is gone either way)."""
 
+    REPORT_AND_REJOIN = "report-and-rejoin"
+    """An error this API should not see: raise it from the next ``poll()``
+    (``ReportError``) and rejoin after ``retry.backoff.ms``, keeping what is owned (Java's
+    ``joinGroupIfNeeded`` requests a rejoin, then throws the "Unexpected error")."""
+
     FATAL = "fatal"
     """The member cannot continue: FATAL state, ``Fatal`` effect."""
 
@@ -110,8 +115,9 @@ def action_for(api: Api, code: int) -> ErrorAction:
     """The action for error ``code`` (non-zero) answered to ``api``.
 
     Unlisted codes: a commit fails with the error (retriable or not, as Kafka's table
-    says); a LeaveGroup error is ignored; elsewhere a retriable code is retried and any
-    other code is fatal (Java raises ``KafkaException("Unexpected error ...")``).
+    says); a LeaveGroup error is ignored; a retriable code is retried; any other code on
+    JoinGroup/SyncGroup is reported and the member rejoins, and on a heartbeat it only
+    waits for the next heartbeat (Java's heartbeat thread logs it and carries on).
     """
     found = _OVERRIDES.get((api, code))
     if found is not None:
@@ -123,4 +129,6 @@ def action_for(api: Api, code: int) -> ErrorAction:
         return ErrorAction.RETRY if errors.is_retriable(code) else ErrorAction.FAIL_REQUEST
     if api is Api.LEAVE_GROUP:
         return ErrorAction.IGNORE
-    return ErrorAction.RETRY if errors.is_retriable(code) else ErrorAction.FATAL
+    if errors.is_retriable(code) or api is Api.HEARTBEAT:
+        return ErrorAction.RETRY
+    return ErrorAction.REPORT_AND_REJOIN

@@ -609,7 +609,8 @@ class GroupMember:
         if clear_member_id:
             self._member_id = ""
         self._leader_id = None
-        self._assignment_snapshot = None
+        # _assignment_snapshot survives: a static leader that rejoins with
+        # skip_assignment compares against what the group was really assigned from.
         self._cancel(Api.HEARTBEAT)
 
     def _kafka_error(self, code: int, api: Api) -> KafkaError:
@@ -929,8 +930,12 @@ class GroupMember:
         if response.leader == response.member_id:
             if response.skip_assignment:
                 # KIP-814: a static leader rejoining in a stable group must not
-                # reassign; it syncs with nothing and keeps watching metadata.
-                self._assignment_snapshot = self._metadata_snapshot(self._subscribed)
+                # reassign; it syncs with nothing and keeps watching metadata. Java
+                # snapshots the current metadata; the snapshot of the assignment this
+                # member made before its reset is better when it has one (a change in
+                # between is then noticed, found by the property test).
+                if self._assignment_snapshot is None:
+                    self._assignment_snapshot = self._metadata_snapshot(self._subscribed)
                 self._send_sync((), now)
                 return
             self._leader_members = response.members
@@ -964,7 +969,11 @@ class GroupMember:
             self._coordinator_dead(f"{name} from JoinGroup", now)
         elif action is ErrorAction.FATAL:
             self._fatal(self._kafka_error(code, Api.JOIN_GROUP), now)
-        else:  # RETRY, and anything else a JoinGroup can only retry
+        else:
+            if action is ErrorAction.REPORT_AND_REJOIN:
+                self._emit(ReportError(error=self._kafka_error(code, Api.JOIN_GROUP)))
+                self._reason = f"rebalance failed: unexpected {name} from JoinGroup"
+            # RETRY (and anything else a JoinGroup can only retry): after the backoff.
             self._join_retry_at = now + _ms(self._config.retry_backoff_ms)
 
     # ------------------------------------------------------------------ leader
@@ -1068,13 +1077,13 @@ class GroupMember:
             now,
         )
 
-    def _rejoin_now(self, reason: str, now: float) -> None:
+    def _rejoin_now(self, reason: str, now: float, *, backoff: bool = False) -> None:
         """Back to JoinGroup keeping generation and ownership (no pre-join listeners:
-        nothing was applied since the last join)."""
+        nothing was applied since the last join), at once or after the retry backoff."""
         self._cancel(Api.JOIN_GROUP, Api.SYNC_GROUP, Api.HEARTBEAT)
         self._state = MemberState.JOINING
         self._reason = reason
-        self._join_retry_at = None
+        self._join_retry_at = now + _ms(self._config.retry_backoff_ms) if backoff else None
         self._maybe_send_join(now)
 
     def _sync_outcome(self, event: SyncGroupOutcome, now: float) -> None:
@@ -1097,7 +1106,11 @@ class GroupMember:
             elif action is ErrorAction.FIND_COORDINATOR:
                 self._coordinator_dead(f"{name} from SyncGroup", now)
                 self._rejoin_now(f"encountered {name} from SyncGroup", now)
-            else:
+            elif action is ErrorAction.REPORT_AND_REJOIN:
+                self._emit(ReportError(error=self._kafka_error(code, Api.SYNC_GROUP)))
+                reason = f"rebalance failed: unexpected {name} from SyncGroup"
+                self._rejoin_now(reason, now, backoff=True)
+            else:  # REBALANCE_IN_PROGRESS and the like: rejoin at once
                 self._rejoin_now(f"encountered {name} from SyncGroup", now)
             return
         if response.protocol_type is not None and response.protocol_type != PROTOCOL_TYPE:
@@ -1219,6 +1232,8 @@ class GroupMember:
             self._enter_prepare(f"encountered {name} from Heartbeat", now)
         elif action is ErrorAction.FATAL:
             self._fatal(self._kafka_error(code, Api.HEARTBEAT), now)
+        else:  # RETRY: Java's heartbeat thread logs it and tries at the next interval
+            self._log(logging.WARNING, f"heartbeat answered {name}; retrying at the next interval")
 
     def _request_rejoin(self, reason: str, now: float) -> None:
         """A rebalance is wanted: STABLE rejoins now, ASSIGNING after its listeners;

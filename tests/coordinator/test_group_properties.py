@@ -64,10 +64,10 @@ FAULTS = {
     ],
     COMMIT: [errors.REBALANCE_IN_PROGRESS, errors.ILLEGAL_GENERATION, errors.NOT_COORDINATOR],
 }
-# COORD_PROPERTY_EXAMPLES raises the example count when hunting bugs locally.
+# COORD_PROPERTY_EXAMPLES / COORD_PROPERTY_STEPS raise the effort when hunting bugs.
 SETTINGS = settings(
     max_examples=int(os.environ.get("COORD_PROPERTY_EXAMPLES", "50")),
-    stateful_step_count=30,
+    stateful_step_count=int(os.environ.get("COORD_PROPERTY_STEPS", "30")),
     deadline=None,
 )
 

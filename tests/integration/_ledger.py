@@ -22,6 +22,7 @@ where it says so; member threads never raise, they keep their first error in
 
 from __future__ import annotations
 
+import bisect
 import logging
 import re
 import threading
@@ -61,6 +62,10 @@ __all__ = [
     "rdkafka_callbacks",
     "wait_for",
 ]
+
+#: How many earlier commit observations a new one is compared with (commits are
+#: monotonic when all is well, so the recent ones hold the maximum).
+_HISTORY = 200
 
 EventKind = Literal["assigned", "revoked", "lost", "forgotten"]
 
@@ -242,7 +247,8 @@ class RecordAccounting:
         self._seen_by: dict[str, int] = {}
         self._unknown: list[bytes] = []
         self._committed: dict[TopicPartition, int] = {}
-        self._commit_log: dict[TopicPartition, list[tuple[str, int, float]]] = {}
+        #: Per partition: (as_of, offset, who), ordered by as_of.
+        self._commit_log: dict[TopicPartition, list[tuple[float, int, str]]] = {}
         self._violations: list[str] = []
 
     def produced(self, key: bytes, tp: TopicPartition, offset: int) -> None:
@@ -260,23 +266,34 @@ class RecordAccounting:
             self._readers.setdefault(key, []).append(f"{member}@{tp.partition}:{offset}")
             self._seen_by[member] = self._seen_by.get(member, 0) + 1
 
-    def committed(self, who: str, offsets: Mapping[TopicPartition, int]) -> None:
-        """``offsets`` (next offset to read) are committed now; they must not go back."""
+    def committed(
+        self, who: str, offsets: Mapping[TopicPartition, int], *, as_of: float | None = None
+    ) -> None:
+        """``offsets`` (next offset to read) were committed as of ``as_of``
+        (``time.monotonic()``; default now): none may be lower than an offset recorded
+        as committed at an earlier time.
+
+        A member passes nothing (its commit was acknowledged just now); an observer
+        reading the offsets passes the time it *sent* its read, since the answer may
+        predate commits acknowledged while the read was in flight.
+        """
         with self._lock:
-            now = time.monotonic()
+            at = time.monotonic() if as_of is None else as_of
             for tp, offset in offsets.items():
-                before = self._committed.get(tp)
                 history = self._commit_log.setdefault(tp, [])
-                if before is not None and offset < before:
-                    recent = ", ".join(f"{w}:{o}@{t:.2f}" for w, o, t in history[-8:])
+                index = bisect.bisect_right(history, at, key=lambda entry: entry[0])
+                earlier = history[max(0, index - _HISTORY) : index]
+                highest = max(earlier, key=lambda entry: entry[1], default=None)
+                if highest is not None and offset < highest[1]:
+                    recent = ", ".join(f"{w}:{o}@{t:.2f}" for t, o, w in earlier[-8:])
                     self._violations.append(
-                        f"committed offset of {tp} went back from {before} to {offset} "
-                        f"({who} at {now:.2f}; before: {recent})"
+                        f"committed offset of {tp} went back from {highest[1]} "
+                        f"({highest[2]} at {highest[0]:.2f}) to {offset} ({who} as of "
+                        f"{at:.2f}; before: {recent})"
                     )
-                if not history or history[-1][:2] != (who, offset):
-                    history.append((who, offset, now))
-                if before is None or offset > before:
-                    self._committed[tp] = offset
+                history.insert(index, (at, offset, who))
+                del history[: max(0, len(history) - 4 * _HISTORY)]
+                self._committed[tp] = max(offset, self._committed.get(tp, offset))
 
     @property
     def produced_count(self) -> int:
@@ -1019,6 +1036,7 @@ class CommittedWatcher:
     def _run(self) -> None:
         try:
             while not self._stop.wait(self.interval_s):
+                sent_at = time.monotonic()
                 try:
                     answer = self._reader.committed(self.partitions, timeout=2.0)
                 except confluent_kafka.KafkaException:
@@ -1029,7 +1047,7 @@ class CommittedWatcher:
                     for p in answer
                     if p.error is None and p.offset >= 0
                 }
-                self.accounting.committed("watcher", offsets)
+                self.accounting.committed("watcher", offsets, as_of=sent_at)
                 self.samples += 1
         finally:
             self._reader.close()

@@ -7,6 +7,7 @@ thread safety matters.
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 from confluent_kafka import TopicPartition as CKTP
@@ -122,8 +123,8 @@ def test_accounting_finds_lost_duplicate_and_backward_commits() -> None:
     assert accounting.end_offsets() == {T0: 2, T1: 1}
     assert accounting.last_committed() == {T0: 2}
     [violation] = accounting.violations
-    assert violation.startswith(f"committed offset of {T0} went back from 2 to 1 (b at ")
-    assert "before: a:2@" in violation
+    assert violation.startswith(f"committed offset of {T0} went back from 2 (a at ")
+    assert "to 1 (b as of " in violation
     with pytest.raises(AssertionError) as info:
         accounting.check(allow_duplicates=False)
     text = str(info.value)
@@ -139,3 +140,16 @@ def test_accounting_clean_run_passes() -> None:
     accounting.committed("a", {T0: 5})
     accounting.committed("a", {T0: 10})
     accounting.check(allow_duplicates=False)
+
+
+def test_observer_reads_are_judged_as_of_when_they_were_sent() -> None:
+    accounting = RecordAccounting()
+    sent_before = time.monotonic()
+    accounting.committed("m", {T0: 10})
+    # An answer to a read sent before the commit was acknowledged may predate it.
+    accounting.committed("watcher", {T0: 5}, as_of=sent_before)
+    assert accounting.violations == []
+    # A read sent after the acknowledgement must see it.
+    accounting.committed("watcher", {T0: 5}, as_of=time.monotonic())
+    assert len(accounting.violations) == 1
+    assert accounting.last_committed() == {T0: 10}

@@ -6,8 +6,10 @@ partitions travel in the user data) and directly through ``sticky_assign``."""
 from __future__ import annotations
 
 import contextlib
+import gc
 import logging
 import struct
+import threading
 
 import pytest
 from _strategies_sticky import (
@@ -37,6 +39,7 @@ from coopconsumer.assignors import (
     Subscription,
     TopicPartition,
 )
+from coopconsumer.assignors._gc import GC_PAUSE_THRESHOLD, paused_gc
 from coopconsumer.assignors._sticky_core import MemberData, sticky_assign
 from coopconsumer.assignors._sticky_userdata import (
     decode_sticky_user_data,
@@ -555,10 +558,6 @@ def test_replicas_on_every_rack_means_rack_awareness_is_off() -> None:
 
 
 def test_large_assignments_pause_the_collector_and_restore_it() -> None:
-    import gc
-
-    from coopconsumer.assignors._sticky_core import GC_PAUSE_THRESHOLD, paused_gc
-
     assert gc.isenabled()
     with paused_gc(GC_PAUSE_THRESHOLD):
         assert not gc.isenabled()
@@ -575,6 +574,52 @@ def test_large_assignments_pause_the_collector_and_restore_it() -> None:
         assert not gc.isenabled(), "a caller's gc.disable() must stand"
     finally:
         gc.enable()
+
+
+def test_overlapping_passes_keep_the_collector_paused_until_the_last_ends() -> None:
+    # Two consumers in one process leading their groups at once: their passes overlap
+    # and may end in either order. Entering and leaving the context managers by hand
+    # reproduces every interleaving deterministically.
+    for first_to_end in (0, 1):
+        passes = [paused_gc(GC_PAUSE_THRESHOLD), paused_gc(GC_PAUSE_THRESHOLD)]
+        passes[0].__enter__()
+        passes[1].__enter__()
+        passes[first_to_end].__exit__(None, None, None)
+        assert not gc.isenabled(), "the pass still running lost its pause"
+        passes[1 - first_to_end].__exit__(None, None, None)
+        assert gc.isenabled()
+    # A pass that raises while another runs: still paused for the other one.
+    outer = paused_gc(GC_PAUSE_THRESHOLD)
+    outer.__enter__()
+    with pytest.raises(RuntimeError), paused_gc(GC_PAUSE_THRESHOLD):
+        raise RuntimeError("boom")
+    assert not gc.isenabled()
+    outer.__exit__(None, None, None)
+    assert gc.isenabled()
+
+
+def test_concurrent_sticky_assignments_on_two_threads_restore_the_collector() -> None:
+    metadata = ClusterMetadata.from_partition_counts({"big": 2 * GC_PAUSE_THRESHOLD})
+    group = GroupSubscription(
+        subscriptions={m: sticky_subscription(("big",)) for m in ("a", "b", "c")}
+    )
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            for _ in range(5):
+                result = StickyAssignor().assign(metadata, group)
+                check_equal_balance(result)
+        except BaseException as exc:  # reported to the main thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert gc.isenabled()
 
 
 # --------------------------------------------------------------------------- general-path helpers

@@ -23,7 +23,7 @@ from ._api import (
     GroupSubscription,
     Subscription,
 )
-from ._sticky_core import paused_gc
+from ._gc import paused_gc
 
 __all__ = [
     "Layout",

@@ -11,8 +11,8 @@ from itertools import chain
 
 from .._types import TopicPartition
 from ._api import ClusterMetadata, ConsumerPartitionAssignor, GroupAssignment, GroupSubscription
+from ._gc import paused_gc
 from ._range import Layout, finish, layout, topic_partitions
-from ._sticky_core import paused_gc
 
 __all__ = ["RoundRobinAssignor"]
 

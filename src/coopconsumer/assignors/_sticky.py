@@ -24,7 +24,8 @@ from ._api import (
     RebalanceProtocol,
     Subscription,
 )
-from ._sticky_core import MemberData, StickyResult, paused_gc, sticky_assign
+from ._gc import paused_gc
+from ._sticky_core import MemberData, StickyResult, sticky_assign
 from ._sticky_userdata import (
     decode_cooperative_generation,
     decode_sticky_user_data,
@@ -60,6 +61,11 @@ class StickyAssignor(ConsumerPartitionAssignor):
     partitions and generation), written from what ``on_assignment`` stored. The leader
     also reads V0 (no generation). A member whose user data cannot be decoded is
     treated as owning nothing, with a warning, as in Java.
+
+    Process-wide side effect: ``assign`` over 20,000 partitions or more pauses Python's
+    cyclic garbage collector (``gc.disable()``) until it returns, then restores it; the
+    pause is shared safely between threads and an application's own ``gc.disable()``
+    stands (details in ``coopconsumer.assignors._gc``).
     """
 
     name = "sticky"
@@ -130,6 +136,9 @@ class CooperativeStickyAssignor(ConsumerPartitionAssignor):
     its new owner (Java's ``adjustAssignment``). Under EAGER (a two-bounce upgrade that
     still lists an eager assignor) members report no owned partitions, so nothing is
     held back.
+
+    Like ``StickyAssignor``, ``assign`` over 20,000 partitions or more pauses Python's
+    cyclic garbage collector while it runs (process-wide, restored afterwards).
     """
 
     name = "cooperative-sticky"

@@ -23,16 +23,15 @@ Semantics follow Java's ``AbstractStickyAssignor`` (KIP-54, KIP-341, KIP-429, KI
   the balance allows.
 
 Imports the standard library, the public errors and the assignor value types; no I/O,
-no clock. Large assignments pause the cyclic garbage collector (``paused_gc``).
+no clock. The callers (``_sticky``) pause the cyclic garbage collector around large
+passes (``_gc.paused_gc``).
 """
 
 from __future__ import annotations
 
-import gc
 import heapq
 import logging
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterable, Mapping, Sequence
 from itertools import filterfalse, repeat
 from operator import itemgetter
 from typing import NamedTuple
@@ -41,7 +40,7 @@ from .._errors import AssignorError
 from .._types import TopicPartition
 from ._api import DEFAULT_GENERATION_ID, ClusterMetadata
 
-__all__ = ["MemberData", "StickyResult", "paused_gc", "sticky_assign"]
+__all__ = ["MemberData", "StickyResult", "sticky_assign"]
 
 _log = logging.getLogger("coopconsumer.assignors.sticky")
 
@@ -54,30 +53,6 @@ _by_partition_then_topic = itemgetter(1, 0)
 
 def _make_partitions(topic: str, numbers: Iterable[int]) -> Iterable[TopicPartition]:
     return map(_tuple_new, repeat(TopicPartition), zip(repeat(topic), numbers))
-
-
-#: Below this many partitions the collector's work is negligible; leave it alone.
-GC_PAUSE_THRESHOLD = 20_000
-
-
-@contextmanager
-def paused_gc(partitions: int) -> Iterator[None]:
-    """Pause the cyclic garbage collector while a large assignment is computed.
-
-    Assigning a million partitions allocates a million tuples; each allocation burst
-    triggers collections, and the full ones walk the whole heap (measured: one pass
-    went from 1.3 s to 3.8 s with a 2M-object heap). Nothing allocated here forms a
-    reference cycle, so pausing frees nothing late. The collector is re-enabled on
-    exit only if it was enabled on entry, so a caller's ``gc.disable()`` stands.
-    """
-    if partitions < GC_PAUSE_THRESHOLD or not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
 
 
 class MemberData(NamedTuple):

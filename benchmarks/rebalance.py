@@ -100,7 +100,7 @@ class Tracker:
 
     def arrived(self, messages: Sequence[confluent_kafka.Message]) -> None:
         now = time.monotonic()
-        seen = {TopicPartition(m.topic(), m.partition()) for m in messages if m.error() is None}
+        seen = {_tp_of(m) for m in messages if m.error() is None}
         with self.lock:
             for tp in seen:
                 self.arrivals.setdefault(tp, []).append(now)

@@ -17,8 +17,9 @@ here: a member that loses its generation cannot commit its last progress (at lea
 once, as Kafka's).
 
 The members' leader waits ``MOCK_ASSIGN_DELAY_S`` before assigning, for a mock quirk
-(``CoopMember``'s ``assign_delay_s`` says which). Injected errors are known to be consumed once the mock has received that many requests
-of the API (request tracking), so a test never waits blindly.
+(``CoopMember``'s ``assign_delay_s`` says which). Injected errors are known to be
+consumed once the mock has received that many requests of the API (request tracking),
+so a test never waits blindly.
 """
 
 from __future__ import annotations

@@ -32,6 +32,7 @@ from coopconsumer.assignors import (
     Subscription,
     TopicPartition,
 )
+from coopconsumer.assignors._sticky_userdata import encode_sticky_user_data
 
 
 def coop(
@@ -128,6 +129,35 @@ def test_short_user_data_is_ignored_with_a_warning(caplog: pytest.LogCaptureFixt
         data = CooperativeStickyAssignor.member_data("m", coop(("t",), user_data=b"\x01\x02"))
     assert data.generation == -1
     assert any("too short" in r.message for r in caplog.records)
+
+
+def test_librdkafka_user_data_gives_its_trailing_generation() -> None:
+    # librdkafka's cooperative-sticky writes StickyAssignorUserData V1 (previous
+    # assignment + generation); librdkafka 1.6-2.0 sent it in v1 subscriptions (no
+    # generation field). Its first four bytes are the topic count (2), not the generation.
+    owned = (TP("t0", 0), TP("t1", 1))
+    data = encode_sticky_user_data(owned, 41)
+    assert struct.unpack_from(">i", data)[0] == 2
+    member = CooperativeStickyAssignor.member_data("rd", coop(("t0", "t1"), owned, user_data=data))
+    assert member.generation == 41
+    # Same claim at generation 40 on the v2 field: the librdkafka member's 41 wins.
+    subs = {
+        "rd": coop(("t0", "t1"), owned, user_data=data),
+        "java": coop(("t0", "t1"), (TP("t0", 0),), 40),
+    }
+    result = assign({"t0": 2, "t1": 2}, subs)
+    assert TP("t0", 0) in result.assignments["rd"].partitions
+    assert TP("t0", 0) not in result.assignments["java"].partitions
+
+
+@given(st.binary(max_size=48))
+@settings(max_examples=150)
+def test_any_user_data_gives_a_generation_without_raising(data: bytes) -> None:
+    generation = CooperativeStickyAssignor.member_data("m", coop(("t",), user_data=data)).generation
+    if len(data) == 4:  # Java's exact format
+        assert generation == struct.unpack(">i", data)[0]
+    elif len(data) < 4:
+        assert generation == -1
 
 
 def test_user_data_generation_settles_a_duplicate_claim() -> None:

@@ -164,16 +164,7 @@ class CooperativeStickyAssignor(ConsumerPartitionAssignor):
         user data."""
         generation = subscription.generation_id
         if generation == DEFAULT_GENERATION_ID and subscription.user_data:
-            try:
-                generation = decode_cooperative_generation(subscription.user_data)
-            except ProtocolError:
-                # Java's memberData: a generation it cannot read is no generation.
-                _log.warning(
-                    "ignoring cooperative-sticky user data of %d bytes from member %s: "
-                    "too short for a generation",
-                    len(subscription.user_data),
-                    member_id,
-                )
+            generation = _user_data_generation(member_id, subscription.user_data)
         return MemberData(
             subscription.topics, subscription.owned_partitions, generation, subscription.rack_id
         )
@@ -188,6 +179,37 @@ class CooperativeStickyAssignor(ConsumerPartitionAssignor):
             result = sticky_assign(metadata, members)
             _hold_back_transfers(result, subs)
             return _group_assignment(result, subs)
+
+
+def _user_data_generation(member_id: str, data: bytes) -> int:
+    """The generation in a cooperative-sticky member's user data (pre-v2 subscriptions).
+
+    Java writes exactly four bytes (an int32) and reads the first four. librdkafka's
+    cooperative-sticky writes StickyAssignorUserData V1 instead (previous assignment,
+    then generation), and librdkafka 1.6-2.0 sent v1 subscriptions without the
+    generation field; reading its first four bytes would take the topic count for the
+    generation and settle duplicate claims wrongly. So longer user data that parses as
+    V1 gives its trailing generation; anything else is read as Java reads it.
+    """
+    if len(data) > 4:
+        try:
+            _, generation = decode_sticky_user_data(data)
+        except ProtocolError:
+            pass
+        else:
+            if generation != DEFAULT_GENERATION_ID:
+                return generation
+    try:
+        return decode_cooperative_generation(data)
+    except ProtocolError:
+        # Java's memberData: a generation it cannot read is no generation.
+        _log.warning(
+            "ignoring cooperative-sticky user data of %d bytes from member %s: "
+            "too short for a generation",
+            len(data),
+            member_id,
+        )
+        return DEFAULT_GENERATION_ID
 
 
 def _hold_back_transfers(result: StickyResult, subs: Mapping[str, Subscription]) -> None:

@@ -42,23 +42,24 @@ _INT16 = struct.Struct(">h")
 _INT32 = struct.Struct(">i")
 
 
-def encode_sticky_user_data(partitions: Iterable[TopicPartition], generation: int) -> bytes:
-    """StickyAssignorUserData V1, topics and partitions sorted (equal assignments encode
-    equally). Raises ``EncodeError`` when a value does not fit its wire type."""
-    by_topic = tuple(
+def _by_topic(partitions: Iterable[TopicPartition]) -> tuple[StickyAssignorTopicPartitions, ...]:
+    """Topics and partitions sorted, so equal assignments encode equally."""
+    return tuple(
         StickyAssignorTopicPartitions(topic=topic, partitions=tuple(p for _, p in group))
         for topic, group in groupby(sorted(partitions), key=itemgetter(0))
     )
-    return encode(StickyAssignorUserData(previous_assignment=by_topic, generation=generation), 1)
+
+
+def encode_sticky_user_data(partitions: Iterable[TopicPartition], generation: int) -> bytes:
+    """StickyAssignorUserData V1, topics and partitions sorted. Raises ``EncodeError``
+    when a value does not fit its wire type."""
+    data = StickyAssignorUserData(previous_assignment=_by_topic(partitions), generation=generation)
+    return encode(data, 1)
 
 
 def encode_sticky_user_data_v0(partitions: Iterable[TopicPartition]) -> bytes:
     """StickyAssignorUserData V0 (no generation), as pre-KIP-341 members send it."""
-    by_topic = tuple(
-        StickyAssignorTopicPartitions(topic=topic, partitions=tuple(p for _, p in group))
-        for topic, group in groupby(sorted(partitions), key=itemgetter(0))
-    )
-    return encode(StickyAssignorUserData(previous_assignment=by_topic), 0)
+    return encode(StickyAssignorUserData(previous_assignment=_by_topic(partitions)), 0)
 
 
 def decode_sticky_user_data(

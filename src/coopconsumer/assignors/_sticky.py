@@ -128,8 +128,9 @@ class CooperativeStickyAssignor(ConsumerPartitionAssignor):
 
     Same placement as ``StickyAssignor``, but the previous assignment is the
     ``owned_partitions`` of the subscription and the generation its ``generation_id``
-    (v1/v2 fields); when the generation is -1 (an older peer), the int32 generation in
-    the user data is used. ``subscription_user_data`` writes that int32 for such peers.
+    (v1/v2 fields); when the generation is -1 (an older peer), the generation in the
+    user data is used: Java's int32, or the trailing generation of librdkafka's
+    StickyAssignorUserData V1. ``subscription_user_data`` writes Java's int32.
 
     Under COOPERATIVE a partition that changes owner is left out of this round: its
     previous owner sees it revoked and rejoins, and the follow-up rebalance gives it to
@@ -186,8 +187,8 @@ def _user_data_generation(member_id: str, data: bytes) -> int:
 
     Java writes exactly four bytes (an int32) and reads the first four. librdkafka's
     cooperative-sticky writes StickyAssignorUserData V1 instead (previous assignment,
-    then generation), and librdkafka 1.6-2.0 sent v1 subscriptions without the
-    generation field; reading its first four bytes would take the topic count for the
+    then generation), and older librdkafka releases sent v1 subscriptions (no
+    generation field); reading its first four bytes would take the topic count for the
     generation and settle duplicate claims wrongly. So longer user data that parses as
     V1 gives its trailing generation; anything else is read as Java reads it.
     """

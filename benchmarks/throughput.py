@@ -18,7 +18,8 @@ record to the last, so group joining (coopconsumer) and the first fetch are not 
 it; the time to the first record is printed apart.
 Prints every pass, the best rate of each side, the ratio of the bests and the median of
 the per-round ratios coopconsumer / raw (the project's target is >= 0.9; on a shared
-machine the per-round median is the steadier figure).
+machine the per-round median is the steadier figure), and records per CPU-second of
+this process (all threads), which other processes' load disturbs much less.
 """
 
 from __future__ import annotations
@@ -40,20 +41,28 @@ BATCH = 1000
 class Pass:
     """One read of the whole topic."""
 
-    def __init__(self, side: str, records: int, first_s: float, read_s: float) -> None:
+    def __init__(
+        self, side: str, records: int, first_s: float, read_s: float, cpu_s: float
+    ) -> None:
         self.side = side
         self.records = records
         self.first_s = first_s
         self.read_s = read_s
+        self.cpu_s = cpu_s
 
     @property
     def rate(self) -> float:
         return self.records / self.read_s if self.read_s > 0 else float("nan")
 
+    @property
+    def cpu_rate(self) -> float:
+        return self.records / self.cpu_s if self.cpu_s > 0 else float("nan")
+
 
 def _drain(consume: Callable[[], list[confluent_kafka.Message]], total: int, side: str) -> Pass:
     started = time.perf_counter()
     first = 0.0
+    first_cpu = 0.0
     seen = 0
     touched = 0
     deadline = started + 600
@@ -65,13 +74,15 @@ def _drain(consume: Callable[[], list[confluent_kafka.Message]], total: int, sid
                 continue
             if seen == 0:
                 first = time.perf_counter()
+                first_cpu = time.process_time()
             seen += 1
             value = message.value()
             touched += len(value) if value is not None else 0
     ended = time.perf_counter()
+    cpu = time.process_time() - first_cpu
     if touched == 0:
         raise RuntimeError(f"{side}: records carried no bytes")
-    return Pass(side, seen, first - started, ended - first)
+    return Pass(side, seen, first - started, ended - first, cpu)
 
 
 def raw_pass(bootstrap: str, topic: str, partitions: int, total: int) -> Pass:
@@ -148,7 +159,7 @@ def main() -> None:
 
     print()
     print_table(
-        ["side", "records", "to first record", "read time", "records/s"],
+        ["side", "records", "to first record", "read time", "records/s", "records/CPU-s"],
         [
             [
                 p.side,
@@ -156,6 +167,7 @@ def main() -> None:
                 f"{p.first_s:.2f} s",
                 f"{p.read_s:.2f} s",
                 f"{p.rate:,.0f}",
+                f"{p.cpu_rate:,.0f}",
             ]
             for p in passes
         ],
@@ -174,6 +186,14 @@ def main() -> None:
     print(
         f"per-round ratios         : {', '.join(f'{r:.2f}' for r in ratios)} "
         f"(median {statistics.median(ratios):.2f}x)"
+    )
+    # CPU time of this process (every thread: librdkafka's, the driver's, the caller's)
+    # per record is much less sensitive to other processes on a shared machine.
+    raw_cpu = statistics.median(p.cpu_rate for p in passes if p.side == "raw")
+    coop_cpu = statistics.median(p.cpu_rate for p in passes if p.side == "coopconsumer")
+    print(
+        f"records per CPU-second   : raw {raw_cpu:,.0f}, coopconsumer {coop_cpu:,.0f} "
+        f"(ratio {coop_cpu / raw_cpu:.2f}x, medians)"
     )
 
 

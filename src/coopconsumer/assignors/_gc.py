@@ -17,17 +17,18 @@ This is a process-wide side effect: ``gc.disable()`` affects every thread. The r
   pass is running; the last pass to finish restores the state seen when the pause
   began.
 
-The counter is guarded by a ``_thread`` lock held for a few bytecodes, never across the
-assignment itself. ``threading`` stays out of the assignor layer (``test_layering``):
-nothing here starts threads, blocks on I/O or reads a clock.
+The counter is guarded by a ``threading.Lock`` held for a few bytecodes, never across the
+assignment itself. This is the one module of the assignor layer allowed to import
+``threading`` (``test_layering`` names it): nothing here starts threads, blocks on I/O
+or reads a clock.
 
 Imports only the standard library.
 """
 
 from __future__ import annotations
 
-import _thread
 import gc
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -36,7 +37,7 @@ __all__ = ["GC_PAUSE_THRESHOLD", "paused_gc"]
 #: Below this many partitions the collector's work is negligible; leave it alone.
 GC_PAUSE_THRESHOLD = 20_000
 
-_lock = _thread.allocate_lock()
+_lock = threading.Lock()
 _active = 0  # passes currently inside paused_gc above the threshold
 _reenable = False  # whether the first of those passes found the collector enabled
 

@@ -3,8 +3,9 @@
 Also home of ``java_member_order``, the member ordering every non-sticky built-in shares
 (Java's ``AbstractPartitionAssignor.MemberInfo``).
 
-Pure computation: imports only ``_api``, ``_types`` and ``_sticky_core.paused_gc``; no
-I/O, no clock, no logging.
+Pure computation: imports only ``_api``, ``_types`` and ``_gc.paused_gc`` (passes over
+20,000 partitions or more pause the cyclic garbage collector, see ``_gc``); no I/O, no
+clock, no logging.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The ``roundrobin`` assignor (Java's ``RoundRobinAssignor``).
 
 Pure computation: imports only ``_api``, ``_types``, the shared helpers of ``_range``
-and ``_sticky_core.paused_gc``; no I/O, no clock, no logging.
+and ``_gc.paused_gc`` (see ``_gc``); no I/O, no clock, no logging.
 """
 
 from __future__ import annotations

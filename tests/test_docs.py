@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import importlib.util
+import math
 import re
 import subprocess
 import sys
@@ -187,3 +188,33 @@ def test_testing_page_examples_pass(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
     assert "3 passed" in done.stdout
+
+
+def test_group_errors_the_docs_call_fatal_are_fatal() -> None:
+    # upgrade.md, assignors.md and quickstart.md say a consumer refused with
+    # INCONSISTENT_GROUP_PROTOCOL (or fenced) raises from every poll() until close().
+    from coopconsumer._coordinator._error_actions import Api, ErrorAction, action_for
+    from coopconsumer._protocol import errors
+
+    for code in (errors.INCONSISTENT_GROUP_PROTOCOL, errors.FENCED_INSTANCE_ID):
+        assert action_for(Api.JOIN_GROUP, code) is ErrorAction.FATAL
+    for name in ("upgrade.md", "assignors.md", "quickstart.md"):
+        assert "INCONSISTENT_GROUP_PROTOCOL" in (DOCS / name).read_text()
+
+
+def test_metric_rules_the_docs_state_hold() -> None:
+    # metrics.md: NaN for an empty window, -1 before the first event, whole seconds,
+    # and a rate over at least one full 30 s window (three events read 0.1/s).
+    metrics = CoordinatorMetrics()
+    start = 1000.0
+    empty = metrics.snapshot(start)
+    assert math.isnan(empty["rebalance-latency-avg"])
+    assert empty["last-rebalance-seconds-ago"] == -1
+    for _ in range(3):
+        metrics.commit_completed(0.004, start)
+    assert metrics.snapshot(start)["commit-rate"] == pytest.approx(0.1)
+    metrics.rebalance_started(start)
+    metrics.rebalance_completed(start + 2.5)
+    later = metrics.snapshot(start + 4.9)
+    assert later["last-rebalance-seconds-ago"] == 2
+    assert later["rebalance-latency-max"] == pytest.approx(2500.0)

@@ -736,10 +736,10 @@ class CoopMember(_MemberThread):
             return
         try:
             consumer.commit(offsets)
-        except coopconsumer.RebalanceInProgressError:
+        except coopconsumer.RebalanceInProgressError as exc:
             if only is not None:
                 # Revoking: a later retry would come too late for the next owner.
-                self.commit_failures.append(f"rebalance in progress on revoke: {offsets}")
+                self.commit_failures.append(f"on revoke of {sorted(offsets)}: {exc}")
                 return
             self._restore_pending(offsets)
             return

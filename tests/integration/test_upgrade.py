@@ -14,7 +14,7 @@ What each step must show (KIP-429 "Compatibility and Upgrade Path"; DESIGN.md):
   offers it first.
 * A member configured with ``cooperative-sticky`` alone is COOPERATIVE: no rebalance
   revokes a partition it keeps, and it does keep partitions across rebalances.
-* Throughout: no partition owned twice, every record processed exactly once (every
+* Throughout: no partition owned twice, no record lost, none processed twice (every
   member commits before giving a partition up), committed offsets end at the log end.
 
 Neither embedded broker can run both bounces in one group, each for its own quirk, so
@@ -134,11 +134,25 @@ class _Upgrade:
         for member in self.started:
             assert member.error is None, f"{member.name}: {member.error!r}"
         self.ledger.check()
-        failures = {m.name: m.commit_failures[:5] for m in self.started if m.commit_failures}
+        failures = {m.name: m.commit_failures[:3] for m in self.started if m.commit_failures}
+        # Every change is graceful and every member commits before giving a partition
+        # up, so on Kafka no record is processed twice. The mock answers OffsetCommit
+        # with REBALANCE_IN_PROGRESS once a rebalance is joining
+        # (rd_kafka_mock_cgrp_classic_check_state, state Joining), where Kafka accepts
+        # the current generation's commits in PreparingRebalance: an EAGER member's
+        # commit in on_partitions_revoked can fail there, and the next owner reads those
+        # records again. On the mock a duplicate is accepted only when the member that
+        # first processed it reported such a failed commit.
+        explained_only = self.broker.kind == "mock"
         try:
-            self.accounting.check(allow_duplicates=False)
+            self.accounting.check(allow_duplicates=explained_only)
         except AssertionError as exc:
             raise AssertionError(f"{exc}\ncommit failures: {failures}") from None
+        for name, count in self.accounting.duplicated_after().items():
+            assert name in failures, (
+                f"{count} record(s) first processed by {name} were processed again, but "
+                f"{name} had no failed commit: {self.accounting.duplicate_readers()}"
+            )
         committed = committed_offsets(self.broker.bootstrap, self.group, self.all_tps)
         assert committed == self.accounting.end_offsets()
         assert not self.producer.errors

@@ -194,3 +194,27 @@ def test_importing_the_package_does_not_load_librdkafka() -> None:
 
     code = "import sys, coopconsumer; sys.exit('confluent_kafka' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
+
+
+def test_fetcher_forces_manual_mode_and_shortens_fetch_queue_backoff(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import confluent_kafka
+
+    from coopconsumer._io import _fetcher
+
+    seen: list[dict[str, object]] = []
+
+    class Stub:
+        def __init__(self, conf: dict[str, object]) -> None:
+            seen.append(conf)
+
+        def close(self) -> None:
+            return None
+
+    monkeypatch.setattr(confluent_kafka, "Consumer", Stub)
+    _fetcher.Fetcher({"bootstrap.servers": "h:1", "enable.auto.commit": True}).close()
+    _fetcher.Fetcher({"bootstrap.servers": "h:1", "fetch.queue.backoff.ms": 700}).close()
+    assert seen[0]["enable.auto.commit"] is False  # commits belong to the group member
+    assert seen[0]["fetch.queue.backoff.ms"] == 50
+    assert seen[1]["fetch.queue.backoff.ms"] == 700  # the user's setting wins

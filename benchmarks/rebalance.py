@@ -26,6 +26,8 @@ the arrival time of each partition's records at the consumers:
   with even shares (for cooperative, both rounds of KIP-429's two-round hand-over).
 * **steady gap**: the longest gap over all partitions in the 3 s before the join, for
   scale.
+* the joining member's own ``rebalance-total`` and ``rebalance-latency-avg`` from
+  ``Consumer.metrics()`` (KIP-429 names; coopconsumer only).
 
 Tansu holds every JoinGroup for about max(1 s, session.timeout.ms / 2) (DESIGN.md), so
 the absolute rebalance times mostly measure that hold (session.timeout.ms is 2000
@@ -169,9 +171,11 @@ class CoopMember(_Member):
             "fetch.wait.max.ms": FETCH_WAIT_MS,
         }
         self.topic = topic
+        self.consumer: coopconsumer.Consumer | None = None
 
     def run(self) -> None:
         with coopconsumer.Consumer(self.config) as consumer:
+            self.consumer = consumer
             consumer.subscribe([self.topic], _CoopListener(self.name, self.tracker))
             while not self.stop_event.is_set():
                 self.tracker.arrived(consumer.consume(500, 0.02))
@@ -244,6 +248,8 @@ class Result:
         self.moved: list[float] = []
         self.all_owned_s = float("nan")
         self.steady_gap_s = float("nan")
+        #: The joining member's own KIP-429 metrics (coopconsumer only).
+        self.joiner_metrics: dict[str, float] = {}
         self.note = ""
 
 
@@ -312,6 +318,10 @@ def scenario(
         owned_at = _wait(lambda: _settled(tracker, all_tps, names, False), "rejoin", tracker)
         _wait(lambda: _settled(tracker, all_tps, names, True), "settling", tracker)
         after, last_change = tracker.snapshot()
+        joiner = members[-1]
+        if isinstance(joiner, CoopMember) and joiner.consumer is not None:
+            # metrics() may be read from another thread (Consumer docs).
+            result.joiner_metrics = joiner.consumer.metrics()
         result.all_owned_s = owned_at - joined_at
         for tp in all_tps:
             gap = tracker.max_gap(tp, joined_at, last_change)
@@ -333,6 +343,11 @@ def scenario(
 
 def _ms(values: list[float], how: Callable[[list[float]], float]) -> str:
     return f"{how(values) * 1000:,.0f}" if values else "n/a"
+
+
+def _metric(result: Result, name: str, spec: str) -> str:
+    value = result.joiner_metrics.get(name)
+    return "n/a" if value is None else spec.format(value)
 
 
 def main() -> None:
@@ -396,6 +411,8 @@ def main() -> None:
             "moved pause max ms",
             "all owned after ms",
             "steady gap ms",
+            "joiner rebalance-total",
+            "joiner rebalance-latency-avg ms",
             "note",
         ],
         [
@@ -408,6 +425,8 @@ def main() -> None:
                 _ms(r.moved, max),
                 f"{r.all_owned_s * 1000:,.0f}",
                 f"{r.steady_gap_s * 1000:,.0f}",
+                _metric(r, "rebalance-total", "{:.0f}"),
+                _metric(r, "rebalance-latency-avg", "{:,.0f}"),
                 r.note,
             ]
             for r in results

@@ -59,6 +59,7 @@ __all__ = [
     "RecordingRange",
     "committed_offsets",
     "end_offsets",
+    "late_sync_on_mock",
     "rdkafka_callbacks",
     "wait_for",
 ]
@@ -535,6 +536,28 @@ class RecordingRange(RangeAssignor):
         super().on_assignment(assignment, group_metadata)
 
 
+#: Wire codes of the one error the mock makes a follower's SyncGroup get.
+_INVALID_REQUEST, _SYNC_GROUP = 42, 14
+
+
+def late_sync_on_mock(error: BaseException) -> bool:
+    """For ``CoopMember(tolerate=...)`` on librdkafka's mock cluster: the error poll()
+    reports when a follower's SyncGroup reaches the mock after the leader's.
+
+    The mock completes a SyncGroup round as soon as the leader's SyncGroup carries an
+    assignment for every member (it counts assignments, not SyncGroup requests:
+    ``rd_kafka_mock_cgrp_classic_sync_check``), moves the group to Up, and answers a
+    later follower SyncGroup with INVALID_REQUEST (``rd_kafka_mock_cgrp_classic_
+    check_state``), where Kafka answers with the assignment. The Consumer reports that
+    once from poll() and rejoins, as Java does. Nothing else matches.
+    """
+    return (
+        isinstance(error, coopconsumer.KafkaError)
+        and error.code == _INVALID_REQUEST
+        and error.api_key == _SYNC_GROUP
+    )
+
+
 def recording_assignors(
     strategy: str, assign_delay_s: float = 0.0
 ) -> tuple[list[ConsumerPartitionAssignor], _Recorder]:
@@ -677,6 +700,9 @@ class CoopMember(_MemberThread):
     requests: ``rd_kafka_mock_cgrp_classic_sync_check``) and answers a follower's
     SyncGroup arriving after that with INVALID_REQUEST, which a Kafka broker answers
     with the assignment. Delaying the leader lets the followers' SyncGroups arrive first.
+
+    ``tolerate`` names errors ``consume`` may report once and carry on after (kept in
+    ``reported_errors``); any other error stops the member and lands in ``error``.
     """
 
     def __init__(
@@ -691,8 +717,12 @@ class CoopMember(_MemberThread):
         strategy: str = "cooperative-sticky",
         extra_config: Mapping[str, object] | None = None,
         assign_delay_s: float = 0.0,
+        tolerate: Callable[[BaseException], bool] | None = None,
     ) -> None:
         super().__init__(name, ledger, accounting)
+        self.tolerate = tolerate
+        #: Errors ``poll`` reported that ``tolerate`` accepted (the member carried on).
+        self.reported_errors: list[BaseException] = []
         self.assignors, self.recorder = recording_assignors(strategy, assign_delay_s)
         self.strategy = strategy
         self.config: dict[str, object] = {
@@ -717,7 +747,14 @@ class CoopMember(_MemberThread):
 
     def _poll_once(self) -> None:
         assert self.consumer is not None
-        records = self.consumer.consume(200, 0.05)
+        try:
+            records = self.consumer.consume(200, 0.05)
+        except coopconsumer.CoopConsumerError as exc:
+            # Java semantics: an error poll() reports once leaves the consumer usable.
+            if self.tolerate is None or not self.tolerate(exc):
+                raise
+            self.reported_errors.append(exc)
+            return
         member_id = self.consumer.group_metadata().member_id
         if member_id:
             self.member_ids.add(member_id)

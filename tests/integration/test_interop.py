@@ -14,15 +14,17 @@ Every member feeds one ``OwnershipLedger``; records flow from a producer through
 every member commits after each batch and in its revoke callback, so the graceful
 changes here may lose no record and process none twice.
 
-Runs on Tansu (or an external cluster), not on librdkafka's mock cluster: a mock quirk
-makes the librdkafka-leads phase fail there. The mock completes a SyncGroup round as
-soon as the leader's SyncGroup carries an assignment for every member (it counts
-assignments, not SyncGroup requests: ``rd_kafka_mock_cgrp_classic_sync_check``), moves
-the group to Up, and answers a follower's SyncGroup that arrives after that with
-INVALID_REQUEST (``rd_kafka_mock_cgrp_classic_check_state``). A C leader usually beats a
-Python follower's SyncGroup, and the Consumer treats INVALID_REQUEST from SyncGroup as
-fatal. A real Kafka broker answers a SyncGroup of the current generation in Stable
-state with the member's assignment.
+Runs on both embedded brokers. Two mock quirks shape the mock run. The mock completes
+a SyncGroup round as soon as the leader's SyncGroup carries an assignment for every
+member (it counts assignments, not SyncGroup requests:
+``rd_kafka_mock_cgrp_classic_sync_check``), moves the group to Up, and answers a
+follower's SyncGroup that arrives after that with INVALID_REQUEST
+(``rd_kafka_mock_cgrp_classic_check_state``), where Kafka answers with the assignment. A
+C leader usually beats a Python follower's SyncGroup: the Consumer reports that error
+once from poll() and rejoins (as Java), and the coopconsumer members here tolerate
+exactly that report on the mock. And the mock refuses commits while a rebalance is
+joining, which can make a record be processed twice (accepted only when explained by a
+failed commit).
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from integration._ledger import (
     RdkafkaMember,
     RecordAccounting,
     committed_offsets,
+    late_sync_on_mock,
     wait_for,
 )
 
@@ -55,6 +58,10 @@ QUIET_S = 1.2
 SETTLE_S = 40.0
 
 Member = CoopMember | RdkafkaMember
+
+#: On the mock, a coopconsumer leader waits this long before assigning (see
+#: ``CoopMember``'s ``assign_delay_s``) so that coopconsumer followers sync first.
+MOCK_ASSIGN_DELAY_S = 0.3
 
 
 def _balanced(
@@ -88,9 +95,9 @@ def _assert_kept_not_revoked(
 
 
 def test_mixed_group_both_sides_lead(
-    tansu_broker: EmbeddedBroker, unique_topic: str, unique_group: str
+    broker: EmbeddedBroker, unique_topic: str, unique_group: str
 ) -> None:
-    broker = tansu_broker
+    on_mock = broker.kind == "mock"
     broker.create_topic(unique_topic, PARTITIONS)
     all_tps = [TopicPartition(unique_topic, p) for p in range(PARTITIONS)]
     ledger = OwnershipLedger()
@@ -126,7 +133,15 @@ def test_mixed_group_both_sides_lead(
 
     args = (broker.bootstrap, unique_group, [unique_topic], ledger, accounting)
     r1, r2, r3 = (RdkafkaMember(f"rdkafka-{n}", *args) for n in (1, 2, 3))
-    c1, c2 = (CoopMember(f"coop-{n}", *args) for n in (1, 2))
+    c1, c2 = (
+        CoopMember(
+            f"coop-{n}",
+            *args,
+            assign_delay_s=MOCK_ASSIGN_DELAY_S if on_mock else 0.0,
+            tolerate=late_sync_on_mock if on_mock else None,
+        )
+        for n in (1, 2)
+    )
     try:
         # librdkafka leads while coopconsumer members join ...
         join(r1)
@@ -161,12 +176,21 @@ def test_mixed_group_both_sides_lead(
     for member in started:
         assert member.error is None, f"{member.name}: {member.error!r}"
     ledger.check()
-    failures = {m.name: m.commit_failures[:5] for m in started if m.commit_failures}
-    # Every change was graceful and every member commits before giving a partition up.
+    failures = {m.name: m.commit_failures[:3] for m in started if m.commit_failures}
+    # Every change was graceful and every member commits before giving a partition up,
+    # so on Kafka (and Tansu) no record is processed twice. The mock refuses commits
+    # while a rebalance is joining (REBALANCE_IN_PROGRESS, where Kafka accepts the
+    # current generation's): there a duplicate is accepted only when the member that
+    # first processed it reported a failed commit.
     try:
-        accounting.check(allow_duplicates=False)
+        accounting.check(allow_duplicates=on_mock)
     except AssertionError as exc:
         raise AssertionError(f"{exc}\ncommit failures: {failures}") from None
+    for name, count in accounting.duplicated_after().items():
+        assert name in failures, (
+            f"{count} record(s) first processed by {name} were processed again, but "
+            f"{name} had no failed commit: {accounting.duplicate_readers()}"
+        )
     assert committed_offsets(broker.bootstrap, unique_group, all_tps) == accounting.end_offsets()
     assert not producer.errors
 

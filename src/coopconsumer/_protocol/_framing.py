@@ -79,6 +79,7 @@ def encode_request(
     """
     cls = type(request)
     check_version(cls, api_version, EncodeError)
+    request = request.for_version(api_version)
     out = bytearray()
     try:
         out += _REQ_HDR.pack(cls.API_KEY, api_version, correlation_id)

@@ -32,6 +32,7 @@ import uuid
 
 import attrs
 
+from ._codec import EncodeError
 from ._schema import ZERO_UUID, Request, Response, Struct, kf
 
 __all__ = [
@@ -530,6 +531,48 @@ class LeaveGroupRequest(Request):
     members: tuple[MemberIdentity, ...] = attrs.field(
         default=(), metadata=kf("3+", MemberIdentity, array=True)
     )
+
+    def for_version(self, version: int) -> LeaveGroupRequest:
+        """v0-2 carry one ``member_id``; v3+ the ``members`` list (KIP-345). Either
+        spelling converts to the other; a static member (``group_instance_id``) or a
+        batch of members cannot leave below v3."""
+        if version >= 3:
+            if not self.member_id:
+                return self
+            if not self.members:
+                return attrs.evolve(
+                    self, member_id="", members=(MemberIdentity(member_id=self.member_id),)
+                )
+            if any(m.member_id == self.member_id for m in self.members):
+                return attrs.evolve(self, member_id="")
+            raise EncodeError(
+                f"LeaveGroup names member {self.member_id!r} outside its members list",
+                api_key=self.API_KEY,
+                api_version=version,
+            )
+        if not self.members:
+            return self
+        if len(self.members) > 1:
+            raise EncodeError(
+                f"LeaveGroup v{version} removes one member; {len(self.members)} need v3+",
+                api_key=self.API_KEY,
+                api_version=version,
+            )
+        (member,) = self.members
+        if member.group_instance_id is not None:
+            raise EncodeError(
+                f"a static member ({member.group_instance_id!r}) can leave only with "
+                "LeaveGroup v3+",
+                api_key=self.API_KEY,
+                api_version=version,
+            )
+        if self.member_id and self.member_id != member.member_id:
+            raise EncodeError(
+                f"LeaveGroup names two members ({self.member_id!r}, {member.member_id!r})",
+                api_key=self.API_KEY,
+                api_version=version,
+            )
+        return attrs.evolve(self, member_id=member.member_id, members=())
 
 
 @attrs.frozen(kw_only=True)

@@ -250,6 +250,27 @@ def test_cooperative_revokes_before_the_assignment_changes_then_rejoins() -> Non
     assert sub.generation_id == 2
 
 
+def test_generation_lost_while_revoking_does_not_report_the_revoked_again() -> None:
+    # The REVOKED callback runs on the poll() thread; a reset landing before its
+    # ListenerDone must not hand the same partitions to LOST (KIP-429: LOST covers what
+    # the member still owns). They leave on their own ListenerDone, before the rejoin.
+    s = Script(cooperative=True)
+    s.to_stable(tps("t-0", "t-1", "t-2"))
+    s.heartbeat(errors.REBALANCE_IN_PROGRESS)
+    s.answer(JoinGroupRequest, s.join_response(generation_id=2))
+    effects = s.answer(SyncGroupRequest, s.sync_response(tps("t-0", "t-1")))
+    assert kinds(effects) == ["REVOKED['t-2']"]
+    effects = s.heartbeat(errors.ILLEGAL_GENERATION)
+    assert kinds(effects) == ["Unassign['t-0', 't-1']", "LOST['t-0', 't-1']"]
+    assert s.member.owned_partitions == tps("t-2")  # until its REVOKED callback returns
+    assert s.sent(JoinGroupRequest) == []
+    effects = s.finish_listeners()
+    assert "Unassign['t-2']" in kinds(effects)
+    assert s.member.owned_partitions == frozenset()
+    ((_, sub),) = subscriptions_in(s.request(JoinGroupRequest))
+    assert sub.owned_partitions == ()
+
+
 def test_eager_revokes_everything_before_joining() -> None:
     s = in_state(S.STABLE)
     effects = s.heartbeat(errors.REBALANCE_IN_PROGRESS)

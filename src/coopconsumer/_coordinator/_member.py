@@ -571,12 +571,23 @@ class GroupMember:
             self._emit(CommitBeforeRevoke(partitions=partitions))
         self._invoke(ListenerKind.REVOKED, partitions, unassign_after=partitions)
 
+    def _revoking(self) -> frozenset[TopicPartition]:
+        """Owned partitions whose REVOKED callback is still running (Unassign follows
+        its ``ListenerDone``)."""
+        return frozenset().union(*self._listeners.values()) & self._owned
+
     def _lose(self) -> None:
-        """LOST for everything owned: Unassign first (someone else may own them now)."""
-        lost = frozenset(self._owned)
+        """LOST for everything owned: Unassign first (someone else may own them now).
+
+        Partitions already handed to a REVOKED callback are not reported again: to the
+        application they are gone once revoked (KIP-429: LOST covers what the member
+        still owns), and their own ``ListenerDone`` unassigns them. Joining waits for
+        that callback, so they are never claimed in the next JoinGroup.
+        """
+        lost = frozenset(self._owned) - self._revoking()
         if not lost:
             return
-        self._owned.clear()
+        self._owned -= lost
         self._emit(Unassign(partitions=lost))
         self._invoke(ListenerKind.LOST, lost)
 
@@ -1426,8 +1437,7 @@ class GroupMember:
         if lost:
             self._lose()
         else:
-            pending_revoke = frozenset().union(*self._listeners.values())
-            remaining = frozenset(self._owned) - pending_revoke
+            remaining = frozenset(self._owned) - self._revoking()
             if remaining:
                 self._revoke(remaining)
         self._leave_step(now)

@@ -23,6 +23,13 @@ from coopconsumer import (
     RebalanceListener,
     TopicPartition,
 )
+from coopconsumer.assignors import (
+    ClusterMetadata,
+    CooperativeStickyAssignor,
+    GroupAssignment,
+    GroupSubscription,
+    RangeAssignor,
+)
 from coopconsumer.testing import EmbeddedBroker
 
 pytestmark = pytest.mark.integration
@@ -83,9 +90,10 @@ def poll_until(consumer: Consumer, condition: Callable[[], bool]) -> None:
 
 
 #: librdkafka's mock answers a SyncGroup that arrives after the leader's (which already
-#: carried every assignment) with INVALID_REQUEST; Java and librdkafka rejoin on it,
-#: the group member currently treats it as fatal. Tests name the quirk (xfail) rather
-#: than fail on it; any other error fails them.
+#: carried every assignment) with INVALID_REQUEST; the member reports it from poll()
+#: and rejoins (as Java and librdkafka). The extra rebalance changes the callback
+#: sequence these tests check, so on the mock the leader waits before assigning
+#: (followers then sync first) and a test that still meets the quirk names it (xfail).
 _INVALID_REQUEST, _SYNC_GROUP = 42, 14
 
 
@@ -96,11 +104,36 @@ def _is_mock_sync_quirk(exc: BaseException | None) -> bool:
     )
 
 
+MOCK_ASSIGN_DELAY_S = 0.3
+
+
+class _SlowCooperativeSticky(CooperativeStickyAssignor):
+    def assign(self, metadata: ClusterMetadata, group: GroupSubscription) -> GroupAssignment:
+        time.sleep(MOCK_ASSIGN_DELAY_S)
+        return super().assign(metadata, group)
+
+
+class _SlowRange(RangeAssignor):
+    def assign(self, metadata: ClusterMetadata, group: GroupSubscription) -> GroupAssignment:
+        time.sleep(MOCK_ASSIGN_DELAY_S)
+        return super().assign(metadata, group)
+
+
+def group_config(broker: EmbeddedBroker, group: str, strategy: str) -> dict[str, object]:
+    """``config`` for several members; on the mock, a leader that assigns late."""
+    chosen: object = strategy
+    if broker.supports_faults:
+        chosen = [_SlowCooperativeSticky if strategy == "cooperative-sticky" else _SlowRange]
+    return config(broker, group, **{"partition.assignment.strategy": chosen})
+
+
 class PollThread:
-    """Polls a consumer on a background thread and keeps the first error."""
+    """Polls a consumer on a background thread; counts the mock's SyncGroup quirk
+    (reported, the member rejoins) and keeps the first other error."""
 
     def __init__(self, consumer: Consumer) -> None:
         self.error: BaseException | None = None
+        self.quirks = 0
         self._consumer = consumer
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
@@ -109,7 +142,12 @@ class PollThread:
     def _run(self) -> None:
         try:
             while not self._stop.is_set():
-                self._consumer.poll(0.1)
+                try:
+                    self._consumer.poll(0.1)
+                except KafkaError as exc:
+                    if not _is_mock_sync_quirk(exc):
+                        raise
+                    self.quirks += 1
         except BaseException as exc:
             self.error = exc
 
@@ -119,9 +157,9 @@ class PollThread:
 
     def check(self, broker: EmbeddedBroker) -> None:
         """Fail on the thread's error, or name the mock's SyncGroup quirk (xfail)."""
-        if broker.supports_faults and _is_mock_sync_quirk(self.error):
-            pytest.xfail("librdkafka mock quirk: late follower SyncGroup gets INVALID_REQUEST")
         assert self.error is None
+        if broker.supports_faults and self.quirks:
+            pytest.xfail("librdkafka mock quirk: late follower SyncGroup gets INVALID_REQUEST")
 
 
 class Recorder(RebalanceListener):
@@ -196,8 +234,9 @@ def test_commit_during_rebalance_raises_rebalance_in_progress(
     broker: EmbeddedBroker, topic: str, unique_group: str
 ) -> None:
     produce(broker.bootstrap, topic, [b"x"] * 8)
-    first = Consumer(config(broker, unique_group))
-    second = Consumer(config(broker, unique_group))
+    settings = group_config(broker, unique_group, "cooperative-sticky")
+    first = Consumer(settings)
+    second = Consumer(settings)
     poller: PollThread | None = None
     try:
         first.subscribe([topic])
@@ -213,7 +252,7 @@ def test_commit_during_rebalance_raises_rebalance_in_progress(
         seen: list[RebalanceInProgressError] = []
         deadline = time.monotonic() + PATIENCE_S
         while not seen and time.monotonic() < deadline:
-            if poller.error is not None:
+            if poller.error is not None or poller.quirks:
                 break
             try:
                 first.commit(offsets)
@@ -247,7 +286,7 @@ def test_listener_exception_surfaces_from_poll_and_other_callbacks_run(
     # EAGER (range): the second member's arrival makes the first revoke everything and
     # be assigned again; both callbacks raise, the first exception wins (KIP-429).
     listener = Recorder(raise_in=frozenset({"revoked", "assigned"}))
-    settings = config(broker, unique_group, **{"partition.assignment.strategy": "range"})
+    settings = group_config(broker, unique_group, "range")
     first = Consumer(settings)
     second = Consumer(settings)
     poller: PollThread | None = None
@@ -264,7 +303,7 @@ def test_listener_exception_surfaces_from_poll_and_other_callbacks_run(
         raised: list[str] = []
         deadline = time.monotonic() + PATIENCE_S
         while len(listener.calls) < 3 and time.monotonic() < deadline:
-            if poller.error is not None:
+            if poller.error is not None or poller.quirks:
                 break
             try:
                 first.poll(0.1)

@@ -474,7 +474,9 @@ class FakeGroupCoordinator:
         assert self.leader_id is not None
         is_leader = member.member_id == self.leader_id
         members: tuple[JoinGroupResponseMember, ...] = ()
-        if is_leader and not skip:
+        # Kafka sends the leader the members' metadata even with skip_assignment
+        # (updateStaticMemberAndRebalance), so it can watch the group's topics.
+        if is_leader:
             members = tuple(
                 JoinGroupResponseMember(
                     member_id=m.member_id,

@@ -494,6 +494,58 @@ def test_static_leader_with_skip_assignment_syncs_without_assigning() -> None:
     assert request.group_instance_id == "i1"
 
 
+def test_static_leader_notices_partitions_added_while_its_join_was_retried() -> None:
+    """A restarted static leader (a fresh process) whose first JoinGroup is answered
+    COORDINATOR_LOAD_IN_PROGRESS learns of a new partition during the backoff; its retry
+    is answered skip_assignment. The group's assignment predates the new partition, so
+    the leader must rejoin (found by the static cooperative-sticky property test; Java's
+    snapshot of the current metadata would miss it)."""
+    s = Script(group_instance_id="i1")
+    s.subscribe(metadata={"t": 4})
+    s.answer(JoinGroupRequest, s.join_response(error_code=errors.COORDINATOR_LOAD_IN_PROGRESS))
+    s.feed(MetadataUpdate(metadata=ClusterMetadata.from_partition_counts({"t": 5})))
+    assert kinds(s.feed(Tick(), at=0.1)) == ["JoinGroup"]
+    response = s.join_response(leader="m1", members=s.leader_members())
+    assert kinds(s.answer(JoinGroupRequest, attrs.evolve(response, skip_assignment=True))) == [
+        "SyncGroup"
+    ]
+    s.answer(SyncGroupRequest, s.sync_response(tps("t-0", "t-1", "t-2", "t-3")))
+    s.finish_listeners()
+    assert s.state() is not S.STABLE
+    assert "partition metadata of topics [t] changed" in s.member.rejoin_reason
+
+
+def test_static_leader_with_skip_assignment_watches_the_group_subscription() -> None:
+    """KIP-814: the broker sends the skipped leader the members' metadata; the leader
+    watches every topic of the group (Java's updateGroupSubscription) and rejoins when
+    another member's topic changes."""
+    s = Script(group_instance_id="i1")
+    s.subscribe(metadata={"t": 4, "other": 2})
+    response = s.join_response(leader="m1", members=s.leader_members(("m2", ("other",))))
+    s.answer(JoinGroupRequest, attrs.evolve(response, skip_assignment=True))
+    s.answer(SyncGroupRequest, s.sync_response(tps("t-0", "t-1", "t-2", "t-3")))
+    s.finish_listeners()
+    assert s.state() is S.STABLE
+    assert s.member.metadata_topics == {"t", "other"}
+    s.feed(MetadataUpdate(metadata=ClusterMetadata.from_partition_counts({"t": 4, "other": 3})))
+    assert s.state() is not S.STABLE
+    assert "partition metadata of topics [other] changed" in s.member.rejoin_reason
+
+
+def test_static_leader_with_skip_assignment_and_unchanged_metadata_stays_stable() -> None:
+    s = Script(group_instance_id="i1")
+    s.subscribe(metadata={"t": 4})
+    s.answer(JoinGroupRequest, s.join_response(error_code=errors.COORDINATOR_LOAD_IN_PROGRESS))
+    s.feed(Tick(), at=0.1)
+    response = s.join_response(leader="m1", members=s.leader_members())
+    s.answer(JoinGroupRequest, attrs.evolve(response, skip_assignment=True))
+    s.answer(SyncGroupRequest, s.sync_response(tps("t-0", "t-1", "t-2", "t-3")))
+    s.finish_listeners()
+    assert s.state() is S.STABLE
+    s.feed(MetadataUpdate(metadata=ClusterMetadata.from_partition_counts({"t": 4})))
+    assert s.state() is S.STABLE
+
+
 def test_leader_rejoins_when_the_metadata_it_assigned_from_changes() -> None:
     s = Script()
     s.subscribe()

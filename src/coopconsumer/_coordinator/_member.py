@@ -310,6 +310,10 @@ class GroupMember:
         self._internal_topics: frozenset[str] = frozenset()
         self._joined_subscription: frozenset[str] | None = None
         self._assignment_snapshot: dict[str, int | None] | None = None
+        # Partition counts as this member first sent JoinGroup since its last completed
+        # join (None: not taken yet). A static leader answered skip_assignment compares
+        # against these, so a change that lands while its join is retried is noticed.
+        self._join_started_counts: dict[str, int] | None = None
         self._group_topics: frozenset[str] = frozenset()  # leader: the group subscription
 
         self._owned: set[TopicPartition] = set()
@@ -895,6 +899,8 @@ class GroupMember:
             for a in self._assignors
         )
         self._joined_subscription = self._subscribed
+        if self._join_started_counts is None and self._metadata is not None:
+            self._join_started_counts = dict(self._metadata.partition_counts)
         self._send(
             Api.JOIN_GROUP,
             JoinGroupRequest(
@@ -932,6 +938,7 @@ class GroupMember:
             self._fatal(self._inconsistent(Api.JOIN_GROUP, f"protocol {name!r}"), now)
             return
         self._observe(Observation.JOIN_COMPLETED, now, now - event.pending.sent_at)
+        join_started_counts, self._join_started_counts = self._join_started_counts, None
         self._member_id = response.member_id
         self._generation_id = response.generation_id
         self._protocol_name = name
@@ -940,19 +947,50 @@ class GroupMember:
         self._heartbeat_due = now + _ms(self._config.heartbeat_interval_ms)
         if response.leader == response.member_id:
             if response.skip_assignment:
-                # KIP-814: a static leader rejoining in a stable group must not
-                # reassign; it syncs with nothing and keeps watching metadata. Java
-                # snapshots the current metadata; the snapshot of the assignment this
-                # member made before its reset is better when it has one (a change in
-                # between is then noticed, found by the property test).
-                if self._assignment_snapshot is None:
-                    self._assignment_snapshot = self._metadata_snapshot(self._subscribed)
-                self._send_sync((), now)
+                self._skip_assignment(response, join_started_counts, now)
                 return
             self._leader_members = response.members
             self._leader_assign(now, metadata_refreshed=False)
             return
         self._assignment_snapshot = None
+        self._send_sync((), now)
+
+    def _skip_assignment(
+        self,
+        response: JoinGroupResponse,
+        join_started_counts: dict[str, int] | None,
+        now: float,
+    ) -> None:
+        """KIP-814: a static leader rejoining a stable group must not reassign; it syncs
+        with nothing and keeps watching the group's metadata.
+
+        Java snapshots the metadata it holds now (``assignmentSnapshot =
+        metadataSnapshot``), which hides a change that landed after this member
+        started joining: the group's assignment predates it, yet current and snapshot
+        agree, so no leader ever assigns the new partitions (KAFKA-13435's symptom, left
+        open for changes during a retried join). The snapshot is therefore, in order of
+        preference: the one of the assignment this member itself made before its
+        reset; else the counts as this member first sent JoinGroup in this join; else
+        (no metadata then) the current ones. Any change since then makes it rejoin.
+        """
+        # The broker sends the leader the members' metadata (GroupCoordinator's
+        # updateStaticMemberAndRebalance); Java watches the whole group subscription.
+        group_topics = self._subscribed
+        if response.members:
+            try:
+                subscriptions = self._decode_members(response.members)
+            except ProtocolError as exc:
+                self._assignment_failed(exc, now)
+                return
+            group_topics = group_topics | frozenset(
+                t for sub in subscriptions.values() for t in sub.topics
+            )
+        self._group_topics = group_topics
+        if self._assignment_snapshot is None:
+            if join_started_counts is not None:
+                self._assignment_snapshot = {t: join_started_counts.get(t) for t in group_topics}
+            else:
+                self._assignment_snapshot = self._metadata_snapshot(group_topics)
         self._send_sync((), now)
 
     def _inconsistent(self, api: Api, what: str) -> KafkaError:

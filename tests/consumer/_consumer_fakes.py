@@ -145,6 +145,8 @@ class FakeClient:
         #: Error codes for the next FindCoordinator answers, consumed in order.
         self.find_coordinator_errors: list[int] = []
         self.sent: list[Request] = []
+        #: Node ids registered through ``add_coordinator`` (one per coordinator found).
+        self.coordinator_connections: list[int] = []
         self._wake = threading.Event()
         self._next_id = 0
         self._pending: dict[int, PendingRequest[Any]] = {}
@@ -227,6 +229,11 @@ class FakeClient:
 
     def add_broker(self, node_id: int, host: str, port: int) -> None:
         return None
+
+    def add_coordinator(self, node_id: int, host: str, port: int) -> int:
+        # One fake cluster answers on every node id: the coordinator keeps its own.
+        self.coordinator_connections.append(node_id)
+        return node_id
 
     def close(self) -> None:
         self.closed = True

@@ -160,6 +160,8 @@ def test_coordinator_lookup_errors_are_retried_by_the_member(cluster: FakeCluste
         assert time.monotonic() < deadline
         consumer.poll(0.05)
     assert client.find_coordinator_errors == []  # every failed lookup was retried
+    # the coordinator found was registered on a connection of its own
+    assert client.coordinator_connections
     consumer.close()
 
 

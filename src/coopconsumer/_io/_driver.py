@@ -144,6 +144,8 @@ class ClientLike(Protocol):
 
     def add_broker(self, node_id: int, host: str, port: int) -> None: ...
 
+    def add_coordinator(self, node_id: int, host: str, port: int) -> int: ...
+
     def close(self) -> None: ...
 
 
@@ -617,8 +619,12 @@ class Driver:
                 log.log(level, "FindCoordinator for %r: %s", group_id, error)
                 self._feed(CoordinatorUnavailable(error=error))
                 return
-            self._client.add_broker(node_id, host, port)
-            self._feed(CoordinatorFound(node_id=node_id))
+            # Group traffic gets a connection of its own: the coordinator parks
+            # JoinGroup/SyncGroup for up to the rebalance timeout, and a lookup queued
+            # behind it on a shared connection would time out and take it down (Java
+            # does the same).
+            coordinator_id = self._client.add_coordinator(node_id, host, port)
+            self._feed(CoordinatorFound(node_id=coordinator_id))
 
         def on_error(error: CoopConsumerError) -> None:
             self._lookup_in_flight = False

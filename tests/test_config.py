@@ -59,7 +59,6 @@ def test_defaults() -> None:
     assert config.session_timeout_ms == 45000
     assert config.heartbeat_interval_ms == 3000
     assert config.max_poll_interval_ms == 300000
-    assert config.rebalance_timeout_ms == 300000
     assert config.max_poll_records == 500
     assert config.enable_auto_commit is True
     assert config.auto_commit_interval_ms == 5000
@@ -144,7 +143,6 @@ def test_property_int_and_str_parse_alike(value: int) -> None:
     as_str = parse(max__poll__interval__ms=str(value))
     assert as_int == as_str
     assert as_int.max_poll_interval_ms == value
-    assert as_int.rebalance_timeout_ms == value  # follows max.poll.interval.ms
 
 
 def test_integer_with_more_digits_than_int_converts() -> None:
@@ -191,8 +189,11 @@ def test_property_any_value_of_any_type_is_accepted_or_a_configuration_error(
         assert key in str(error)
 
 
-def test_rebalance_timeout_can_be_set() -> None:
-    assert parse(rebalance__timeout__ms=1234).rebalance_timeout_ms == 1234
+def test_rebalance_timeout_is_not_a_consumer_key() -> None:
+    # Java's consumer has no rebalance.timeout.ms: the JoinGroup rebalance timeout is
+    # max.poll.interval.ms. A key that parsed and did nothing would mislead.
+    with pytest.raises(ConfigurationError, match=r"rebalance\.timeout\.ms"):
+        parse(rebalance__timeout__ms=1234)
 
 
 def test_none_means_default() -> None:
@@ -599,7 +600,6 @@ def test_documented_keys_cover_every_accepted_key() -> None:
     assert by_key["session.timeout.ms"].default == "45000"
     assert by_key["enable.auto.commit"].default == "true"
     assert by_key["bootstrap.servers"].default == "(required)"
-    assert by_key["rebalance.timeout.ms"].default == "max.poll.interval.ms"
     assert by_key["partition.assignment.strategy"].default == DEFAULT_ASSIGNMENT_STRATEGY
     assert all(row.description for row in rows)
     # Every documented key is accepted (aliases of one option are tried one at a time).

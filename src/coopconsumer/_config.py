@@ -307,16 +307,8 @@ _OPTIONS: tuple[_Option, ...] = (
         "max_poll_interval_ms",
         _int(1),
         300000,
-        "Longest allowed gap between poll() calls before the member leaves the group.",
-    ),
-    _Option(
-        "rebalance.timeout.ms",
-        "rebalance_timeout_ms",
-        _int(1),
-        None,
-        "How long the broker waits for members to rejoin in a rebalance (JoinGroup "
-        "rebalance timeout). Defaults to max.poll.interval.ms, as Java.",
-        "max.poll.interval.ms",
+        "Longest allowed gap between poll() calls before the member leaves the group; "
+        "also the JoinGroup rebalance timeout, as in Java.",
     ),
     _Option(
         "max.poll.records",
@@ -563,7 +555,6 @@ class ConsumerConfig:
     session_timeout_ms: int
     heartbeat_interval_ms: int
     max_poll_interval_ms: int
-    rebalance_timeout_ms: int
     max_poll_records: int
     enable_auto_commit: bool
     auto_commit_interval_ms: int
@@ -648,8 +639,6 @@ class ConsumerConfig:
                 resolved[option.attr] = _strategy(option.key, option.default)
             else:
                 resolved[option.attr] = option.default
-        if resolved["rebalance_timeout_ms"] is None:
-            resolved["rebalance_timeout_ms"] = resolved["max_poll_interval_ms"]
         if resolved["client_rack"] == "":
             resolved["client_rack"] = None
         _check_relations(resolved)

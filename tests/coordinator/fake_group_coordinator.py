@@ -136,6 +136,10 @@ class FakeGroupCoordinator:
         self.committed: dict[TopicPartition, int] = {}
         self.outbox: list[Delivery] = []
         self.rebalances = 0
+        #: SyncGroups in which a leader distributed an assignment it computed.
+        self.leader_assignments = 0
+        #: Clients answered skip_assignment as a returning static leader (KIP-814).
+        self.skipped_leaders: list[str] = []
         self._faults: dict[int, _Fault] = {}
         self._next_member = 0
 
@@ -402,6 +406,8 @@ class FakeGroupCoordinator:
             self.leader_id = new_id
         if self.phase is GroupPhase.STABLE and old.protocols == protocols:
             member.protocols = protocols
+            if was_leader:
+                self.skipped_leaders.append(client)
             self._answer(client, request_id, self._join_response(member, skip=was_leader))
             return
         member.protocols = protocols
@@ -530,6 +536,7 @@ class FakeGroupCoordinator:
             return
         member.awaiting_sync = request_id
         if request.member_id == self.leader_id:
+            self.leader_assignments += 1
             given = {a.member_id: a.assignment for a in request.assignments}
             for m in self.members.values():
                 m.assignment = given.get(m.member_id, b"")

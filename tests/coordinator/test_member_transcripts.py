@@ -546,6 +546,25 @@ def test_static_leader_with_skip_assignment_and_unchanged_metadata_stays_stable(
     assert s.state() is S.STABLE
 
 
+def test_static_leader_compares_only_against_the_current_subscriptions_join() -> None:
+    """The counts of a join abandoned by unsubscribing are not carried into the next
+    subscription's join (that would force a needless rebalance after skip_assignment)."""
+    s = Script(group_instance_id="i1")
+    s.subscribe(metadata={"t": 4})
+    assert len(s.sent(JoinGroupRequest)) == 1
+    s.feed(LeaveRequested())
+    s.finish_listeners()
+    assert s.state() is S.UNJOINED
+    s.feed(MetadataUpdate(metadata=ClusterMetadata.from_partition_counts({"t": 5})))
+    s.sends.clear()
+    s.feed(Subscribe(topics=frozenset({"t"})))
+    response = s.join_response(leader="m1", members=s.leader_members())
+    s.answer(JoinGroupRequest, attrs.evolve(response, skip_assignment=True))
+    s.answer(SyncGroupRequest, s.sync_response(tps("t-0", "t-1", "t-2", "t-3", "t-4")))
+    s.finish_listeners()
+    assert s.state() is S.STABLE
+
+
 def test_leader_rejoins_when_the_metadata_it_assigned_from_changes() -> None:
     s = Script()
     s.subscribe()

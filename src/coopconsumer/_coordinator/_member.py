@@ -1501,6 +1501,7 @@ class GroupMember:
     def _finish_leave(self, now: float) -> None:
         self._reset_generation(clear_member_id=True)
         self._joined_subscription = None
+        self._join_started_counts = None  # the next join starts afresh
         self._rebalance_started_at = None
         if self._leave_then is MemberState.CLOSED:
             self._fail_commits(CommitFailedError("the consumer was closed"))

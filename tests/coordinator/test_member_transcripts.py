@@ -532,6 +532,24 @@ def test_static_leader_with_skip_assignment_watches_the_group_subscription() -> 
     assert "partition metadata of topics [other] changed" in s.member.rejoin_reason
 
 
+def test_static_leader_takes_a_peer_topic_first_fetched_after_skip_as_its_baseline() -> None:
+    """A topic only another member subscribes to is fetched after the skipped join (the
+    leader starts watching it then); its first counts are the baseline, not a change,
+    else every static leader restart would rebalance. Later changes are noticed."""
+    s = Script(group_instance_id="i1")
+    s.subscribe(metadata={"t": 4})
+    response = s.join_response(leader="m1", members=s.leader_members(("m2", ("other",))))
+    s.answer(JoinGroupRequest, attrs.evolve(response, skip_assignment=True))
+    s.answer(SyncGroupRequest, s.sync_response(tps("t-0", "t-1", "t-2", "t-3")))
+    s.finish_listeners()
+    assert s.member.metadata_topics == {"t", "other"}
+    s.feed(MetadataUpdate(metadata=ClusterMetadata.from_partition_counts({"t": 4, "other": 2})))
+    assert s.state() is S.STABLE
+    s.feed(MetadataUpdate(metadata=ClusterMetadata.from_partition_counts({"t": 4, "other": 3})))
+    assert s.state() is not S.STABLE
+    assert "partition metadata of topics [other] changed" in s.member.rejoin_reason
+
+
 def test_static_leader_with_skip_assignment_and_unchanged_metadata_stays_stable() -> None:
     s = Script(group_instance_id="i1")
     s.subscribe(metadata={"t": 4})

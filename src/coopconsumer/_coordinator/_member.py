@@ -310,6 +310,9 @@ class GroupMember:
         self._internal_topics: frozenset[str] = frozenset()
         self._joined_subscription: frozenset[str] | None = None
         self._assignment_snapshot: dict[str, int | None] | None = None
+        # Topics of a skip_assignment snapshot whose counts were unknown when it was
+        # taken (not fetched yet): the first counts seen become their baseline.
+        self._snapshot_unknown: frozenset[str] = frozenset()
         # Partition counts as this member first sent JoinGroup since its last completed
         # join (None: not taken yet). A static leader answered skip_assignment compares
         # against these, so a change that lands while its join is retried is noticed.
@@ -721,6 +724,11 @@ class GroupMember:
             return
         snapshot = self._assignment_snapshot
         if self.is_leader and snapshot is not None:
+            for topic in self._snapshot_unknown:
+                count = self._metadata.partition_count(topic) if self._metadata else None
+                if count is not None:
+                    snapshot[topic] = count
+                    self._snapshot_unknown -= {topic}
             current = self._metadata_snapshot(frozenset(snapshot))
             if current != snapshot:
                 changed = sorted(t for t in snapshot if snapshot[t] != current[t])
@@ -953,6 +961,7 @@ class GroupMember:
             self._leader_assign(now, metadata_refreshed=False)
             return
         self._assignment_snapshot = None
+        self._snapshot_unknown = frozenset()
         self._send_sync((), now)
 
     def _skip_assignment(
@@ -972,6 +981,9 @@ class GroupMember:
         preference: the one of the assignment this member itself made before its
         reset; else the counts as this member first sent JoinGroup in this join; else
         (no metadata then) the current ones. Any change since then makes it rejoin.
+        What remains unseen, as in Java, is a change made before this process started
+        (the protocol carries no record of what the standing assignment came from); the
+        group's next rebalance assigns it.
         """
         # The broker sends the leader the members' metadata (GroupCoordinator's
         # updateStaticMemberAndRebalance); Java watches the whole group subscription.
@@ -987,10 +999,15 @@ class GroupMember:
             )
         self._group_topics = group_topics
         if self._assignment_snapshot is None:
-            if join_started_counts is not None:
-                self._assignment_snapshot = {t: join_started_counts.get(t) for t in group_topics}
-            else:
-                self._assignment_snapshot = self._metadata_snapshot(group_topics)
+            if join_started_counts is None:
+                md = self._metadata
+                join_started_counts = dict(md.partition_counts) if md is not None else {}
+            # Topics only other members subscribe to are usually not fetched yet; their
+            # absence says nothing, so they are not counted as changed when they appear.
+            self._snapshot_unknown = group_topics - frozenset(join_started_counts)
+            self._assignment_snapshot = {
+                t: join_started_counts[t] for t in group_topics if t in join_started_counts
+            }
         self._send_sync((), now)
 
     def _inconsistent(self, api: Api, what: str) -> KafkaError:
@@ -1069,6 +1086,7 @@ class GroupMember:
             for member_id in sorted(subscriptions)
         )
         self._assignment_snapshot = self._metadata_snapshot(group_topics)
+        self._snapshot_unknown = frozenset()
         self._send_sync(assignments, now)
 
     def _decode_members(

@@ -20,6 +20,7 @@ import pytest
 
 from coopconsumer._demo import _report as report
 from coopconsumer._demo import run_demo
+from coopconsumer._demo._cli import TANSU_NOTE
 from coopconsumer._demo._run import Event, MemberStats, Recorder, ScenarioResult
 
 # ------------------------------------------------------------------ the report
@@ -178,6 +179,7 @@ def test_quick_demo_shows_the_cooperative_benefit(tmp_path: Path) -> None:
     assert coop_records > 0
     assert "range: partition ownership" in out
     assert "cooperative-sticky: partition ownership" in out
+    assert TANSU_NOTE in out
 
 
 @pytest.mark.integration

@@ -16,10 +16,11 @@ import math
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
+from typing import Protocol
 
 import attrs
 
-from .. import Consumer, CoopConsumerError, Message, RebalanceListener, TopicPartition
+from .. import Consumer, CoopConsumerError, RebalanceListener, TopicPartition
 from ..testing import EmbeddedBroker, unique_name
 from ._producer import SteadyProducer
 
@@ -247,7 +248,15 @@ class _Member:
                 self._recorder.record_error(time.monotonic(), self.name, f"close: {exc!r}")
 
 
-def _numbered(batch: Iterable[Message]) -> list[tuple[int, int]]:
+class _Record(Protocol):
+    """What the demo reads of a record (confluent-kafka's ``Message``)."""
+
+    def partition(self) -> int | None: ...
+
+    def value(self) -> bytes | None: ...
+
+
+def _numbered(batch: Iterable[_Record]) -> list[tuple[int, int]]:
     """(partition, sequence number) of each record; the demo's producer writes the
     sequence number as the value."""
     numbered = []

@@ -90,11 +90,12 @@ def test_errors_module_is_a_leaf() -> None:
 
 def test_only_the_fetcher_imports_confluent_kafka() -> None:
     # coopconsumer.testing is a test-support module (it drives the brokers with
-    # confluent-kafka's admin client and the mock cluster); the library proper has one.
+    # confluent-kafka's admin client and the mock cluster) and coopconsumer._demo an
+    # application that needs a producer; the library proper has one.
     importers = {
         _module_name(path)
         for path in PKG.rglob("*.py")
-        if not _module_name(path).startswith("coopconsumer.testing")
+        if not _module_name(path).startswith(("coopconsumer.testing", "coopconsumer._demo"))
         and any(_top(name) == "confluent_kafka" for name in _imports(path))
     }
     assert importers <= {"coopconsumer._io._fetcher"}

@@ -9,17 +9,20 @@ from collections.abc import Sequence
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the process exit status."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args[:1] == ["demo"]:
+        # The demo parses its own options (coopconsumer demo --help).
+        from ._demo import run_demo
+
+        return run_demo(args[1:])
     parser = argparse.ArgumentParser(prog="coopconsumer", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("demo", help="eager vs cooperative rebalancing on an embedded broker")
-    args = parser.parse_args(argv)
-    if args.command == "demo":
-        print(
-            "coopconsumer demo: not built yet. The demo needs the group member "
-            "(issue 4) and lands with issue 5.",
-        )
-        return 0
-    return 1  # pragma: no cover - argparse enforces a command
+    sub.add_parser(
+        "demo",
+        help="eager vs cooperative rebalancing on an embedded broker (coopconsumer demo --help)",
+    )
+    parser.parse_args(args)
+    return 1  # pragma: no cover - argparse exits for anything but "demo"
 
 
 if __name__ == "__main__":

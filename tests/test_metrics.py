@@ -612,3 +612,20 @@ def test_listener_latency_accepts_foreign_kinds() -> None:
     metrics = CoordinatorMetrics()
     metrics.listener_latency(Kind.LOST, 0.002, 0.0)
     assert metrics.snapshot(0.0)["partitions-lost-latency-max"] == pytest.approx(2.0)
+
+
+def test_metrics_dict_resolves_aliases_but_lists_code_names_once() -> None:
+    metrics = CoordinatorMetrics()
+    metrics.listener_latency(ListenerKind.REVOKED, 0.004, 1.0)
+    d = metrics.snapshot(1.0).to_dict()
+    assert isinstance(d, dict)
+    assert d["partitions-revoked-latency-max"] == d["partition-revoked-latency-max"] == 4.0
+    assert "partitions-revoked-latency-avg" in d
+    assert d.get("partitions-revoked-latency-avg") == 4.0
+    assert d.get("no-such-metric") is None
+    assert d.get("no-such-metric", -1.0) == -1.0
+    assert "no-such-metric" not in d
+    assert not any(name.startswith("partitions-") for name in d)
+    assert len(d) == len(list(d))
+    with pytest.raises(KeyError):
+        d["no-such-metric"]

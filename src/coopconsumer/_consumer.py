@@ -728,8 +728,13 @@ class Consumer:
         return self._driver.group_metadata
 
     def metrics(self) -> dict[str, float]:
-        """The ``consumer-coordinator-metrics`` group, by Java's metric names."""
-        return dict(self._metrics.snapshot(time.monotonic()))
+        """The ``consumer-coordinator-metrics`` group, by Java's metric names.
+
+        A ``dict`` measured at one instant. Lookups also accept the names KIP-429
+        documents (``partitions-revoked-latency-avg`` for the code's
+        ``partition-revoked-latency-avg``); iteration lists the code names only.
+        """
+        return self._metrics.snapshot(time.monotonic()).to_dict()
 
     # ------------------------------------------------------------------ close
 

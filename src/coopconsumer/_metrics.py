@@ -18,6 +18,7 @@ import math
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from types import MappingProxyType
+from typing import TypeVar, overload
 
 import attrs
 
@@ -31,6 +32,7 @@ __all__ = [
     "CumulativeSum",
     "Max",
     "MetricConfig",
+    "MetricsDict",
     "MetricsRegistry",
     "MetricsSnapshot",
     "Min",
@@ -320,6 +322,47 @@ class Sensor:
                 stat.record(config, value, now)
 
 
+_T = TypeVar("_T")
+
+
+class MetricsDict(dict[str, float]):
+    """A ``dict`` of metric name -> value keyed by Java's code names, what
+    ``Consumer.metrics()`` returns.
+
+    Lookups (``d[name]``, ``name in d``, ``d.get(name)``) also accept the documented
+    aliases (KIP-429's ``partitions-revoked-latency-avg`` for the code's
+    ``partition-revoked-latency-avg``); iteration, ``len`` and equality see the code
+    names only, so exporters never report a value twice.
+    """
+
+    __slots__ = ("_aliases",)
+
+    def __init__(self, values: Mapping[str, float], aliases: Mapping[str, str]) -> None:
+        super().__init__(values)
+        self._aliases = MappingProxyType(dict(aliases))
+
+    def __missing__(self, key: str) -> float:
+        name = self._aliases.get(key)
+        if name is None or not dict.__contains__(self, name):
+            raise KeyError(key)
+        return dict.__getitem__(self, name)
+
+    def __contains__(self, key: object) -> bool:
+        if dict.__contains__(self, key):
+            return True
+        return isinstance(key, str) and dict.__contains__(self, self._aliases.get(key, key))
+
+    @overload
+    def get(self, key: str, default: None = None, /) -> float | None: ...
+    @overload
+    def get(self, key: str, default: float, /) -> float: ...
+    @overload
+    def get(self, key: str, default: _T, /) -> float | _T: ...
+    def get(self, key: str, default: object = None, /) -> object:
+        """``d[key]`` (aliases resolved), or ``default`` when there is no such metric."""
+        return self[key] if key in self else default  # noqa: SIM401 - this is get()
+
+
 class MetricsSnapshot(Mapping[str, float]):
     """A frozen view of every metric at one instant: ``{name: value}``.
 
@@ -364,6 +407,10 @@ class MetricsSnapshot(Mapping[str, float]):
 
     def __repr__(self) -> str:
         return f"MetricsSnapshot(group={self.group!r}, taken_at={self.taken_at!r}, {dict(self)})"
+
+    def to_dict(self) -> MetricsDict:
+        """The values as a plain ``dict`` (code names) that still resolves aliases."""
+        return MetricsDict(self._values, self._aliases)
 
     def description(self, name: str) -> str:
         """What metric ``name`` (or alias) measures."""

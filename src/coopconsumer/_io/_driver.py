@@ -25,7 +25,7 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future
 from typing import Any, Final, NamedTuple, Protocol
 
@@ -71,6 +71,8 @@ from .._protocol.messages import (
     OffsetFetchRequestTopic,
     OffsetFetchRequestTopics,
     OffsetFetchResponse,
+    OffsetFetchResponseTopic,
+    OffsetFetchResponseTopics,
 )
 from .._types import ConsumerGroupMetadata, TopicPartition
 from ..assignors._api import ClusterMetadata
@@ -855,33 +857,25 @@ def _parse_offset_fetch(
         group = response.groups[0] if response.groups else None
         if group is not None and group.error_code != errors.NONE:
             raise errors.to_exception(group.error_code, api_key=OffsetFetchRequest.API_KEY)
-        rows = [
-            (
-                t.name,
-                p.partition_index,
-                p.committed_offset,
-                p.committed_leader_epoch,
-                p.metadata,
-                p.error_code,
-            )
-            for t in (group.topics if group is not None else ())
-            for p in t.partitions
-        ]
+        topics: Sequence[OffsetFetchResponseTopics | OffsetFetchResponseTopic] = (
+            group.topics if group is not None else ()
+        )
     else:
         if response.error_code != errors.NONE:
             raise errors.to_exception(response.error_code, api_key=OffsetFetchRequest.API_KEY)
-        rows = [
-            (
-                t.name,
-                p.partition_index,
-                p.committed_offset,
-                p.committed_leader_epoch,
-                p.metadata,
-                p.error_code,
-            )
-            for t in response.topics
-            for p in t.partitions
-        ]
+        topics = response.topics
+    rows = [
+        (
+            t.name,
+            p.partition_index,
+            p.committed_offset,
+            p.committed_leader_epoch,
+            p.metadata,
+            p.error_code,
+        )
+        for t in topics
+        for p in t.partitions
+    ]
     result: CommittedOffsets = dict.fromkeys(partitions)
     for topic, index, offset, epoch, metadata, code in rows:
         tp = TopicPartition(topic, index)

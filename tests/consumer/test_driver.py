@@ -165,6 +165,19 @@ def test_coordinator_lookup_errors_are_retried_by_the_member(cluster: FakeCluste
     consumer.close()
 
 
+def test_coordinator_lookup_refused_for_authorization_fails_poll(cluster: FakeCluster) -> None:
+    consumer, client = cluster.consumer(SETTINGS)
+    client.find_coordinator_errors = [errors.GROUP_AUTHORIZATION_FAILED]
+    consumer.subscribe(["t"])
+    deadline = time.monotonic() + 10
+    with pytest.raises(KafkaError) as info:  # noqa: PT012 - poll until the error surfaces
+        while time.monotonic() < deadline:
+            consumer.poll(0.05)
+    assert info.value.code == errors.GROUP_AUTHORIZATION_FAILED
+    assert consumer.assignment() == frozenset()
+    consumer.close()
+
+
 def test_committed_retries_coordinator_errors(cluster: FakeCluster) -> None:
     consumer, _ = cluster.consumer(SETTINGS)
     consumer.subscribe(["t"])

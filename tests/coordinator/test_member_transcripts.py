@@ -32,6 +32,7 @@ from coopconsumer._coordinator import (
     Effect,
     ErrorAction,
     Fatal,
+    FindCoordinator,
     GroupMember,
     InvokeListener,
     LeaveRequested,
@@ -1045,3 +1046,28 @@ def test_unexpected_heartbeat_error_waits_for_the_next_heartbeat() -> None:
     effects = s.heartbeat(errors.INVALID_REQUEST)
     assert kinds(effects) == []
     assert s.state() is S.STABLE
+
+
+def test_coordinator_lookup_refused_for_authorization_is_fatal() -> None:
+    s = Script()
+    s.feed(Subscribe(topics=frozenset({"t"})))
+    effects = s.feed(
+        CoordinatorUnavailable(
+            error=errors.to_exception(errors.GROUP_AUTHORIZATION_FAILED, api_key=10)
+        )
+    )
+    assert s.state() is S.FATAL
+    assert any(isinstance(e, Fatal) for e in effects)
+
+
+def test_coordinator_lookup_retriable_failure_backs_off_and_retries() -> None:
+    s = Script()
+    s.feed(Subscribe(topics=frozenset({"t"})))
+    s.feed(
+        CoordinatorUnavailable(
+            error=errors.to_exception(errors.COORDINATOR_NOT_AVAILABLE, api_key=10)
+        )
+    )
+    assert s.state() is not S.FATAL
+    effects = s.feed(Tick(), at=s.now + 1.0)
+    assert any(isinstance(e, FindCoordinator) for e in effects)

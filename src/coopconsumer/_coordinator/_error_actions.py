@@ -17,9 +17,12 @@ __all__ = ["Api", "ErrorAction", "action_for"]
 
 
 class Api(enum.Enum):
-    """The group APIs the member sends (value = Kafka API key)."""
+    """The group APIs whose error codes the member acts on (value = Kafka API key).
+    FindCoordinator is looked up by the driver; its error comes back in
+    ``CoordinatorUnavailable``."""
 
     OFFSET_COMMIT = 8
+    FIND_COORDINATOR = 10
     JOIN_GROUP = 11
     HEARTBEAT = 12
     LEAVE_GROUP = 13

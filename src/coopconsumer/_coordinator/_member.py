@@ -749,6 +749,15 @@ class GroupMember:
         self._drive(now)
 
     def _on_coordinator_unavailable(self, event: CoordinatorUnavailable, now: float) -> None:
+        error = event.error
+        if (
+            isinstance(error, KafkaError)
+            and action_for(Api.FIND_COORDINATOR, error.code) is ErrorAction.FATAL
+        ):
+            # e.g. GROUP_AUTHORIZATION_FAILED: no retry can succeed (Java raises it from
+            # poll() instead of looking up again).
+            self._fatal(error, now)
+            return
         self._coordinator_id = None
         self._lookup = _Lookup.BACKING_OFF
         self._lookup_retry_at = now + _ms(self._config.retry_backoff_ms)

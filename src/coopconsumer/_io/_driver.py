@@ -609,8 +609,8 @@ class Driver:
                 code, message = response.error_code, response.error_message
                 node_id, host, port = response.node_id, response.host, response.port
             if code != errors.NONE:
-                # A lookup: every error code means "not found yet"; the member retries
-                # after retry.backoff.ms (Java logs non-retriable ones and retries too).
+                # The member decides: retry after retry.backoff.ms, or fail for good on
+                # a code no retry can cure (GROUP_AUTHORIZATION_FAILED).
                 error = errors.to_exception(
                     code,
                     api_key=FindCoordinatorRequest.API_KEY,

@@ -486,54 +486,38 @@ class _Recorder:
         self.chosen: list[tuple[int, str]] = []
 
 
-class RecordingCooperativeSticky(CooperativeStickyAssignor):
+class _Recording(ConsumerPartitionAssignor):
+    """Records leader turns (``assign``) and the broker's protocol choice
+    (``on_assignment``), then defers to the built-in assignor next in the MRO."""
+
+    def __init__(self, recorder: _Recorder | None = None) -> None:
+        super().__init__()
+        self.recorder = recorder if recorder is not None else _Recorder()
+
+    def assign(
+        self, metadata: ClusterMetadata, group_subscription: GroupSubscription
+    ) -> GroupAssignment:
+        with self.recorder.lock:
+            self.recorder.led.append(
+                (time.monotonic(), tuple(sorted(group_subscription.subscriptions)))
+            )
+        time.sleep(self.recorder.assign_delay_s)
+        return super().assign(metadata, group_subscription)  # type: ignore[safe-super]
+
+    def on_assignment(
+        self, assignment: AssignorAssignment, group_metadata: ConsumerGroupMetadata
+    ) -> None:
+        with self.recorder.lock:
+            self.recorder.chosen.append((group_metadata.generation_id, self.name))
+        super().on_assignment(assignment, group_metadata)
+
+
+class RecordingCooperativeSticky(_Recording, CooperativeStickyAssignor):
     """``cooperative-sticky`` that records leader turns and the chosen protocol name."""
 
-    def __init__(self, recorder: _Recorder | None = None) -> None:
-        super().__init__()
-        self.recorder = recorder if recorder is not None else _Recorder()
 
-    def assign(
-        self, metadata: ClusterMetadata, group_subscription: GroupSubscription
-    ) -> GroupAssignment:
-        with self.recorder.lock:
-            self.recorder.led.append(
-                (time.monotonic(), tuple(sorted(group_subscription.subscriptions)))
-            )
-        time.sleep(self.recorder.assign_delay_s)
-        return super().assign(metadata, group_subscription)
-
-    def on_assignment(
-        self, assignment: AssignorAssignment, group_metadata: ConsumerGroupMetadata
-    ) -> None:
-        with self.recorder.lock:
-            self.recorder.chosen.append((group_metadata.generation_id, self.name))
-        super().on_assignment(assignment, group_metadata)
-
-
-class RecordingRange(RangeAssignor):
+class RecordingRange(_Recording, RangeAssignor):
     """``range`` that records leader turns and the chosen protocol name."""
-
-    def __init__(self, recorder: _Recorder | None = None) -> None:
-        super().__init__()
-        self.recorder = recorder if recorder is not None else _Recorder()
-
-    def assign(
-        self, metadata: ClusterMetadata, group_subscription: GroupSubscription
-    ) -> GroupAssignment:
-        with self.recorder.lock:
-            self.recorder.led.append(
-                (time.monotonic(), tuple(sorted(group_subscription.subscriptions)))
-            )
-        time.sleep(self.recorder.assign_delay_s)
-        return super().assign(metadata, group_subscription)
-
-    def on_assignment(
-        self, assignment: AssignorAssignment, group_metadata: ConsumerGroupMetadata
-    ) -> None:
-        with self.recorder.lock:
-            self.recorder.chosen.append((group_metadata.generation_id, self.name))
-        super().on_assignment(assignment, group_metadata)
 
 
 #: Wire codes of the one error the mock makes a follower's SyncGroup get.

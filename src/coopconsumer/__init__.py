@@ -11,6 +11,7 @@ from ._errors import BrokerConnectionError as BrokerConnectionError
 from ._errors import CommitFailedError as CommitFailedError
 from ._errors import ConfigurationError as ConfigurationError
 from ._errors import CoopConsumerError as CoopConsumerError
+from ._errors import DeliveryError as DeliveryError
 from ._errors import InvalidAssignmentError as InvalidAssignmentError
 from ._errors import KafkaError as KafkaError
 from ._errors import ProtocolError as ProtocolError
@@ -30,6 +31,7 @@ __all__ = [
     "Consumer",
     "ConsumerGroupMetadata",
     "CoopConsumerError",
+    "DeliveryError",
     "InvalidAssignmentError",
     "KafkaError",
     "OffsetAndMetadata",

@@ -165,3 +165,33 @@ class CommitFailedError(CoopConsumerError):
     The partitions were (or will be) reassigned; their records may be processed by
     another member. The consumer stays usable and rejoins on the next ``poll()``.
     """
+
+
+class DeliveryError(CoopConsumerError):
+    """A produced record was not acknowledged by the broker.
+
+    Raised by the Kafka writers (``coopconsumer.spark``) once every outstanding delivery
+    has been waited for. ``topic``/``partition`` name the first failed record's
+    destination (``partition`` is -1 when it was never assigned one, e.g. the broker was
+    unreachable); ``code``/``name`` are Kafka's (or librdkafka's) error; ``failed`` counts
+    every record that failed in the same flush.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        topic: str,
+        partition: int,
+        code: int,
+        name: str,
+        retriable: bool = False,
+        failed: int = 1,
+    ) -> None:
+        super().__init__(message)
+        self.topic = topic
+        self.partition = partition
+        self.code = code
+        self.name = name
+        self.retriable = retriable
+        self.failed = failed

@@ -1,0 +1,57 @@
+"""Kafka I/O for PySpark jobs: group members inside Spark tasks, and Kafka writers.
+
+Spark's own Kafka source and sink are JVM jars; where they cannot be installed, this
+module is how a PySpark job reads and writes Kafka:
+
+* :func:`run_consume_job` runs N Spark tasks, each a cooperative-sticky member of one
+  consumer group, consumes a topic up to the end offsets seen when the job started,
+  hands each batch to a sink function and commits only after the sink returned. It
+  returns one row of statistics per member as a DataFrame.
+* :class:`KafkaWriter` produces the rows of a DataFrame partition to Kafka with the
+  idempotent producer, from ``df.foreachPartition`` or ``df.mapInPandas``, and raises
+  :class:`coopconsumer.DeliveryError` naming the topic and partition of a failed record.
+
+Needs the ``spark`` extra (``pip install 'coopconsumer[spark]'``). The names are loaded
+on first use, so the writer can be imported on executors without touching the driver
+machinery.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ._consume import MemberStats as MemberStats
+    from ._consume import run_consume_job as run_consume_job
+    from ._writer import KafkaWriter as KafkaWriter
+
+_WHERE = {
+    "MemberStats": "._consume",
+    "run_consume_job": "._consume",
+    "KafkaWriter": "._writer",
+}
+
+__all__ = ["KafkaWriter", "MemberStats", "run_consume_job"]
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    try:
+        value = getattr(importlib.import_module(module, __name__), name)
+    except ModuleNotFoundError as exc:
+        if exc.name and exc.name.split(".")[0] in {"pyspark", "pandas", "pyarrow"}:
+            raise ModuleNotFoundError(
+                f"coopconsumer.spark.{name} needs {exc.name}: "
+                "install the extra with pip install 'coopconsumer[spark]'",
+                name=exc.name,
+            ) from exc
+        raise
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -55,6 +55,7 @@ from coopconsumer._coordinator import (
 )
 from coopconsumer._errors import (
     AssignorError,
+    BrokerConnectionError,
     CommitFailedError,
     ConfigurationError,
     InvalidAssignmentError,
@@ -791,14 +792,18 @@ def test_stale_answers_are_dropped() -> None:
     commit(s)
     s.answer(OffsetCommitRequest, commit_response(errors.ILLEGAL_GENERATION))
     assert s.member.generation_id == -1
-    # The heartbeat of the old generation comes back: dropped, no effects.
+    # The heartbeat of the old generation comes back: dropped, no effect on the state;
+    # only its round trip is timed (Java's handler records the latency first thing).
     effects = s.feed(
         ResponseReceived(
             request_id=old.request_id,
             response=HeartbeatResponse(error_code=errors.UNKNOWN_MEMBER_ID),
-        )
+        ),
+        at=HEARTBEAT_S + 0.25,
     )
-    assert effects == [e for e in effects if type(e).__name__ == "Log"]
+    assert [e for e in effects if type(e).__name__ != "Log"] == [
+        Observe(event=Observation.HEARTBEAT_COMPLETED, now=HEARTBEAT_S + 0.25, latency_s=0.25)
+    ]
     assert s.member.member_id == "m1"
     # An answer to a request id never sent (or already answered) is dropped too.
     assert kinds(s.feed(ResponseReceived(request_id=10_000, response=HeartbeatResponse()))) == []
@@ -1071,3 +1076,100 @@ def test_coordinator_lookup_retriable_failure_backs_off_and_retries() -> None:
     assert s.state() is not S.FATAL
     effects = s.feed(Tick(), at=s.now + 1.0)
     assert any(isinstance(e, FindCoordinator) for e in effects)
+
+
+# ---------------------------------------------------------------------- round-trip metrics
+
+
+def _latencies(effects: Sequence[Effect], event: Observation) -> list[float | None]:
+    return [e.latency_s for e in effects if isinstance(e, Observe) and e.event is event]
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        errors.NONE,
+        errors.REBALANCE_IN_PROGRESS,
+        errors.UNKNOWN_MEMBER_ID,
+        errors.ILLEGAL_GENERATION,
+        errors.NOT_COORDINATOR,
+        errors.GROUP_AUTHORIZATION_FAILED,
+    ],
+)
+def test_every_heartbeat_response_is_timed_whatever_its_error(code: int) -> None:
+    # Java's HeartbeatResponseHandler records heartbeat-latency before reading the error.
+    s = in_state(S.STABLE)
+    s.feed(Tick(), at=HEARTBEAT_S)
+    s.now = HEARTBEAT_S + 0.04
+    effects = s.answer(HeartbeatRequest, HeartbeatResponse(error_code=code))
+    assert _latencies(effects, Observation.HEARTBEAT_COMPLETED) == [pytest.approx(0.04)]
+
+
+def test_a_heartbeat_that_gets_no_response_is_not_timed() -> None:
+    s = in_state(S.STABLE)
+    s.feed(Tick(), at=HEARTBEAT_S)
+    s.now = HEARTBEAT_S + 5.0
+    effects = s.fail(HeartbeatRequest, RequestTimeoutError("no answer", api_key=12))
+    assert Observation.HEARTBEAT_COMPLETED not in observed(effects)
+
+
+def test_a_cancelled_heartbeat_is_still_timed_once_when_answered() -> None:
+    s = in_state(S.STABLE, cooperative=True)
+    s.feed(Tick(), at=HEARTBEAT_S)
+    heartbeat = s.request(HeartbeatRequest)
+    # Sending JoinGroup cancels the heartbeat in flight (COOPERATIVE: nothing to revoke
+    # when a topic is added, so the member goes straight to JoinGroup).
+    s.feed(Subscribe(topics=frozenset({"t", "u"})), at=HEARTBEAT_S + 0.01)
+    assert s.state() is S.JOINING
+    answer = ResponseReceived(request_id=heartbeat.request_id, response=HeartbeatResponse())
+    effects = s.feed(answer, at=HEARTBEAT_S + 0.03)
+    assert _latencies(effects, Observation.HEARTBEAT_COMPLETED) == [pytest.approx(0.03)]
+    assert s.state() is S.JOINING  # timed, otherwise dropped
+    # The same answer again (a driver bug or a duplicate): nothing more is recorded.
+    assert observed(s.feed(answer)) == []
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        errors.NONE,
+        errors.OFFSET_METADATA_TOO_LARGE,
+        errors.REBALANCE_IN_PROGRESS,
+        errors.ILLEGAL_GENERATION,
+        errors.NOT_COORDINATOR,
+        errors.UNKNOWN_TOPIC_OR_PARTITION,
+    ],
+)
+def test_every_commit_response_is_timed_whatever_its_error(code: int) -> None:
+    # Java's OffsetCommitResponseHandler records commit-latency before the errors.
+    s = in_state(S.STABLE)
+    commit(s, "tok")
+    s.now += 0.02
+    effects = s.answer(OffsetCommitRequest, commit_response(code))
+    assert _latencies(effects, Observation.COMMIT_COMPLETED) == [pytest.approx(0.02)]
+    assert done(effects).token == "tok"
+
+
+def test_a_commit_that_gets_no_response_is_not_timed() -> None:
+    s = in_state(S.STABLE)
+    commit(s, "tok")
+    effects = s.fail(OffsetCommitRequest, BrokerConnectionError("reset", broker="b:1"))
+    assert Observation.COMMIT_COMPLETED not in observed(effects)
+    assert done(effects).error is not None
+
+
+def test_join_and_sync_error_responses_are_not_timed() -> None:
+    # Java's JoinGroup/SyncGroup handlers record join/sync latency for error NONE only.
+    s = Script()
+    s.subscribe()
+    effects = s.answer(JoinGroupRequest, s.join_response(error_code=errors.REBALANCE_IN_PROGRESS))
+    assert Observation.JOIN_COMPLETED not in observed(effects)
+    s.now += 0.5
+    effects = s.answer(JoinGroupRequest, s.join_response())
+    assert _latencies(effects, Observation.JOIN_COMPLETED) == [pytest.approx(0.5)]
+    effects = s.answer(SyncGroupRequest, SyncGroupResponse(error_code=errors.REBALANCE_IN_PROGRESS))
+    assert Observation.SYNC_COMPLETED not in observed(effects)
+    s.answer(JoinGroupRequest, s.join_response())
+    s.now += 0.25
+    effects = s.answer(SyncGroupRequest, s.sync_response(tps("t-0")))
+    assert _latencies(effects, Observation.SYNC_COMPLETED) == [pytest.approx(0.25)]

@@ -324,6 +324,9 @@ class GroupMember:
         self._listeners: dict[int, frozenset[TopicPartition]] = {}
         self._next_invocation_id = 1
         self._pending: dict[int, _Pending] = {}
+        # Cancelled heartbeats whose answers are still timed (see _cancel); each entry
+        # goes when its request's ResponseReceived or RequestFailed arrives.
+        self._superseded: dict[int, _Pending] = {}
         self._next_request_id = 1
 
         # Timers (monotonic seconds).
@@ -449,7 +452,7 @@ class GroupMember:
         self._fx = []
         routed: object = event
         if isinstance(event, ResponseReceived | RequestFailed):
-            outcome = self._route(event)
+            outcome = self._route(event, now)
             if outcome is None:
                 return self._fx
             routed = outcome
@@ -473,15 +476,19 @@ class GroupMember:
 
     # ------------------------------------------------------------------ routing
 
-    def _route(self, event: ResponseReceived | RequestFailed) -> _Outcome | None:
+    def _route(self, event: ResponseReceived | RequestFailed, now: float) -> _Outcome | None:
         """The one place stale answers are dropped: superseded (cancelled) requests and
         heartbeats of another generation; everything else becomes a per-API outcome."""
         pending = self._pending.pop(event.request_id, None)
+        superseded = self._superseded.pop(event.request_id, None)
         if pending is None:
+            if superseded is not None:
+                self._observe_round_trip(superseded, event, now)
             self._log(
                 logging.DEBUG, f"dropping the answer to superseded request {event.request_id}"
             )
             return None
+        self._observe_round_trip(pending, event, now)
         if pending.api is Api.HEARTBEAT and (
             pending.generation_id != self._generation_id or pending.member_id != self._member_id
         ):
@@ -509,6 +516,22 @@ class GroupMember:
             return LeaveGroupOutcome(pending=pending, response=response, error=error)
         return OffsetCommitOutcome(pending=pending, response=response, error=error)
 
+    def _observe_round_trip(
+        self, pending: _Pending, event: ResponseReceived | RequestFailed, now: float
+    ) -> None:
+        """Heartbeat and commit latency for every response that arrives, whatever its
+        error code, stale or superseded ones included (Java's Heartbeat and OffsetCommit
+        handlers record ``requestLatencyMs`` first thing); never for a timeout or a
+        disconnect, which are not responses."""
+        if not isinstance(event, ResponseReceived):
+            return
+        if not isinstance(event.response, _RESPONSE_TYPES[pending.api]):
+            return
+        if pending.api is Api.HEARTBEAT:
+            self._observe(Observation.HEARTBEAT_COMPLETED, now, now - pending.sent_at)
+        elif pending.api is Api.OFFSET_COMMIT:
+            self._observe(Observation.COMMIT_COMPLETED, now, now - pending.sent_at)
+
     # ------------------------------------------------------------------ small helpers
 
     def _emit(self, effect: Effect) -> None:
@@ -530,9 +553,13 @@ class GroupMember:
         return any(p.api is api for p in self._pending.values())
 
     def _cancel(self, *apis: Api) -> None:
-        """Forget requests in flight: their answers will be dropped by ``_route``."""
+        """Forget requests in flight: their answers will be dropped by ``_route``. A
+        cancelled heartbeat is still timed when its answer arrives (Java never cancels
+        one, so its latency is recorded)."""
         for request_id in [r for r, p in self._pending.items() if p.api in apis]:
-            del self._pending[request_id]
+            pending = self._pending.pop(request_id)
+            if pending.api is Api.HEARTBEAT:
+                self._superseded[request_id] = pending
 
     def _send(self, api: Api, request: object, now: float, *, token: object = None) -> None:
         assert self._coordinator_id is not None
@@ -950,11 +977,13 @@ class GroupMember:
         if response.protocol_type is not None and response.protocol_type != PROTOCOL_TYPE:
             self._fatal(self._inconsistent(Api.JOIN_GROUP, response.protocol_type), now)
             return
+        # Java's JoinGroup handler records join-latency for error NONE with a consistent
+        # protocol type, before anything looks at the chosen protocol.
+        self._observe(Observation.JOIN_COMPLETED, now, now - event.pending.sent_at)
         name = response.protocol_name
         if name is None or name not in self._assignor_by_name:
             self._fatal(self._inconsistent(Api.JOIN_GROUP, f"protocol {name!r}"), now)
             return
-        self._observe(Observation.JOIN_COMPLETED, now, now - event.pending.sent_at)
         join_started_counts, self._join_started_counts = self._join_started_counts, None
         self._member_id = response.member_id
         self._generation_id = response.generation_id
@@ -1192,12 +1221,14 @@ class GroupMember:
         if response.protocol_type is not None and response.protocol_type != PROTOCOL_TYPE:
             self._fatal(self._inconsistent(Api.SYNC_GROUP, response.protocol_type), now)
             return
+        # As Java's SyncGroup handler: sync-latency for error NONE with a consistent
+        # protocol type (error responses are not recorded, unlike heartbeats and commits).
+        self._observe(Observation.SYNC_COMPLETED, now, now - event.pending.sent_at)
         if response.protocol_name is not None and response.protocol_name != self._protocol_name:
             self._fatal(
                 self._inconsistent(Api.SYNC_GROUP, f"protocol {response.protocol_name!r}"), now
             )
             return
-        self._observe(Observation.SYNC_COMPLETED, now, now - event.pending.sent_at)
         self._session_ok_at = now
         try:
             assignment = consumer_protocol.decode_assignment(
@@ -1292,7 +1323,6 @@ class GroupMember:
         code = event.response.error_code
         if code == errors.NONE:
             self._session_ok_at = now
-            self._observe(Observation.HEARTBEAT_COMPLETED, now, now - event.pending.sent_at)
             return
         name = errors.info(code).name
         action = action_for(Api.HEARTBEAT, code)
@@ -1414,7 +1444,6 @@ class GroupMember:
             errors.NONE,
         )
         if code == errors.NONE:
-            self._observe(Observation.COMMIT_COMPLETED, now, now - event.pending.sent_at)
             self._emit(CommitDone(token=token))
             return
         name = errors.info(code).name

@@ -595,6 +595,23 @@ def test_observe_dispatches_by_name() -> None:
     assert snap["last-heartbeat-seconds-ago"] == 2.0
 
 
+def test_rebalance_completed_takes_the_callers_latency() -> None:
+    metrics = CoordinatorMetrics()
+    metrics.rebalance_started(0.0)
+    # The caller (the group member) timed this rebalance itself: 1.5 s, not 10 s.
+    metrics.observe("rebalance_completed", 10.0, 1.5)
+    snap = metrics.snapshot(10.0)
+    assert snap["rebalance-latency-max"] == pytest.approx(1500.0)
+    assert snap["rebalance-total"] == 1.0
+    assert not metrics.rebalance_in_progress
+    # Without a start, a measured latency is still a completed rebalance.
+    metrics.rebalance_completed(20.0, 0.25)
+    assert metrics.snapshot(20.0)["rebalance-latency-total"] == pytest.approx(1750.0)
+    with pytest.raises(ValueError, match="non-negative"):
+        metrics.rebalance_completed(21.0, -1.0)
+    assert metrics.snapshot(21.0)["rebalance-total"] == 2.0
+
+
 def test_observe_rejects_unknown_names_and_latency_mismatches() -> None:
     metrics = CoordinatorMetrics()
     with pytest.raises(ValueError, match="unknown observation 'something_else'"):

@@ -495,9 +495,9 @@ class MetricsRegistry:
             )
 
 
-_INSTANT_OBSERVATIONS = frozenset(
-    {"rebalance_started", "rebalance_completed", "rebalance_failed", "heartbeat_sent"}
-)
+_INSTANT_OBSERVATIONS = frozenset({"rebalance_started", "rebalance_failed", "heartbeat_sent"})
+#: Observations that take a latency or measure it themselves.
+_OPTIONALLY_TIMED_OBSERVATIONS = frozenset({"rebalance_completed"})
 _TIMED_OBSERVATIONS = frozenset(
     {"join_completed", "sync_completed", "heartbeat_completed", "commit_completed"}
 )
@@ -535,7 +535,9 @@ class CoordinatorMetrics:
       ``rebalance-rate-per-hour`` count successful rebalances only. Java records at the
       SyncGroup response, before ``on_partitions_assigned`` runs; KIP-429's text says
       the latency includes the callbacks. Calling this after the assignment callbacks
-      gives the KIP's definition; the metric only measures from start to this call.
+      gives the KIP's definition; the metric only measures from start to this call,
+      unless the caller passes its own measurement (the group member does: it starts
+      a fresh rebalance after an abandoned one, which these methods cannot see).
 
     Thread-safe: every method takes the registry lock.
     """
@@ -669,17 +671,25 @@ class CoordinatorMetrics:
             if self._rebalance_start is None:
                 self._rebalance_start = now
 
-    def rebalance_completed(self, now: float) -> None:
-        """The rebalance succeeded: record its latency since the first start.
+    def rebalance_completed(self, now: float, latency_s: float | None = None) -> None:
+        """The rebalance succeeded: record its latency.
+
+        ``latency_s`` is the caller's own measurement of this rebalance (the group
+        member times each rebalance itself, and knows when one was abandoned, for
+        example by an unsubscribe, so that the next starts afresh); without it the
+        latency is measured from the first ``rebalance_started`` still open.
 
         Raises ``ValueError`` (like every other mismatched observation, which the
-        driver logs and drops) if no rebalance was started; nothing is recorded.
+        driver logs and drops) if no latency is given and no rebalance was started,
+        or if the latency is negative or NaN; nothing is recorded then.
         """
         with self.registry.lock:
-            if self._rebalance_start is None:
-                raise ValueError("rebalance_completed() without rebalance_started()")
-            latency_s = max(0.0, now - self._rebalance_start)
-            self._rebalance.record(latency_s * 1000.0, now)
+            if latency_s is None:
+                if self._rebalance_start is None:
+                    raise ValueError("rebalance_completed() without rebalance_started()")
+                latency_s = max(0.0, now - self._rebalance_start)
+            latency_ms = _ms(latency_s)
+            self._rebalance.record(latency_ms, now)
             self._last_rebalance_end = now
             self._rebalance_start = None
 
@@ -732,10 +742,11 @@ class CoordinatorMetrics:
     def observe(self, event: str | KindLike, now: float, latency_s: float | None = None) -> None:
         """Dispatch an observation by name, so a driver can forward them without branching.
 
-        ``event`` is one of ``"rebalance_started"``, ``"rebalance_completed"``,
-        ``"rebalance_failed"``, ``"heartbeat_sent"`` (no latency) or
-        ``"join_completed"``, ``"sync_completed"``, ``"heartbeat_completed"``,
-        ``"commit_completed"`` (``latency_s`` required) -- the method names, which are
+        ``event`` is one of ``"rebalance_started"``, ``"rebalance_failed"``,
+        ``"heartbeat_sent"`` (no latency), ``"rebalance_completed"`` (latency
+        optional, see :meth:`rebalance_completed`) or ``"join_completed"``,
+        ``"sync_completed"``, ``"heartbeat_completed"``, ``"commit_completed"``
+        (``latency_s`` required) -- the method names, which are
         also the values of the coordinator's ``Observation`` enum, whose members are
         accepted as is. ``ValueError`` for an unknown name or a missing latency.
         """
@@ -744,12 +755,16 @@ class CoordinatorMetrics:
             if latency_s is not None:
                 raise ValueError(f"observation {name!r} takes no latency")
             getattr(self, name)(now)
+        elif name in _OPTIONALLY_TIMED_OBSERVATIONS:
+            getattr(self, name)(now, latency_s)
         elif name in _TIMED_OBSERVATIONS:
             if latency_s is None:
                 raise ValueError(f"observation {name!r} needs latency_s")
             getattr(self, name)(latency_s, now)
         else:
-            known = sorted(_INSTANT_OBSERVATIONS | _TIMED_OBSERVATIONS)
+            known = sorted(
+                _INSTANT_OBSERVATIONS | _OPTIONALLY_TIMED_OBSERVATIONS | _TIMED_OBSERVATIONS
+            )
             raise ValueError(f"unknown observation {name!r}; known: {', '.join(known)}")
 
     def set_assigned_partitions(self, count: int) -> None:

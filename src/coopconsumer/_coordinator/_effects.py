@@ -53,7 +53,9 @@ class Observation(enum.Enum):
     """-> ``rebalance_started(now)``."""
 
     REBALANCE_COMPLETED = "rebalance_completed"
-    """-> ``rebalance_completed(now)`` (emitted on entering STABLE, callbacks included)."""
+    """-> ``rebalance_completed(now, latency_s)`` (emitted when the assignment is applied,
+    callbacks included; ``latency_s`` is the member's own measurement since
+    ``REBALANCE_STARTED``, None if it saw no start)."""
 
     REBALANCE_FAILED = "rebalance_failed"
     """-> ``rebalance_failed(now)``."""

@@ -45,7 +45,6 @@ from .._coordinator import (
     MemberState,
     MetadataNeeded,
     MetadataUpdate,
-    Observation,
     Observe,
     OffsetAndMetadata,
     PollCalled,
@@ -79,23 +78,16 @@ from ..assignors._api import ClusterMetadata
 from ._client import ClusterSnapshot
 from ._future import PendingRequest
 
-__all__ = ["AppWork", "ClientLike", "Driver", "DriverFailedError"]
+__all__ = ["AppWork", "ClientLike", "Driver", "DriverFailedError", "forward_observation"]
 
 log = logging.getLogger("coopconsumer.driver")
+#: Group requests sent and answers received, at DEBUG (for diagnosing rebalances).
+trace = logging.getLogger("coopconsumer.driver.trace")
 
 #: Work the driver hands to the ``poll()`` thread, in the order the member emitted it.
 AppWork = InvokeListener | Assign | Unassign | CommitBeforeRevoke | ReportError | Fatal
 
 _APP_WORK_TYPES: Final = (InvokeListener, Assign, Unassign, CommitBeforeRevoke, ReportError, Fatal)
-#: Observations ``CoordinatorMetrics`` records without a latency.
-_INSTANT_OBSERVATIONS: Final = frozenset(
-    {
-        Observation.REBALANCE_STARTED,
-        Observation.REBALANCE_COMPLETED,
-        Observation.REBALANCE_FAILED,
-        Observation.HEARTBEAT_SENT,
-    }
-)
 #: Longest sleep of the loop: bounds the delay of anything not announced by wakeup().
 _MAX_WAIT_S: Final = 1.0
 #: Shortest sleep of the loop (poll returns early anyway when something happens).
@@ -114,6 +106,26 @@ _OFFSET_FETCH_RETRIABLE: Final = frozenset(
         errors.UNSTABLE_OFFSET_COMMIT,
     }
 )
+
+
+def _describe(message: object, fields: Sequence[str]) -> str:
+    """``field=value`` for each of ``fields`` the message has (trace lines)."""
+    return " ".join(f"{f}={getattr(message, f)!r}" for f in fields if hasattr(message, f))
+
+
+def forward_observation(metrics: CoordinatorMetrics, effect: Observe) -> None:
+    """Hand one ``Observe`` effect to ``metrics`` unchanged, latency included.
+
+    The member's latency is the authority: for ``REBALANCE_COMPLETED`` it is the
+    member's own measurement of the rebalance (which knows when a rebalance was
+    abandoned and a new one started), not the metrics' guess from the first
+    ``REBALANCE_STARTED`` they saw. A mismatch is logged, never raised: metrics must
+    not stop the group member.
+    """
+    try:
+        metrics.observe(effect.event, effect.now, effect.latency_s)
+    except ValueError as exc:
+        log.warning("metrics observation %s dropped: %s", effect.event, exc)
 
 
 class DriverFailedError(CoopConsumerError):
@@ -429,6 +441,14 @@ class Driver:
         answers, self._answers = self._answers, []
         for request_id, pending in answers:
             error = pending.exception()
+            if trace.isEnabledFor(logging.DEBUG):
+                what = (
+                    f"{type(pending.result()).__name__} "
+                    + _describe(pending.result(), ("error_code", "generation_id", "leader"))
+                    if error is None
+                    else f"failed: {error!r}"
+                )
+                trace.debug("<- #%d %s (member %s)", request_id, what, self._member.member_id)
             if error is None:
                 self._feed(ResponseReceived(request_id=request_id, response=pending.result()))
             else:
@@ -479,14 +499,7 @@ class Driver:
             raise TypeError(f"unknown effect {effect!r}")
 
     def _observe(self, effect: Observe) -> None:
-        # CoordinatorMetrics times rebalances itself from rebalance_started and takes
-        # no latency for the instant observations; the member attaches one to
-        # REBALANCE_COMPLETED anyway, so it is dropped here.
-        latency = None if effect.event in _INSTANT_OBSERVATIONS else effect.latency_s
-        try:
-            self._metrics.observe(effect.event, effect.now, latency)
-        except ValueError as exc:  # a metrics mismatch must not stop the group member
-            log.warning("metrics observation %s dropped: %s", effect.event, exc)
+        forward_observation(self._metrics, effect)
 
     def _die(self, exc: BaseException) -> None:
         error = (
@@ -521,6 +534,13 @@ class Driver:
         request: Request = effect.request  # type: ignore[assignment]
         pending = self._client.send(effect.node_id, request, timeout_ms=timeout_ms)
         request_id = effect.request_id
+        if trace.isEnabledFor(logging.DEBUG):
+            trace.debug(
+                "-> #%d %s %s",
+                request_id,
+                type(request).__name__,
+                _describe(request, ("member_id", "generation_id")),
+            )
         pending.add_done_callback(lambda p: self._answers.append((request_id, p)))
 
     def _complete_commit(self, effect: CommitDone) -> None:

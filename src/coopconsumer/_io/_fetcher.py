@@ -9,15 +9,16 @@ our own wire client with the member id and generation, which librdkafka cannot s
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import ParamSpec, TypeVar
 
 import confluent_kafka
 
-from .._errors import ConfigurationError, KafkaError
+from .._errors import ConfigurationError, KafkaError, RequestTimeoutError
 from .._types import TopicPartition
 
-__all__ = ["OFFSET_BEGINNING", "OFFSET_END", "Fetcher", "Record"]
+__all__ = ["OFFSET_BEGINNING", "OFFSET_END", "Fetcher", "Record", "end_offsets"]
 
 log = logging.getLogger(__name__)
 
@@ -198,3 +199,122 @@ class Fetcher:
             if isinstance(err, confluent_kafka.KafkaError):
                 raise _to_error(err, what) from exc
             raise KafkaError(-1, "UNKNOWN", message=f"librdkafka fetcher: {what}: {exc}") from exc
+
+
+#: How long ``end_offsets`` waits for the last record of each partition (see there).
+_PROBE_TIMEOUT_S = 5.0
+
+
+def end_offsets(
+    config: Mapping[str, str | int | float | bool],
+    topics: Iterable[str],
+    *,
+    timeout_s: float = 30.0,
+) -> dict[TopicPartition, tuple[int, int]]:
+    """The ``(low, high)`` watermarks of every partition of ``topics``, now.
+
+    ``high`` is the end offset: the offset the next produced record will get. Our wire
+    client has no ListOffsets, so a throwaway confluent-kafka consumer (``config`` is a
+    librdkafka configuration, e.g. ``ConsumerConfig.fetcher_config()``) asks for the
+    watermarks, then reads the last record of every non-empty partition and takes the
+    high watermark of that fetch when it is larger. The second step is for Tansu 0.x:
+    its ListOffsets(latest) answers the base offset of the last record batch + 1, so
+    after a batch of several records it reports too small an end offset, while its
+    Fetch responses carry the right high watermark. On Kafka both agree. A partition
+    whose last record does not arrive within a few seconds (e.g. a transaction marker
+    at the end, which is never delivered) keeps the ListOffsets answer.
+
+    Raises ``KafkaError`` for a topic that does not exist (or another metadata error)
+    and ``RequestTimeoutError`` if the broker does not answer within ``timeout_s``.
+    """
+    names = sorted(set(topics))
+    if not names:
+        raise ConfigurationError("end_offsets needs at least one topic")
+    conf: dict[str, str | int | float | bool] = dict(config)
+    if "bootstrap.servers" not in conf:
+        raise ConfigurationError("end_offsets config needs bootstrap.servers")
+    conf.setdefault("group.id", "coopconsumer-end-offsets")
+    conf.update(_FORCED)
+    conf["allow.auto.create.topics"] = False
+    deadline = time.monotonic() + timeout_s
+    try:
+        consumer = confluent_kafka.Consumer(conf)
+    except confluent_kafka.KafkaException as exc:
+        raise ConfigurationError(f"invalid configuration for end_offsets: {exc}") from exc
+    try:
+        marks: dict[TopicPartition, tuple[int, int]] = {}
+        for topic in names:
+            for tp in _partitions_of(consumer, topic, deadline):
+                got = Fetcher._call(
+                    f"watermarks of {tp}",
+                    consumer.get_watermark_offsets,
+                    _ck(tp),
+                    timeout=_remaining(deadline, f"watermarks of {tp}"),
+                    cached=False,
+                )
+                if got is None:
+                    raise RequestTimeoutError(f"no watermarks for {tp} within {timeout_s:.1f}s")
+                marks[tp] = (int(got[0]), int(got[1]))
+        _probe_last_records(consumer, marks, min(deadline, time.monotonic() + _PROBE_TIMEOUT_S))
+        return marks
+    finally:
+        consumer.close()
+
+
+def _remaining(deadline: float, what: str) -> float:
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise RequestTimeoutError(f"end_offsets: timed out before {what}")
+    return left
+
+
+def _partitions_of(
+    consumer: confluent_kafka.Consumer, topic: str, deadline: float
+) -> list[TopicPartition]:
+    metadata = Fetcher._call(
+        f"metadata of {topic}",
+        consumer.list_topics,
+        topic,
+        timeout=_remaining(deadline, f"metadata of {topic}"),
+    )
+    found = metadata.topics.get(topic)
+    if found is None:
+        raise KafkaError(3, "UNKNOWN_TOPIC_OR_PARTITION", message=f"topic {topic!r} not found")
+    if found.error is not None:
+        raise _to_error(found.error, f"metadata of topic {topic!r}")
+    if not found.partitions:
+        raise KafkaError(
+            3, "UNKNOWN_TOPIC_OR_PARTITION", message=f"topic {topic!r} has no partitions"
+        )
+    return [TopicPartition(topic, p) for p in sorted(found.partitions)]
+
+
+def _probe_last_records(
+    consumer: confluent_kafka.Consumer,
+    marks: dict[TopicPartition, tuple[int, int]],
+    deadline: float,
+) -> None:
+    """Raise ``marks``' high watermarks to what a fetch of each last record reports."""
+    waiting = {tp for tp, (low, high) in marks.items() if high > low}
+    if not waiting:
+        return
+    consumer.assign([_ck(tp, max(marks[tp][0], marks[tp][1] - 1)) for tp in sorted(waiting)])
+    while waiting and time.monotonic() < deadline:
+        for m in consumer.consume(1000, 0.1):
+            topic, partition, offset = m.topic(), m.partition(), m.offset()
+            if m.error() is not None or topic is None or partition is None or offset is None:
+                continue
+            tp = TopicPartition(topic, partition)
+            if tp not in marks:
+                continue
+            waiting.discard(tp)
+            low, high = marks[tp]
+            cached = consumer.get_watermark_offsets(_ck(tp), cached=True)
+            fetched_high = int(cached[1]) if cached is not None else -1
+            marks[tp] = (low, max(high, fetched_high, offset + 1))
+    if waiting:
+        log.info(
+            "end_offsets: no last record of %d partition(s) within the probe; "
+            "keeping their ListOffsets end offsets",
+            len(waiting),
+        )

@@ -1,0 +1,303 @@
+"""``coopconsumer.spark.run_consume_job`` on a local Spark (``local[2,2]``) and Tansu.
+
+Two members consume a topic up to the end offsets seen at job start. Every record the
+sink takes is appended to a file (one per task attempt), which the test reads back:
+with no failure each record is there exactly once and records produced after the start
+are not; after an injected sink failure the task is retried (attempt 1), the group
+rebalanced, and nothing is lost -- the only records seen twice are ones the failed
+attempt had taken. Also: Tansu's short ListOffsets answer is corrected by
+``end_offsets``, invalid settings are refused before anything runs, and a job that
+cannot finish fails with a timeout naming the partitions.
+"""
+
+from __future__ import annotations
+
+import collections
+import functools
+import os
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+from confluent_kafka import Message, Producer
+from pyspark import TaskContext, cloudpickle
+
+from coopconsumer import ConfigurationError, TopicPartition
+from coopconsumer._io._fetcher import end_offsets
+from coopconsumer.spark import run_consume_job
+from coopconsumer.testing import EmbeddedBroker
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+# The sinks below are defined in a test module the Spark workers cannot import: ship
+# them by value.
+cloudpickle.register_pickle_by_value(sys.modules[__name__])  # type: ignore[no-untyped-call]
+
+PARTITIONS = 4
+PATIENCE_S = 30.0
+BATCH = 25
+#: Not picklable: a sink holding it is refused.
+LOCK = threading.Lock()
+
+
+def produce(bootstrap: str, topic: str, values: list[str]) -> None:
+    """Produce ``values`` round-robin over the partitions, in multi-record batches."""
+    failures: list[object] = []
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20})
+    for i, value in enumerate(values):
+        producer.produce(
+            topic,
+            value=value.encode(),
+            partition=i % PARTITIONS,
+            on_delivery=lambda err, _m: failures.append(err) if err is not None else None,
+        )
+    assert producer.flush(PATIENCE_S) == 0
+    assert failures == []
+
+
+def job_config(broker: EmbeddedBroker, group: str) -> dict[str, object]:
+    # Tansu holds a JoinGroup for max(1 s, session.timeout.ms / 2) (DESIGN.md).
+    return {
+        "bootstrap.servers": broker.bootstrap,
+        "group.id": group,
+        "session.timeout.ms": 2000,
+        "heartbeat.interval.ms": 500,
+        "max.poll.interval.ms": 20000,
+    }
+
+
+def attempt_file(out: Path) -> Path:
+    context = TaskContext.get()
+    assert context is not None
+    return out / f"member-{context.partitionId()}-attempt-{context.attemptNumber()}.txt"
+
+
+class FileSink:
+    """Appends ``value`` of each record to this task attempt's file under ``out``."""
+
+    def __init__(self, out: Path) -> None:
+        self.out = out
+
+    def __call__(self, batch: list[Message]) -> None:
+        lines = "".join(f"{(m.value() or b'').decode()}\n" for m in batch)
+        with attempt_file(self.out).open("a") as f:
+            f.write(lines)
+
+
+class LateProducingSink(FileSink):
+    """A FileSink that, on its first call, produces ``late`` more records to the topic:
+    they lie past the job's end offsets and must never reach the sink."""
+
+    def __init__(self, out: Path, bootstrap: str, topic: str, late: int) -> None:
+        super().__init__(out)
+        self.bootstrap, self.topic, self.late = bootstrap, topic, late
+        self.produced = False
+
+    def __call__(self, batch: list[Message]) -> None:
+        if not self.produced:
+            self.produced = True
+            context = TaskContext.get()
+            assert context is not None
+            who = f"{context.partitionId()}.{context.attemptNumber()}"
+            # Imported here: the class is pickled by value, and confluent-kafka's
+            # classes do not survive that as globals.
+            from confluent_kafka import Producer as LateProducer
+
+            producer = LateProducer({"bootstrap.servers": self.bootstrap})
+            for i in range(self.late):
+                producer.produce(self.topic, value=f"late-{who}-{i}".encode())
+            assert producer.flush(PATIENCE_S) == 0
+        super().__call__(batch)
+
+
+class FailingSink(FileSink):
+    """A FileSink that fails one task attempt 0, once both members took records.
+
+    The first attempt 0 that has taken more than ``after`` batches and sees that
+    another member took records too (so both are in the group, each with partitions)
+    raises instead of taking its next batch. Marker files in ``out`` coordinate the
+    worker processes; ``failed.marker`` names the attempt file of the one that failed.
+    """
+
+    def __init__(self, out: Path, after: int) -> None:
+        super().__init__(out)
+        self.after = after
+        self.calls = 0
+
+    def __call__(self, batch: list[Message]) -> None:
+        context = TaskContext.get()
+        assert context is not None
+        member = context.partitionId()
+        (self.out / f"started-{member}").touch()
+        self.calls += 1
+        others = [p for p in self.out.glob("started-*") if p.name != f"started-{member}"]
+        if context.attemptNumber() == 0 and self.calls > self.after and others:
+            try:
+                fd = os.open(self.out / "failed.marker", os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+            except FileExistsError:
+                pass
+            else:
+                os.write(fd, attempt_file(self.out).name.encode())
+                os.close(fd)
+                raise RuntimeError("injected sink failure")
+        # Paced so that both members get records before the work runs out.
+        time.sleep(0.1)
+        super().__call__(batch)
+
+
+def locked_sink(lock: object, batch: list[Message]) -> None:
+    """A sink bound to a lock (which cannot be pickled) with functools.partial."""
+
+
+def sunk(out: Path) -> dict[str, collections.Counter[str]]:
+    """Values taken by the sink, per attempt file."""
+    return {
+        path.name: collections.Counter(path.read_text().splitlines())
+        for path in sorted(out.glob("member-*.txt"))
+    }
+
+
+def test_end_offsets_see_whole_last_batch_on_tansu(
+    tansu_broker: EmbeddedBroker, unique_topic: str
+) -> None:
+    # Tansu's ListOffsets(latest) answers the last batch's base offset + 1; records
+    # produced with linger.ms land in multi-record batches.
+    tansu_broker.create_topic(unique_topic, partitions=PARTITIONS)
+    produce(tansu_broker.bootstrap, unique_topic, [f"v{i}" for i in range(103)])
+    marks = end_offsets({"bootstrap.servers": tansu_broker.bootstrap}, [unique_topic])
+    assert marks == {
+        TopicPartition(unique_topic, p): (0, 26 if p < 3 else 25) for p in range(PARTITIONS)
+    }
+
+
+def test_job_settings_are_checked_before_running(
+    spark: SparkSession, tansu_broker: EmbeddedBroker, unique_topic: str, unique_group: str
+) -> None:
+    config = job_config(tansu_broker, unique_group)
+    sink = FileSink(Path("/nonexistent"))
+    refused: list[dict[str, object]] = [
+        {**config, "enable.auto.commit": True},
+        {**config, "auto.offset.reset": "latest"},
+        {**config, "partition.assignment.strategy": "range"},
+        {**config, "partition.assignment.strategy": "cooperative-sticky,range"},
+    ]
+    for bad in refused:
+        with pytest.raises(ConfigurationError):
+            run_consume_job(spark, bad, unique_topic, sink)
+    with pytest.raises(ConfigurationError, match="picklable"):
+        run_consume_job(spark, config, unique_topic, functools.partial(locked_sink, LOCK))
+    with pytest.raises(ConfigurationError, match="batch_size"):
+        run_consume_job(spark, config, unique_topic, sink, batch_size=0)
+
+
+def test_every_record_exactly_once_without_failure(
+    spark: SparkSession,
+    tansu_broker: EmbeddedBroker,
+    unique_topic: str,
+    unique_group: str,
+    tmp_path: Path,
+) -> None:
+    tansu_broker.create_topic(unique_topic, partitions=PARTITIONS)
+    values = [f"r{i}" for i in range(400)]
+    produce(tansu_broker.bootstrap, unique_topic, values)
+
+    sink = LateProducingSink(tmp_path, tansu_broker.bootstrap, unique_topic, late=20)
+    stats = run_consume_job(
+        spark,
+        job_config(tansu_broker, unique_group),
+        [unique_topic],
+        sink,
+        members=2,
+        batch_size=BATCH,
+    ).collect()
+
+    per_attempt = sunk(tmp_path)
+    everything = sum(per_attempt.values(), collections.Counter[str]())
+    assert everything == collections.Counter(values)  # once each, and no late record
+    assert [(row.member, row.attempt) for row in stats] == [(0, 0), (1, 0)]
+    assert sum(row.records for row in stats) == len(values)
+    assert all(row.rebalances >= 1 and row.failed_commits == 0 for row in stats)
+    assert all(row.batches >= 1 for row in stats if row.records)
+
+
+def test_failed_task_is_retried_the_group_rebalances_and_nothing_is_lost(
+    spark: SparkSession,
+    tansu_broker: EmbeddedBroker,
+    unique_topic: str,
+    unique_group: str,
+    tmp_path: Path,
+) -> None:
+    tansu_broker.create_topic(unique_topic, partitions=PARTITIONS)
+    values = [f"r{i}" for i in range(600)]
+    produce(tansu_broker.bootstrap, unique_topic, values)
+
+    stats = run_consume_job(
+        spark,
+        job_config(tansu_broker, unique_group),
+        [unique_topic],
+        FailingSink(tmp_path, after=3),
+        members=2,
+        batch_size=BATCH,
+    ).collect()
+
+    failed_file = (tmp_path / "failed.marker").read_text()  # "member-<m>-attempt-0.txt"
+    assert failed_file.endswith("-attempt-0.txt")
+    failed_member = int(failed_file.split("-")[1])
+    per_attempt = sunk(tmp_path)
+    assert per_attempt[failed_file].total() >= 3  # what it took before failing
+    everything = sum(per_attempt.values(), collections.Counter[str]())
+    assert set(everything) == set(values)  # nothing lost
+    # At-least-once: only records the failed attempt had taken may come again, and
+    # the attempts that finished took each record at most once.
+    assert {v for v, n in everything.items() if n > 1} <= set(per_attempt[failed_file])
+    finished = sum(
+        (c for name, c in per_attempt.items() if name != failed_file), collections.Counter[str]()
+    )
+    assert max(finished.values()) == 1
+
+    rows = {(row.member, row.attempt): row for row in stats}
+    assert set(rows) == {(failed_member, 1), (1 - failed_member, 0)}
+    # The survivor joined, then took the failed member's partitions over after its
+    # LeaveGroup: two rebalances at least. (Whether the retry joins while the survivor
+    # still works, or finds every offset committed and stops, depends on timing.)
+    assert rows[(1 - failed_member, 0)].rebalances >= 2
+    assert sum(row.records for row in stats) == len(values) - len(
+        set(per_attempt[failed_file]) - {v for v, n in everything.items() if n > 1}
+    )
+
+
+class SlowSink(FileSink):
+    """Takes its time: two members cannot finish within the test's job timeout."""
+
+    def __call__(self, batch: list[Message]) -> None:
+        time.sleep(0.5)
+        super().__call__(batch)
+
+
+def test_job_that_cannot_finish_in_time_fails_naming_the_partitions(
+    spark: SparkSession,
+    tansu_broker: EmbeddedBroker,
+    unique_topic: str,
+    unique_group: str,
+    tmp_path: Path,
+) -> None:
+    from pyspark.errors import PythonException
+
+    tansu_broker.create_topic(unique_topic, partitions=PARTITIONS)
+    produce(tansu_broker.bootstrap, unique_topic, [f"r{i}" for i in range(80)])
+    with pytest.raises(PythonException, match="consume job timed out after 4s") as info:
+        run_consume_job(
+            spark,
+            job_config(tansu_broker, unique_group),
+            unique_topic,
+            SlowSink(tmp_path),
+            members=2,
+            batch_size=1,
+            timeout_s=4,
+        )
+    assert f"{unique_topic}-" in str(info.value)
+    assert " of 20" in str(info.value)  # a partition's committed offset of its end offset

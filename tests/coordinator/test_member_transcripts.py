@@ -1173,3 +1173,63 @@ def test_join_and_sync_error_responses_are_not_timed() -> None:
     s.now += 0.25
     effects = s.answer(SyncGroupRequest, s.sync_response(tps("t-0")))
     assert _latencies(effects, Observation.SYNC_COMPLETED) == [pytest.approx(0.25)]
+
+
+# ---------------------------------------------------------------------- subscription generation
+
+
+def _join_metadata(s: Script) -> list[tuple[str, bytes]]:
+    request = s.request(JoinGroupRequest).request
+    assert isinstance(request, JoinGroupRequest)
+    return [(p.name, p.metadata) for p in request.protocols]
+
+
+@pytest.mark.parametrize("cooperative", [True, False])
+def test_rejoin_after_a_failed_sync_repeats_the_join_metadata_byte_for_byte(
+    cooperative: bool,
+) -> None:
+    # Nothing was applied, so the rejoin must not look like a change: a coordinator
+    # answers an unchanged member with its current generation (Kafka's member.matches,
+    # Tansu too) instead of starting yet another rebalance (librdkafka behaves so).
+    s = Script(cooperative=cooperative)
+    s.to_stable(generation_id=1)
+    s.heartbeat(errors.REBALANCE_IN_PROGRESS)
+    s.finish_listeners()  # EAGER revokes everything first
+    first = _join_metadata(s)
+    s.answer(JoinGroupRequest, s.join_response(generation_id=2))
+    assert s.member.generation_id == 2
+    effects = s.answer(SyncGroupRequest, SyncGroupResponse(error_code=errors.REBALANCE_IN_PROGRESS))
+    assert kinds(effects) == ["JoinGroup"]
+    assert _join_metadata(s) == first
+    ((_, sub),) = subscriptions_in(s.request(JoinGroupRequest))
+    assert sub.generation_id == 1  # the generation of what is owned
+
+
+def test_a_new_members_rejoin_after_a_failed_sync_is_unchanged_too() -> None:
+    s = Script(cooperative=True)
+    s.subscribe()
+    first = _join_metadata(s)
+    s.answer(JoinGroupRequest, s.join_response(generation_id=5))
+    s.fail(SyncGroupRequest, RequestTimeoutError("no answer", api_key=14))
+    s.feed(CoordinatorFound(node_id=1))
+    assert _join_metadata(s) == first
+    ((_, sub),) = subscriptions_in(s.request(JoinGroupRequest))
+    assert (sub.generation_id, sub.owned_partitions) == (-1, ())
+
+
+def test_subscription_generation_follows_the_applied_assignment() -> None:
+    s = Script(cooperative=True)
+    s.to_stable(generation_id=3)
+    s.heartbeat(errors.REBALANCE_IN_PROGRESS)
+    ((_, sub),) = subscriptions_in(s.request(JoinGroupRequest))
+    assert sub.generation_id == 3
+    s.answer(JoinGroupRequest, s.join_response(generation_id=4))
+    s.answer(SyncGroupRequest, s.sync_response(tps("t-0")))  # t-1 revoked: follow-up
+    s.finish_listeners()
+    ((_, sub),) = subscriptions_in(s.request(JoinGroupRequest))
+    assert (sub.generation_id, sub.owned_partitions) == (4, (T0,))
+    # A reset generation loses what is owned: the claim goes with it.
+    s.answer(JoinGroupRequest, s.join_response(error_code=errors.UNKNOWN_MEMBER_ID))
+    s.finish_listeners()
+    ((_, sub),) = subscriptions_in(s.request(JoinGroupRequest))
+    assert (sub.generation_id, sub.owned_partitions) == (-1, ())

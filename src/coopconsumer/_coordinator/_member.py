@@ -320,6 +320,9 @@ class GroupMember:
         self._group_topics: frozenset[str] = frozenset()  # leader: the group subscription
 
         self._owned: set[TopicPartition] = set()
+        # The generation whose assignment was last applied (-1: none, or reset): what
+        # JoinGroup's Subscription.generation_id carries, see _subscription_for.
+        self._assigned_generation_id = _NO_GENERATION
         # invocation id -> partitions to Unassign when that (REVOKED) listener is done
         self._listeners: dict[int, frozenset[TopicPartition]] = {}
         self._next_invocation_id = 1
@@ -651,6 +654,7 @@ class GroupMember:
 
     def _reset_generation(self, *, clear_member_id: bool) -> None:
         self._generation_id = _NO_GENERATION
+        self._assigned_generation_id = _NO_GENERATION  # what is owned is lost
         if clear_member_id:
             self._member_id = ""
         self._leader_id = None
@@ -916,12 +920,26 @@ class GroupMember:
     # ------------------------------------------------------------------ joining
 
     def _subscription_for(self, assignor: ConsumerPartitionAssignor) -> Subscription:
+        """The member's Subscription for ``assignor``.
+
+        ``generation_id`` is the generation of the owned partitions (of the last
+        assignment applied), as librdkafka sends it (its sticky assignors' state
+        generation, set in ``on_assignment``), not the generation of the last JoinGroup
+        answer as Java's ``ConsumerCoordinator.metadata()`` does. The two differ only
+        after a JoinGroup whose SyncGroup failed (REBALANCE_IN_PROGRESS, a lost
+        connection): nothing was applied, so the member rejoins with byte-identical
+        metadata, which a coordinator answers with its current generation instead of
+        starting another rebalance (Kafka's GroupCoordinator ``member.matches``; Tansu
+        likewise). Java's value would change the metadata and restart the rebalance on
+        every failed sync. The lower value is also the truthful one for the leader's
+        cooperative-sticky assignor, which ranks conflicting ownership claims by it.
+        """
         topics = tuple(sorted(self._subscribed))
         return Subscription(
             topics=topics,
             user_data=assignor.subscription_user_data(self._subscribed),
             owned_partitions=tuple(sorted(self._owned)),
-            generation_id=self._generation_id,
+            generation_id=self._assigned_generation_id,
             rack_id=self._config.client_rack,
         )
 
@@ -1260,6 +1278,7 @@ class GroupMember:
     def _start_assigning(self, assignment: Assignment, now: float) -> None:
         self._state = MemberState.ASSIGNING
         self._assignment = assignment
+        self._assigned_generation_id = self._generation_id
         self._follow_up_reason = None
         self._assign_phase = _AssignPhase.REVOKING
         diff = diff_assignment(self._owned, assignment.partitions)

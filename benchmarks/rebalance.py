@@ -33,13 +33,30 @@ Tansu holds every JoinGroup for about max(1 s, session.timeout.ms / 2) (DESIGN.m
 the absolute rebalance times mostly measure that hold (session.timeout.ms is 2000
 here); the comparison between implementations on the same broker is the point.
 
-A second Tansu quirk can stall cooperative joins on it: a follower's SyncGroup that
-arrives *before* the leader's is not answered when the leader's assignment arrives; it
-waits about session.timeout.ms and, if a follow-up round started meanwhile (KIP-429's
-second round does start one), gets REBALANCE_IN_PROGRESS. The joining member sends the
-first JoinGroup, so its per-request hold ends first and it syncs first: it may miss
-round after round. A scenario that does not settle within 30 s is printed as FAILED
-with who owned how many partitions, not retried.
+A second Tansu quirk hits cooperative joins hardest: a follower's SyncGroup that
+arrives *before* the leader's is not answered when the leader's assignment arrives (Kafka
+answers it then); Tansu answers it about a second later, or, if another round started
+meanwhile (KIP-429's follow-up round does, as soon as a member that revoked partitions
+rejoins), with REBALANCE_IN_PROGRESS about session.timeout.ms later, when that round
+has already completed without the follower. The joining member sends the first
+JoinGroup, so it syncs first and is the usual victim. What the follower does next
+decides whether the group converges. A Java client rejoins with a Subscription whose
+generation field it has bumped to the generation of the failed round (Java's
+``ConsumerCoordinator.metadata()`` sends ``generation().generationId``), so its
+metadata changed and the coordinator starts yet another round, which strands the members
+now holding a SyncGroup in the round just completed: members leapfrog each other round
+after round (coopconsumer did this until it switched; 5-23 s, sometimes over 30 s, for
+N=8). librdkafka sends the generation of its last *applied* assignment (its sticky
+assignors' state, set in ``on_assignment``), so its rejoin repeats its metadata byte
+for byte and the coordinator, Tansu as Kafka (``member.matches``), hands it the
+current generation and its assignment without a new round. coopconsumer now does the
+same (``GroupMember._subscription_for``; pinned on Tansu by
+tests/integration/test_tansu_sync.py). Tansu's held SyncGroup itself remains; it still
+costs a round trip of about a second per victim.
+
+A scenario that does not settle within 30 s is printed as FAILED with who owned how
+many partitions, not retried; the joining member's ``failed-rebalance-total`` shows how
+many of its JoinGroup/SyncGroup attempts failed on the way.
 """
 
 from __future__ import annotations
@@ -67,6 +84,8 @@ HEARTBEAT_MS = 200
 FETCH_WAIT_MS = 50
 QUIET_S = 1.5
 SETTLE_BOUND_S = 30.0
+#: librdkafka ``debug`` contexts for the confluent-kafka members (``--rdkafka-debug``).
+RDKAFKA_DEBUG = ""
 
 
 def _tp_of(message: confluent_kafka.Message) -> TopicPartition:
@@ -196,6 +215,9 @@ class RdkafkaMember(_Member):
             "heartbeat.interval.ms": HEARTBEAT_MS,
             "fetch.wait.max.ms": FETCH_WAIT_MS,
         }
+        if RDKAFKA_DEBUG:
+            self.config["debug"] = RDKAFKA_DEBUG
+            self.config["logger"] = logging.getLogger(f"rdkafka.{name}")
         self.topic = topic
 
     def run(self) -> None:
@@ -357,10 +379,20 @@ def main() -> None:
     parser.add_argument("--rate", type=float, default=2400.0)
     parser.add_argument("--only", default="", help="run only implementations containing this text")
     parser.add_argument("--log", default="", help="log level for coopconsumer, e.g. INFO")
+    parser.add_argument(
+        "--rdkafka-debug",
+        default="",
+        help="librdkafka debug contexts for the confluent-kafka members, e.g. cgrp",
+    )
     args = parser.parse_args()
-    if args.log:
+    if args.log or args.rdkafka_debug:
         logging.basicConfig(format="%(relativeCreated)8.0f %(threadName)s %(name)s %(message)s")
+    if args.log:
         logging.getLogger("coopconsumer").setLevel(args.log)
+    if args.rdkafka_debug:
+        global RDKAFKA_DEBUG
+        RDKAFKA_DEBUG = args.rdkafka_debug
+        logging.getLogger("rdkafka").setLevel(logging.DEBUG)
     sizes = [int(s) for s in args.sizes.split(",")]
     implementations = [
         name
@@ -413,6 +445,7 @@ def main() -> None:
             "steady gap ms",
             "joiner rebalance-total",
             "joiner rebalance-latency-avg ms",
+            "joiner failed-rebalance-total",
             "note",
         ],
         [
@@ -427,6 +460,7 @@ def main() -> None:
                 f"{r.steady_gap_s * 1000:,.0f}",
                 _metric(r, "rebalance-total", "{:.0f}"),
                 _metric(r, "rebalance-latency-avg", "{:,.0f}"),
+                _metric(r, "failed-rebalance-total", "{:.0f}"),
                 r.note,
             ]
             for r in results

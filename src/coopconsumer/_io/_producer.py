@@ -286,7 +286,10 @@ class IdempotentProducer:
         self._clock = clock
         conf["error_cb"] = self._on_client_error
         conf["logger"] = log
-        self._producer = confluent_kafka.Producer(conf)
+        try:
+            self._producer = confluent_kafka.Producer(conf)
+        except confluent_kafka.KafkaException as exc:  # checked already; kept as a net
+            raise ConfigurationError(f"invalid producer configuration: {exc}") from exc
         self._pending: Counter[str] = Counter()  # per topic
         self._last_produce = clock()
         self._delivered: Counter[TopicPartition] = Counter()

@@ -122,9 +122,17 @@ def _to_headers(value: object, column: str) -> Headers | None:
         pairs = value
     headers: list[tuple[str, bytes | None]] = []
     for pair in pairs:
-        if isinstance(pair, Mapping):  # a struct, as pandas sees it
-            name, raw = pair.get("key"), pair.get("value")
-        elif isinstance(pair, Sequence) and len(pair) == 2:  # a tuple or a pyspark Row
+        as_dict = getattr(pair, "asDict", None)
+        if as_dict is not None:  # a pyspark Row: by field name, whatever the field order
+            pair = as_dict()
+        if isinstance(pair, Mapping):  # a struct as pandas (or asDict) hands it over
+            if "key" not in pair or "value" not in pair:
+                raise TypeError(
+                    f"column {column!r}: header structs need fields 'key' and 'value', "
+                    f"not {sorted(map(str, pair))!r}"
+                )
+            name, raw = pair["key"], pair["value"]
+        elif isinstance(pair, Sequence) and len(pair) == 2:
             name, raw = pair[0], pair[1]
         else:
             raise TypeError(f"column {column!r}: header {pair!r} is not a (key, value) pair")

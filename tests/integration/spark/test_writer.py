@@ -171,7 +171,18 @@ def test_headers_from_maps_and_pair_arrays(value: object) -> None:
     assert _to_headers(value, "h") == [("a", b"1"), ("b", b"2"), ("c", None)]
 
 
-@pytest.mark.parametrize("value", ["a=1", b"x", 5, [("a", b"1", "extra")], [(1, b"x")]])
+def test_header_rows_are_read_by_field_name() -> None:
+    from pyspark.sql import Row
+
+    # A struct<value, key> column: the Row's field order must not matter.
+    pairs = [Row(value=b"1", key="a"), Row(value=None, key="b")]
+    assert _to_headers(pairs, "h") == [("a", b"1"), ("b", None)]
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["a=1", b"x", 5, [("a", b"1", "extra")], [(1, b"x")], [{"name": "a", "value": b"1"}]],
+)
 def test_bad_headers(value: object) -> None:
     with pytest.raises(TypeError, match="column 'h'"):
         _to_headers(value, "h")
@@ -305,14 +316,20 @@ def test_write_rows_delivers_every_row(broker: EmbeddedBroker, unique_topic: str
 # --------------------------------------------------------------------------- Spark
 
 
-def rows_frame(spark: SparkSession, n: int) -> DataFrame:
-    """expected_rows(n) as a DataFrame of 4 partitions (binary values, string keys,
-    nullable int partitions, map<string,string> headers)."""
+def rows_frame(spark: SparkSession, n: int, *, header_pairs: bool = False) -> DataFrame:
+    """expected_rows(n) as a DataFrame of 4 partitions: binary values, string keys,
+    nullable int partitions, and headers as a map<string,string> or (``header_pairs``)
+    an array<struct<key: string, value: binary>>."""
+    headers = (
+        "array(named_struct('key', 'n', 'value', cast(cast(id as string) as binary)))"
+        if header_pairs
+        else "map('n', cast(id as string))"
+    )
     return spark.range(n, numPartitions=4).selectExpr(
         "case when id % 7 = 3 then null else concat('k', id) end as key",
         "cast(concat('v', id) as binary) as value",
         f"case when id % 5 = 0 then null else cast(id % {PARTITIONS} as int) end as partition",
-        "map('n', cast(id as string)) as headers",
+        f"{headers} as headers",
     )
 
 
@@ -330,7 +347,8 @@ def test_map_in_pandas_delivers_every_row_once_and_reports_counts(
 ) -> None:
     broker.create_topic(unique_topic, partitions=PARTITIONS)
     writer = columns_writer(broker.bootstrap, unique_topic)
-    report = rows_frame(spark, ROWS).mapInPandas(writer.map_in_pandas, writer.output_schema)
+    frame = rows_frame(spark, ROWS, header_pairs=True)
+    report = frame.mapInPandas(writer.map_in_pandas, writer.output_schema)
     counts: Counter[TopicPartition] = Counter()
     for row in report.collect():
         counts[TopicPartition(row["topic"], row["partition"])] += row["records"]

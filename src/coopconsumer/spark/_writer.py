@@ -23,6 +23,7 @@ from .._io._producer import (
     IdempotentProducer,
     producer_config,
 )
+from .._types import TopicPartition
 
 if TYPE_CHECKING:
     import pandas as pd  # type: ignore[import-untyped,unused-ignore]
@@ -46,12 +47,14 @@ class _Record(NamedTuple):
     headers: object
 
 
-def _check_column(name: object, what: str, *, optional: bool) -> str | None:
-    if name is None and optional:
-        return None
+def _column(name: object, what: str) -> str:
     if not isinstance(name, str) or not name:
         raise ConfigurationError(f"{what} must be a column name (a non-empty string), not {name!r}")
     return name
+
+
+def _optional_column(name: object, what: str) -> str | None:
+    return None if name is None else _column(name, what)
 
 
 def _check_serializer(fn: object, what: str) -> Serializer | None:
@@ -154,7 +157,7 @@ class KafkaWriter:
 
     ``config`` is a librdkafka/Kafka producer configuration (string, number or
     boolean values; ``bootstrap.servers`` required). It is validated here, on the
-    driver, by :func:`coopconsumer._io._producer.producer_config`: the producer is always
+    driver, and a bad key or value is a ``ConfigurationError``: the producer is always
     idempotent with ``acks=all`` (``enable.idempotence=false`` or another ``acks`` is a
     ``ConfigurationError``), ``message.timeout.ms`` (alias ``delivery.timeout.ms``)
     defaults to 30000 so an unreachable cluster fails the task within about that time
@@ -211,12 +214,10 @@ class KafkaWriter:
             )
         self._config = producer_config(config)
         self._topic = topic
-        value = _check_column(value_column, "value_column", optional=False)
-        assert value is not None
-        self._value_column: str = value
-        self._key_column = _check_column(key_column, "key_column", optional=True)
-        self._partition_column = _check_column(partition_column, "partition_column", optional=True)
-        self._headers_column = _check_column(headers_column, "headers_column", optional=True)
+        self._value_column = _column(value_column, "value_column")
+        self._key_column = _optional_column(key_column, "key_column")
+        self._partition_column = _optional_column(partition_column, "partition_column")
+        self._headers_column = _optional_column(headers_column, "headers_column")
         self._value_serializer = _check_serializer(value_serializer, "value_serializer")
         self._key_serializer = _check_serializer(key_serializer, "key_serializer")
 
@@ -251,9 +252,10 @@ class KafkaWriter:
         """
         self.write_rows(rows)
 
-    def write_rows(self, rows: Iterable[Any]) -> DeliveryReport:
-        """Write rows as :meth:`__call__` does and return the delivery counts."""
-        return self._write(self._records_from_rows(rows))
+    def write_rows(self, rows: Iterable[Any]) -> dict[TopicPartition, int]:
+        """Write rows as :meth:`__call__` does; return the records acknowledged per
+        Kafka partition (for use outside Spark, e.g. on the driver or in tests)."""
+        return dict(self._write(self._records_from_rows(rows)).delivered)
 
     def map_in_pandas(self, batches: Iterable[pd.DataFrame]) -> Iterator[pd.DataFrame]:
         """Write one partition's pandas batches (``df.mapInPandas``).

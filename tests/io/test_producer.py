@@ -158,9 +158,12 @@ def test_flush_gives_up_at_its_deadline_and_purges(closed_port: str) -> None:
 
 
 def _clock(values: list[float]) -> Iterator[float]:
+    """A fake monotonic clock: ``values``, then a second more at every reading."""
     yield from values
+    now = values[-1]
     while True:
-        yield values[-1]
+        now += 1.0
+        yield now
 
 
 def test_default_flush_deadline_is_message_timeout_after_the_last_produce(
@@ -236,3 +239,27 @@ def test_report_error_names_first_failure_and_counts_all() -> None:
         "_MSG_TIMED_OUT (Local: Message timed out); last client error: "
         "_TRANSPORT: connection refused"
     )
+
+
+def test_a_queue_that_stays_full_fails_the_record_instead_of_blocking(closed_port: str) -> None:
+    # Room for two records; the third finds the queue full at t=0 and still full at
+    # t=1000, past message.timeout.ms + slack, so it is a failure and produce() returns.
+    ticks = _clock([0.0, 0.0, 0.0, 0.0, 1000.0])
+    producer = IdempotentProducer(
+        {
+            "bootstrap.servers": closed_port,
+            "message.timeout.ms": 60000,
+            "queue.buffering.max.messages": 2,
+        },
+        clock=lambda: next(ticks),
+    )
+    producer.produce(TOPIC, b"1")
+    producer.produce(TOPIC, b"2")
+    producer.produce(TOPIC, b"3", partition=0)
+    assert producer.has_failed
+    assert producer.pending == 2
+    report = producer.flush(timeout_s=0.5)
+    assert report.first_failure is not None
+    assert (report.first_failure.partition, report.first_failure.name) == (0, "_QUEUE_FULL")
+    assert report.failed_total == 3
+    producer.close()

@@ -326,12 +326,14 @@ class IdempotentProducer:
 
         Waits while librdkafka's queue is full (serving delivery reports meanwhile;
         records time out after ``message.timeout.ms``, so the wait is bounded). A
-        record librdkafka refuses outright (e.g. an unknown partition) is counted as a
-        failed delivery, not raised: :meth:`flush` reports it with the others.
+        record librdkafka refuses outright (e.g. larger than ``message.max.bytes``, or
+        a queue that stayed full for ``message.timeout.ms``) is counted as a failed
+        delivery, not raised: :meth:`flush` reports it with the others.
         Raises ``RuntimeError`` after :meth:`close`.
         """
         if self._closed:
             raise RuntimeError("produce() on a closed IdempotentProducer")
+        full_since: float | None = None
         while True:
             try:
                 self._producer.produce(
@@ -343,6 +345,16 @@ class IdempotentProducer:
                     headers=list(headers) if headers else None,
                 )
             except BufferError:
+                # Queued records leave by delivery or by timing out, so room appears
+                # within message.timeout.ms; the bound guards against librdkafka
+                # never freeing it.
+                now = self._clock()
+                if full_since is None:
+                    full_since = now
+                elif now - full_since > self._timeout_s + _FLUSH_SLACK_S:
+                    full = confluent_kafka.KafkaError(confluent_kafka.KafkaError._QUEUE_FULL)
+                    self._record_failure(topic, -1 if partition is None else partition, full)
+                    return
                 self._producer.poll(_QUEUE_FULL_POLL_S)
                 continue
             except confluent_kafka.KafkaException as exc:

@@ -77,3 +77,15 @@ def test_prometheus_metrics() -> None:
     assigned = re.search(r"^kafka_consumer_coordinator_assigned_partitions = ([\d.]+)$", out, re.M)
     assert assigned is not None
     assert float(assigned.group(1)) == 4
+
+
+def test_spark_pipeline() -> None:
+    out = run_example("spark_pipeline.py", "--records", "1000", "--users", "20").stdout
+    rows = re.findall(r"^\|\s*(\d+)\s*\|\s*(\d+)\s*\|\s*(\d+)\s*\|", out, re.M)  # the stats table
+    assert sorted(int(member) for member, _attempt, _records in rows) == [0, 1]
+    assert sum(int(records) for _m, _a, records in rows) == 1000
+    assert "consumed 1000 records" in out
+    assert "parquet rows: 1000 distinct of 1000 produced" in out
+    assert re.search(r"^wrote 20 aggregate records to user-totals-", out, re.M)
+    assert "read back 20 aggregate records" in out
+    assert "pipeline OK: 1000 events -> 20 user totals" in out

@@ -312,6 +312,29 @@ def test_write_rows_delivers_every_row(broker: EmbeddedBroker, unique_topic: str
     check_topic(broker.bootstrap, unique_topic, ROWS)
 
 
+def test_a_record_for_a_missing_partition_names_that_partition(
+    broker: EmbeddedBroker, unique_topic: str
+) -> None:
+    broker.create_topic(unique_topic, partitions=PARTITIONS)
+    writer = KafkaWriter(
+        {"bootstrap.servers": broker.bootstrap}, unique_topic, partition_column="p"
+    )
+    # The bad record last: once a failure is seen the writer stops producing.
+    rows = [{"value": b"a", "p": 1}, {"value": b"b", "p": 2}, {"value": b"c", "p": 7}]
+    with pytest.raises(DeliveryError) as caught:
+        writer.write_rows(rows)
+    err = caught.value
+    assert (err.topic, err.partition, err.name, err.failed) == (
+        unique_topic,
+        7,
+        "_UNKNOWN_PARTITION",
+        1,
+    )
+    assert str(err).startswith(
+        f"1 of 3 records were not delivered; first failure: topic {unique_topic!r} partition 7"
+    )
+
+
 # --------------------------------------------------------------------------- Spark
 
 

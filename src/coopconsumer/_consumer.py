@@ -42,7 +42,14 @@ from ._coordinator import (
     Subscribe,
     Unassign,
 )
-from ._errors import ConfigurationError, CoopConsumerError, KafkaError, RequestTimeoutError
+from ._errors import (
+    CommitFailedError,
+    ConfigurationError,
+    CoopConsumerError,
+    KafkaError,
+    RebalanceInProgressError,
+    RequestTimeoutError,
+)
 from ._io._client import ClientConfig, KafkaClient
 from ._io._driver import AppWork, ClientLike, CommittedOffsets, Driver
 from ._listener import ListenerInvoker, RebalanceListener, RebalanceListenerLike
@@ -74,6 +81,16 @@ _OFFSET_END: Final = -1
 #: Delay before poll() retries a failed committed-offset lookup of new partitions.
 _POSITION_RETRY_S: Final = 1.0
 _STOPPED_STATES: Final = frozenset({MemberState.CLOSED, MemberState.FATAL})
+#: A JoinGroup or SyncGroup is parked at the coordinator: a commit sent now would wait
+#: behind it on the coordinator connection (brokers answer a connection's requests in
+#: order) and reach the group after the join completed, for a generation that is gone.
+_MID_JOIN_STATES: Final = frozenset(
+    {MemberState.JOINING, MemberState.LEADER_AWAITING_METADATA, MemberState.AWAITING_SYNC}
+)
+#: The member left the group or stopped: nothing can be committed any more.
+_OUT_OF_GROUP_STATES: Final = frozenset(
+    {MemberState.UNJOINED, MemberState.POLL_EXPIRED, MemberState.LEAVING, *_STOPPED_STATES}
+)
 
 
 class FetcherLike(Protocol):
@@ -252,6 +269,7 @@ class Consumer:
         # Paused by the application; re-applied when a partition is restarted.
         self._paused: set[TopicPartition] = set()
         self._api_timeout_s = cfg.default_api_timeout_ms / 1000.0
+        self._retry_backoff_s = cfg.connection.retry_backoff_ms / 1000.0
         self._auto_commit = cfg.enable_auto_commit
         self._auto_commit_interval_s = cfg.auto_commit_interval_ms / 1000.0
         self._next_auto_commit = time.monotonic() + self._auto_commit_interval_s
@@ -330,10 +348,12 @@ class Consumer:
         ``default.api.timeout.ms`` (the leave then completes in the background).
         """
         self._check_usable()
-        self._driver.request(LeaveRequested(), self._api_timeout_s)
+        deadline = time.monotonic() + self._api_timeout_s
+        self._commit_before_leaving(deadline)
+        self._driver.request(LeaveRequested(), max(0.0, deadline - time.monotonic()))
         self._run_until(
             lambda: self._driver.state in (MemberState.UNJOINED, *_STOPPED_STATES),
-            self._api_timeout_s,
+            max(0.0, deadline - time.monotonic()),
             "leaving the group",
         )
         self._raise_pending()
@@ -517,26 +537,121 @@ class Consumer:
             )
 
     def _commit_before_revoke(self, partitions: frozenset[TopicPartition]) -> None:
-        # Java's auto-commit in onJoinPrepare/onLeavePrepare: synchronous, so the next
-        # owner starts after every record this member returned (no duplicates).
+        """Java's auto-commit in ``onJoinPrepare``/``onLeavePrepare``: synchronous, so
+        the next owner starts after every record this member returned (no duplicates).
+        A commit that cannot be made (see ``_commit_sync``) is logged and the
+        partitions are given up anyway: their next owner starts from the last
+        committed offset, so records may be processed twice, none lost."""
         offsets = self._consumed_offsets(partitions)
+        error = self._commit_sync(offsets, time.monotonic() + self._api_timeout_s)
+        if error is not None:
+            log.warning(
+                "auto-commit before revoking %d partition(s) failed; their next owner "
+                "may process records again: %s",
+                len(offsets),
+                error,
+            )
+
+    def _commit_sync(
+        self, offsets: Mapping[TopicPartition, OffsetAndMetadata], deadline: float
+    ) -> CoopConsumerError | None:
+        """Commit ``offsets`` and wait; returns None when committed, else the error.
+
+        Retried after ``retry.backoff.ms`` while the failure is one a retry can cure
+        (coordinator moved or unavailable, a lost connection, a timeout) until
+        ``deadline``, as Java retries the commit of ``onJoinPrepare`` until the
+        rebalance timeout. Not retried: ``RebalanceInProgressError`` (here the member
+        itself holds the rebalance up until this commit is done; Kafka does not answer
+        it to a member of the current generation that has not rejoined, librdkafka's
+        mock does) and ``CommitFailedError`` (the generation is gone). Raises only when
+        the driver failed.
+        """
         if not offsets:
-            return
-        try:
-            self._wait(self._driver.commit(offsets), self._api_timeout_s)
-        except CoopConsumerError as exc:
-            if self._driver.failure is not None:
-                raise
-            log.warning("auto-commit before revoking %d partition(s) failed: %s", len(offsets), exc)
-        else:
+            return None
+        while True:
+            try:
+                self._wait(self._driver.commit(offsets), max(0.0, deadline - time.monotonic()))
+            except CoopConsumerError as exc:
+                if self._driver.failure is not None:
+                    raise
+                if (
+                    not exc.retriable
+                    or isinstance(exc, RebalanceInProgressError | CommitFailedError)
+                    or time.monotonic() + self._retry_backoff_s >= deadline
+                ):
+                    return exc
+                log.info("auto-commit before revoking failed, retrying: %s", exc)
+                time.sleep(self._retry_backoff_s)
+                continue
             self._last_auto_commit.update({tp: om.offset for tp, om in offsets.items()})
+            return None
+
+    def _commit_before_leaving(self, deadline: float) -> None:
+        """close()/unsubscribe() in the middle of a rebalance, with auto-commit.
+
+        Leaving while a JoinGroup or SyncGroup is parked reports the owned partitions
+        lost (Java's ``onLeavePrepare``) and commits nothing, although a cooperative
+        member has been returning records of them all along (KIP-429) and auto-commit
+        cannot run in that state: their next owner would read those records again
+        (seen in the demo). A commit cannot be slipped in either: it would wait behind
+        the parked request on the coordinator connection and arrive for a generation
+        that is gone. So let the rebalance reach a state in which the broker takes a
+        commit -- the SyncGroup answered (assigning or stable), or a rejoin not yet
+        sent -- running the queued rebalance work as poll() would, and commit the
+        consumed positions there; the leave that follows then has nothing left to
+        lose. Bounded by half the time left, so that leaving still fits; when the
+        rebalance does not get there in time, the partitions are left uncommitted and
+        their next owner starts from the last committed offset (records may be
+        processed twice, none lost).
+        """
+        driver = self._driver
+        if not self._auto_commit or driver.state not in _MID_JOIN_STATES:
+            return  # leaving revokes (with a commit) or has nothing left to commit
+        now = time.monotonic()
+        give_up_at = now + max(0.0, deadline - now) / 2
+        while True:
+            pending = self._uncommitted(frozenset(self._assigned))
+            state = driver.state
+            if not pending or state in _OUT_OF_GROUP_STATES or driver.failure is not None:
+                return
+            if state not in _MID_JOIN_STATES:
+                error = self._commit_sync(pending, give_up_at)
+                if error is None:
+                    return
+                if not isinstance(error, RebalanceInProgressError):
+                    log.warning(
+                        "committing before leaving failed; the next owner of %d partition(s) "
+                        "may process records again: %s",
+                        len(pending),
+                        error,
+                    )
+                    return
+                # The member went back to joining before the commit reached it: wait on.
+            remaining = give_up_at - time.monotonic()
+            if remaining <= 0:
+                log.warning(
+                    "leaving in the middle of a rebalance: %d partition(s) left uncommitted; "
+                    "their next owner may process records again",
+                    len(pending),
+                )
+                return
+            driver.wait_for(
+                lambda: (
+                    driver.has_app_work
+                    or driver.failure is not None
+                    or driver.state not in _MID_JOIN_STATES
+                ),
+                min(remaining, 0.5),
+            )
+            # The state is read before running the queued work: the SyncGroup answer
+            # leaves the member assigning until its callbacks ran here, and a commit
+            # made then goes out before any follow-up JoinGroup.
+            if driver.state in _MID_JOIN_STATES:
+                self._run_app_work()
 
     def _auto_commit_async(self, now: float) -> None:
         self._next_auto_commit = now + self._auto_commit_interval_s
-        offsets = self._consumed_offsets(frozenset(self._assigned))
-        changed = {
-            tp: om for tp, om in offsets.items() if self._last_auto_commit.get(tp) != om.offset
-        }
+        changed = self._uncommitted(frozenset(self._assigned))
         if not changed:
             return
         future = self._driver.commit(changed)
@@ -550,6 +665,13 @@ class Consumer:
                 log.info("auto-commit failed (retried at the next interval): %s", error)
 
         future.add_done_callback(done)
+
+    def _uncommitted(
+        self, partitions: frozenset[TopicPartition]
+    ) -> dict[TopicPartition, OffsetAndMetadata]:
+        """Consumed positions of ``partitions`` not committed by auto-commit yet."""
+        offsets = self._consumed_offsets(partitions)
+        return {tp: om for tp, om in offsets.items() if self._last_auto_commit.get(tp) != om.offset}
 
     def _consumed_offsets(
         self, partitions: frozenset[TopicPartition]
@@ -757,9 +879,14 @@ class Consumer:
         driver = self._driver
         try:
             if driver.failure is None and driver.alive:
-                driver.submit(CloseRequested())
                 try:
-                    self._run_until(lambda: driver.state in _STOPPED_STATES, timeout_s, "close")
+                    self._commit_before_leaving(deadline)
+                    driver.submit(CloseRequested())
+                    self._run_until(
+                        lambda: driver.state in _STOPPED_STATES,
+                        max(0.0, deadline - time.monotonic()),
+                        "close",
+                    )
                 except CoopConsumerError as exc:
                     log.warning("close: leaving the group did not complete: %s", exc)
         finally:

@@ -1,0 +1,237 @@
+"""Graceful hand-overs commit what the member processed (issue 4), on in-process fakes.
+
+The fake group coordinator follows Kafka: it accepts an OffsetCommit of the current
+generation while the group prepares a rebalance, refuses one while it completes a
+rebalance (REBALANCE_IN_PROGRESS), and waits for every member to rejoin up to the
+rebalance timeout. These tests put a cooperative member in the two situations in which
+it used to give partitions up without committing them -- a close() while its JoinGroup
+is parked, and a commit-before-revoke that met a coordinator error -- and check that
+the next owner starts after the last record the member processed.
+
+A member is held in JOINING deterministically: a second member whose strategy list
+``cooperative-sticky,range`` makes it EAGER must revoke everything on its polling
+thread before it can rejoin, and the test does not poll it, so the coordinator keeps
+the rebalance open (up to the rebalance timeout) with the first member's JoinGroup
+parked.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+
+import pytest
+from _consumer_fakes import FakeCluster
+
+from coopconsumer import Consumer, RebalanceListener, TopicPartition
+from coopconsumer._coordinator import MemberState
+from coopconsumer._protocol import errors
+
+GROUP = "g"
+TOPIC = "t"
+RECORDS = 5
+PATIENCE_S = 15.0
+TPS = frozenset(TopicPartition(TOPIC, p) for p in range(4))
+OFFSET_COMMIT = 8
+
+
+def settings(**extra: object) -> dict[str, object]:
+    base: dict[str, object] = {
+        "group.id": GROUP,
+        "partition.assignment.strategy": "cooperative-sticky",
+        "session.timeout.ms": 3000,
+        "heartbeat.interval.ms": 100,
+        # The rebalance timeout: how long an unpolled EAGER member holds a rebalance.
+        "max.poll.interval.ms": 4000,
+        "auto.offset.reset": "earliest",
+        "enable.auto.commit": True,
+        # No periodic commit during the test: only the hand-over commits count.
+        "auto.commit.interval.ms": 600_000,
+        "default.api.timeout.ms": 5000,
+    }
+    base.update(extra)
+    return base
+
+
+class Owned(RebalanceListener):
+    """What one member owns, from its callbacks."""
+
+    def __init__(self) -> None:
+        self.owned: set[TopicPartition] = set()
+        self.kinds: list[str] = []
+
+    def on_partitions_assigned(self, partitions: frozenset[TopicPartition]) -> None:
+        self.kinds.append("assigned")
+        self.owned |= partitions
+
+    def on_partitions_revoked(self, partitions: frozenset[TopicPartition]) -> None:
+        self.kinds.append("revoked")
+        self.owned -= partitions
+
+    def on_partitions_lost(self, partitions: frozenset[TopicPartition]) -> None:
+        self.kinds.append("lost")
+        self.owned -= partitions
+
+
+class Processed:
+    """Offsets each member processed, per partition."""
+
+    def __init__(self) -> None:
+        self.by: dict[str, dict[TopicPartition, list[int]]] = {}
+
+    def poll(self, name: str, consumer: Consumer) -> None:
+        mine = self.by.setdefault(name, {})
+        for m in consumer.consume(100, 0.02):
+            topic, partition, offset = m.topic(), m.partition(), m.offset()
+            assert topic is not None
+            assert partition is not None
+            assert offset is not None
+            mine.setdefault(TopicPartition(topic, partition), []).append(offset)
+
+    def twice(self) -> list[tuple[TopicPartition, int]]:
+        seen: dict[tuple[TopicPartition, int], int] = {}
+        for offsets in self.by.values():
+            for tp, values in offsets.items():
+                for offset in values:
+                    seen[(tp, offset)] = seen.get((tp, offset), 0) + 1
+        return sorted(key for key, n in seen.items() if n > 1)
+
+
+@pytest.fixture
+def cluster() -> Iterator[FakeCluster]:
+    c = FakeCluster(GROUP, {TOPIC: 4})
+    for tp in sorted(TPS):
+        c.produce(tp, [f"{tp.partition}-{i}".encode() for i in range(RECORDS)])
+    yield c
+    c.close_all()
+    alive = [t.name for t in threading.enumerate() if t.name == "coopconsumer-driver"]
+    assert alive == []
+
+
+def until(condition: Callable[[], bool], step: Callable[[], None], what: str) -> None:
+    deadline = time.monotonic() + PATIENCE_S
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        step()
+
+
+def state(consumer: Consumer) -> MemberState:
+    return consumer._driver.state
+
+
+def test_close_while_joining_commits_the_positions_of_the_partitions_it_gives_up(
+    cluster: FakeCluster,
+) -> None:
+    processed = Processed()
+    a_owned, b_owned = Owned(), Owned()
+    a, _ = cluster.consumer(settings())
+    b, _ = cluster.consumer(
+        settings(**{"partition.assignment.strategy": "cooperative-sticky,range"})
+    )
+    a.subscribe([TOPIC], a_owned)
+    b.subscribe([TOPIC], b_owned)
+
+    def both() -> None:
+        processed.poll("a", a)
+        processed.poll("b", b)
+
+    def settled() -> bool:
+        if not (a_owned.owned and b_owned.owned and a_owned.owned | b_owned.owned == TPS):
+            return False
+        if state(a) is not MemberState.STABLE or state(b) is not MemberState.STABLE:
+            return False
+        done = {**processed.by.get("a", {}), **processed.by.get("b", {})}
+        return all(len(done.get(tp, ())) > 0 and max(done[tp]) == RECORDS - 1 for tp in TPS)
+
+    until(settled, both, "two members owning and having read every partition")
+    kept = frozenset(a_owned.owned)
+
+    # A third member joins; "b" is not polled, so it cannot revoke (EAGER) and rejoin:
+    # the coordinator keeps the rebalance open and "a"'s JoinGroup stays parked.
+    c, _ = cluster.consumer(settings())
+    c_owned = Owned()
+    c.subscribe([TOPIC], c_owned)
+
+    def a_and_c() -> None:
+        processed.poll("a", a)
+        processed.poll("c", c)
+
+    until(lambda: state(a) is MemberState.JOINING, a_and_c, '"a" rejoining')
+    assert cluster.coordinator.phase.name == "PREPARING_REBALANCE"
+    positions = {tp: max(processed.by["a"][tp]) + 1 for tp in kept}
+    a.close()
+
+    # Kafka (and the fake) accept the commit of the generation in force while the
+    # group prepares its rebalance: the next owner starts after what "a" processed.
+    committed = cluster.coordinator.committed_offsets()
+    assert {tp: committed.get(tp) for tp in kept} == positions
+
+    # Let the group finish without "a": "b" and "c" take everything; nothing is read
+    # twice by anyone.
+    for tp in sorted(TPS):
+        cluster.produce(tp, [b"after"])
+
+    def b_and_c() -> None:
+        processed.poll("b", b)
+        processed.poll("c", c)
+
+    def drained() -> bool:
+        done: dict[TopicPartition, list[int]] = {}
+        for name in ("b", "c"):
+            for tp, offsets in processed.by.get(name, {}).items():
+                done.setdefault(tp, []).extend(offsets)
+        return all(RECORDS in done.get(tp, ()) for tp in TPS)
+
+    until(drained, b_and_c, "the rest of the group reading the new records")
+    assert processed.twice() == []
+
+
+def test_commit_before_revoke_is_retried_after_a_coordinator_error(
+    cluster: FakeCluster,
+) -> None:
+    processed = Processed()
+    a_owned = Owned()
+    a, _ = cluster.consumer(settings())
+    a.subscribe([TOPIC], a_owned)
+
+    def read_all() -> bool:
+        mine = processed.by.get("a", {})
+        return a_owned.owned == TPS and all(len(mine.get(tp, ())) == RECORDS for tp in TPS)
+
+    until(read_all, lambda: processed.poll("a", a), '"a" reading every partition')
+
+    # The commit "a" makes before handing partitions to "b" meets NOT_COORDINATOR
+    # once (the coordinator moved, or is loading): retried, it succeeds.
+    cluster.coordinator.fail_next(OFFSET_COMMIT, errors.NOT_COORDINATOR)
+    b_owned = Owned()
+    b, _ = cluster.consumer(settings())
+    b.subscribe([TOPIC], b_owned)
+
+    def both() -> None:
+        processed.poll("a", a)
+        processed.poll("b", b)
+
+    def handed_over() -> bool:
+        return (
+            bool(b_owned.owned)
+            and a_owned.owned | b_owned.owned == TPS
+            and state(a) is MemberState.STABLE
+            and state(b) is MemberState.STABLE
+        )
+
+    until(handed_over, both, '"a" handing partitions to "b"')
+    assert "revoked" in a_owned.kinds
+    moved = frozenset(b_owned.owned)
+    committed = cluster.coordinator.committed_offsets()
+    assert {tp: committed.get(tp) for tp in moved} == dict.fromkeys(moved, RECORDS)
+
+    for tp in sorted(TPS):
+        cluster.produce(tp, [b"after"])
+
+    def b_read_on() -> bool:
+        done = processed.by.get("b", {})
+        return all(RECORDS in done.get(tp, ()) for tp in moved)
+
+    until(b_read_on, both, '"b" reading the partitions it took over')
+    assert processed.twice() == []

@@ -233,6 +233,19 @@ def test_unreachable_broker_is_a_delivery_error_for_partition_minus_one(closed_p
         list(writer.map_in_pandas(iter([pd.DataFrame({"value": ["a", "b"]})])))
 
 
+def test_the_task_stops_producing_at_the_first_failure(closed_port: str) -> None:
+    writer = KafkaWriter(
+        {"bootstrap.servers": closed_port, "message.max.bytes": 1000, "message.timeout.ms": 500},
+        "t",
+    )
+    rows = [{"value": b"x" * 5000}] + [{"value": b"small"}] * 5
+    with pytest.raises(DeliveryError) as caught:
+        writer.write_rows(rows)
+    # Refused by produce() itself, so the five small rows were never queued.
+    assert (caught.value.name, caught.value.failed) == ("MSG_SIZE_TOO_LARGE", 1)
+    assert str(caught.value).startswith("1 of 1 records were not delivered")
+
+
 def read_back(bootstrap: str, topic: str, count: int) -> list[Any]:
     """Every record of ``topic`` from the beginning, once ``count`` arrived (or patience ran
     out), as (partition, key, value, headers); manual assignment, no group."""

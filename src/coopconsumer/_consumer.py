@@ -56,7 +56,7 @@ from ._listener import ListenerInvoker, RebalanceListener, RebalanceListenerLike
 from ._metrics import CoordinatorMetrics
 from ._protocol import errors
 from ._types import ConsumerGroupMetadata, TopicPartition
-from .assignors import load_assignors
+from .assignors import RebalanceProtocol, load_assignors
 
 if TYPE_CHECKING:
     # A record returned by poll()/consume(): confluent-kafka's Message (topic(),
@@ -291,6 +291,7 @@ class Consumer:
                 ),
                 assignors,
             )
+            self._rebalance_protocol = member.protocol
             self._driver = Driver(
                 member,
                 client,
@@ -848,6 +849,15 @@ class Consumer:
         """The group id, generation, member id and instance id of the current
         generation (generation -1 and member id "" while not in a generation)."""
         return self._driver.group_metadata
+
+    @property
+    def rebalance_protocol(self) -> RebalanceProtocol:
+        """``EAGER`` or ``COOPERATIVE``: how this member rebalances, fixed at
+        construction as the highest protocol every configured assignor supports
+        (``cooperative-sticky`` alone is COOPERATIVE; adding ``range`` makes it EAGER,
+        the first step of the two-bounce upgrade). Kafka does not negotiate it: each
+        member follows its own, and the broker only votes on the assignor name."""
+        return self._rebalance_protocol
 
     def metrics(self) -> dict[str, float]:
         """The ``consumer-coordinator-metrics`` group, by Java's metric names.

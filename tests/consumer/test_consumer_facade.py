@@ -29,6 +29,7 @@ from coopconsumer import (
 )
 from coopconsumer._io._driver import DriverFailedError
 from coopconsumer._protocol import errors
+from coopconsumer.assignors import RebalanceProtocol
 
 GROUP = "g"
 TOPIC = "t"
@@ -432,3 +433,20 @@ def test_a_consumer_dropped_without_close_stops_its_thread(cluster: FakeCluster)
     while not client.closed:  # the driver thread closes the client as it exits
         assert time.monotonic() < deadline
         time.sleep(0.01)
+
+
+@pytest.mark.parametrize(
+    ("strategy", "expected"),
+    [
+        ("cooperative-sticky", RebalanceProtocol.COOPERATIVE),
+        ("cooperative-sticky,range", RebalanceProtocol.EAGER),
+        ("range", RebalanceProtocol.EAGER),
+    ],
+)
+def test_rebalance_protocol_is_the_highest_every_assignor_supports(
+    cluster: FakeCluster, strategy: str, expected: RebalanceProtocol
+) -> None:
+    consumer, _ = cluster.consumer(settings(**{"partition.assignment.strategy": strategy}))
+    assert consumer.rebalance_protocol is expected
+    with pytest.raises(AttributeError):
+        consumer.rebalance_protocol = RebalanceProtocol.EAGER  # type: ignore[misc]

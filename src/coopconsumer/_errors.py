@@ -6,12 +6,15 @@ included) may raise these.
 
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = [
     "AssignorError",
     "BrokerConnectionError",
     "CommitFailedError",
     "ConfigurationError",
     "CoopConsumerError",
+    "DeliveryError",
     "InvalidAssignmentError",
     "KafkaError",
     "ProtocolError",
@@ -25,6 +28,21 @@ class CoopConsumerError(Exception):
 
     #: Whether retrying the same operation later may succeed.
     retriable: bool = False
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Most subclasses take keyword-only arguments, which BaseException's default
+        # reduce (cls(*args)) would drop; rebuild from args and the instance attributes so
+        # errors cross process boundaries (multiprocessing, Spark's cloudpickle) intact.
+        return (_rebuild, (type(self), self.args, dict(self.__dict__)))
+
+
+def _rebuild(
+    cls: type[CoopConsumerError], args: tuple[Any, ...], state: dict[str, Any]
+) -> CoopConsumerError:
+    error = cls.__new__(cls, *args)
+    error.args = args
+    error.__dict__.update(state)
+    return error
 
 
 class ConfigurationError(CoopConsumerError, ValueError):

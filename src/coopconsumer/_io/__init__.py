@@ -1,11 +1,13 @@
-"""The blocking side of the library: our own Kafka wire client (and, later, the driver).
+"""The blocking side of the library: our own Kafka wire client, the driver thread, and
+the confluent-kafka fetcher and producer.
 
 ``BrokerConnection`` is one non-blocking TCP connection; ``KafkaClient`` drives all of
 them from one thread with one ``selectors`` loop. Both are general-purpose (group, offset
 and admin APIs alike) and hold no consumer-group state.
 
-This package's ``__init__`` deliberately does not import the fetcher (the only module that
-imports ``confluent_kafka``), so the wire client can be used without loading librdkafka.
+This package's ``__init__`` deliberately imports neither the fetcher nor the producer (the
+two modules that import ``confluent_kafka``), so the wire client can be used without
+loading librdkafka.
 """
 
 from ._backoff import ExponentialBackoff as ExponentialBackoff

@@ -5,8 +5,9 @@ thread). An ownership ledger is built from the listener calls -- assigned adds, 
 and lost remove -- and checked at every call and for every record: no partition is ever
 owned by two members at once, and no member processes a record of a partition it does
 not own. At the end every produced record was processed exactly once (graceful changes:
-auto-commit plus commit-before-revoke). Cooperative members (cooperative-sticky) get no
-revoke for the partitions they keep; eager members (range) revoke everything each time.
+the auto-commit made before revoking or leaving; no periodic commit runs). Cooperative
+members (cooperative-sticky) get no revoke for the partitions they keep; eager members
+(range) revoke everything each time.
 """
 
 from __future__ import annotations
@@ -282,7 +283,9 @@ def _settings(broker: EmbeddedBroker, group: str, strategy: str) -> dict[str, ob
         "max.poll.interval.ms": 10000,
         "auto.offset.reset": "earliest",
         "enable.auto.commit": True,
-        "auto.commit.interval.ms": 500,
+        # No periodic commit in practice: every hand-over must be covered by the
+        # commit made before revoking (or before leaving), which is what is tested.
+        "auto.commit.interval.ms": 600_000,
     }
 
 
@@ -365,12 +368,14 @@ def _scale(
     assert len(source.sent) > 0
     assert set(ledger.processed) == set(source.sent)
     duplicates = {key: n for key, n in ledger.processed.items() if n > 1}
-    if duplicates and broker.supports_faults and commit_failures:
-        # Named quirk: members commit before revoking, possibly after the coordinator
-        # started the next rebalance. Kafka accepts that commit (PreparingRebalance,
-        # same generation); librdkafka's mock answers REBALANCE_IN_PROGRESS, so the
-        # next owner restarts from an older offset. Duplicates are accepted on the mock
-        # only when such a commit failed.
+    cooperative = strategy == "cooperative-sticky"
+    if duplicates and cooperative and broker.supports_faults and commit_failures:
+        # Named quirk (cooperative runs; EAGER ones are a strict xfail on the mock):
+        # a member commits before revoking right after its SyncGroup, and another
+        # member's JoinGroup may have started the next rebalance by then. Kafka accepts
+        # that commit (PreparingRebalance, current generation); librdkafka's mock
+        # answers REBALANCE_IN_PROGRESS, so the next owner restarts from an older
+        # offset. Duplicates are accepted on the mock only when such a commit failed.
         pytest.xfail(
             "librdkafka mock rejects OffsetCommit while a rebalance is joining: "
             f"{commit_failures[0]}"
@@ -429,9 +434,22 @@ def test_cooperative_scale_out_and_in_keeps_owned_partitions(
     assert ends[1]["b"] > ends[0]["b"]
 
 
+#: Why the EAGER scale test fails on librdkafka's mock, every time.
+MOCK_EAGER_COMMIT_REASON = (
+    "librdkafka mock quirk: an EAGER member commits before revoking when a heartbeat "
+    "reports the rebalance, and the mock refuses every OffsetCommit while a rebalance "
+    "is joining (REBALANCE_IN_PROGRESS from rd_kafka_mock_cgrp_check_state), where "
+    "Kafka accepts the current generation's; no later commit can cover the revoked "
+    "partitions, so their next owners read the records processed since the last commit "
+    "again (auto-commit runs only before revoking here: there always are such records)"
+)
+
+
 def test_eager_scale_out_and_in_revokes_everything(
-    broker: EmbeddedBroker, unique_topic: str, unique_group: str
+    broker: EmbeddedBroker, unique_topic: str, unique_group: str, request: pytest.FixtureRequest
 ) -> None:
+    if broker.kind == "mock":
+        request.applymarker(pytest.mark.xfail(strict=True, reason=MOCK_EAGER_COMMIT_REASON))
     ledger, phases, _ = _scale(broker, unique_topic, unique_group, "range")
     # EAGER stops the world: nothing flows between revoking all and the new assignment.
     a_first = ledger.calls["a"]

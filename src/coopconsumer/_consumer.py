@@ -344,6 +344,14 @@ class Consumer:
         """Leave the group: run ``on_partitions_revoked`` (or ``lost``) for the owned
         partitions on this thread, send LeaveGroup, stop fetching.
 
+        With ``enable.auto.commit``, the consumed positions are committed first. Called
+        while a JoinGroup or SyncGroup is under way, it first lets that rebalance reach
+        the SyncGroup answer (running its callbacks here, for at most half of
+        ``default.api.timeout.ms``) and commits there, since leaving at that point
+        reports the partitions lost and a commit could not be made; if the rebalance
+        does not get there in time, the partitions are left uncommitted (their next
+        owner may read some records again; none is lost).
+
         Raises the first listener exception after the consumer has left (it is then
         unsubscribed); ``RequestTimeoutError`` if leaving did not finish within
         ``default.api.timeout.ms`` (the leave then completes in the background).
@@ -876,6 +884,10 @@ class Consumer:
         thread, send LeaveGroup (dynamic members), stop the background thread, close
         the fetcher and the sockets. Waits at most ``timeout`` seconds (default 30)
         for the group steps. Idempotent.
+
+        Closing while a JoinGroup or SyncGroup is under way first lets that rebalance
+        reach the SyncGroup answer (at most half of ``timeout``) so that the consumed
+        positions can be committed, as :meth:`unsubscribe` does.
 
         The consumer is closed when this returns or raises; a listener exception
         raised during close is re-raised at the end.

@@ -178,6 +178,8 @@ class _Listener(RebalanceListener):
 
 
 _METRICS_EVERY_S = 0.2
+#: How long a member's close() may take.
+_CLOSE_TIMEOUT_S = 16.0
 
 
 class _Member:
@@ -243,7 +245,10 @@ class _Member:
             self.failure = exc
         finally:
             try:
-                consumer.close(timeout=10.0)
+                # Half of the timeout may go to letting a rebalance under way reach its
+                # SyncGroup answer, so that what was read gets committed (Tansu's
+                # rebalances take seconds).
+                consumer.close(timeout=_CLOSE_TIMEOUT_S)
             except BaseException as exc:
                 self._recorder.record_error(time.monotonic(), self.name, f"close: {exc!r}")
 
@@ -407,7 +412,7 @@ def run_scenario(
         for member in members.values():
             member.stop()
         for member in members.values():
-            member.join(15.0)
+            member.join(_CLOSE_TIMEOUT_S + 5.0)
         stopped.extend(members.values())
     return ScenarioResult(
         label=label,

@@ -1,12 +1,11 @@
 """Graceful hand-overs commit what the member processed (issue 4), on in-process fakes.
 
-The fake group coordinator follows Kafka: it accepts an OffsetCommit of the current
-generation while the group prepares a rebalance, refuses one while it completes a
-rebalance (REBALANCE_IN_PROGRESS), and waits for every member to rejoin up to the
-rebalance timeout. These tests put a cooperative member in the two situations in which
-it used to give partitions up without committing them -- a close() while its JoinGroup
-is parked, and a commit-before-revoke that met a coordinator error -- and check that
-the next owner starts after the last record the member processed.
+The fake group coordinator follows Kafka: it refuses an OffsetCommit while the group
+completes a rebalance (REBALANCE_IN_PROGRESS) and waits for every member to rejoin up
+to the rebalance timeout. These tests put a cooperative member in the two situations in
+which it used to give partitions up without committing them -- close() or unsubscribe()
+while its JoinGroup is parked, and a commit-before-revoke that met a coordinator error
+-- and check that the next owner starts after the last record the member processed.
 
 A member is held in JOINING deterministically: a second member whose strategy list
 ``cooperative-sticky,range`` makes it EAGER must revoke everything on its polling
@@ -48,7 +47,9 @@ def settings(**extra: object) -> dict[str, object]:
         "enable.auto.commit": True,
         # No periodic commit during the test: only the hand-over commits count.
         "auto.commit.interval.ms": 600_000,
-        "default.api.timeout.ms": 5000,
+        # unsubscribe() may wait half of it for a rebalance under way (close(): half of
+        # its own timeout); longer than the 4 s the unpolled member holds one.
+        "default.api.timeout.ms": 12000,
     }
     base.update(extra)
     return base
@@ -120,8 +121,9 @@ def state(consumer: Consumer) -> MemberState:
     return consumer._driver.state
 
 
-def test_close_while_joining_commits_the_positions_of_the_partitions_it_gives_up(
-    cluster: FakeCluster,
+@pytest.mark.parametrize("leave", ["close", "unsubscribe"])
+def test_leaving_while_joining_commits_the_positions_of_the_partitions_it_gives_up(
+    cluster: FakeCluster, leave: str
 ) -> None:
     processed = Processed()
     a_owned, b_owned = Owned(), Owned()
@@ -160,7 +162,11 @@ def test_close_while_joining_commits_the_positions_of_the_partitions_it_gives_up
     until(lambda: state(a) is MemberState.JOINING, a_and_c, '"a" rejoining')
     assert cluster.coordinator.phase.name == "PREPARING_REBALANCE"
     positions = {tp: max(processed.by["a"][tp]) + 1 for tp in kept}
-    a.close()
+    if leave == "close":
+        a.close()
+    else:
+        a.unsubscribe()
+        assert a.assignment() == frozenset()
 
     # Kafka (and the fake) accept the commit of the generation in force while the
     # group prepares its rebalance: the next owner starts after what "a" processed.

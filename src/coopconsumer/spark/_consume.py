@@ -53,6 +53,9 @@ Sink = Callable[["list[Message]"], object]
 
 #: How often an idle member asks the group coordinator for the committed offsets.
 _CHECK_INTERVAL_S: Final = 0.5
+#: consume() calls in a row that raised before the member gives up (a fatal error is
+#: raised by every call; one the group reported only once).
+_MAX_CONSECUTIVE_ERRORS: Final = 5
 #: How often the member samples ``rebalance-latency-max`` (a windowed metric).
 _SAMPLE_INTERVAL_S: Final = 1.0
 
@@ -81,8 +84,9 @@ class MemberStats:
     took part in, the first join included). ``rebalance_latency_avg_ms`` is the mean
     over all of them (``rebalance-latency-total / rebalance-total``) and
     ``rebalance_latency_max_ms`` the largest ``rebalance-latency-max`` sampled during the
-    run (NaN without a rebalance). ``failed_commits`` counts commits refused with
-    ``CommitFailedError`` (their records are consumed again: at-least-once).
+    run (NaN without a rebalance). ``failed_commits`` counts offsets of batches the sink
+    took that could not be committed: refused (e.g. ``CommitFailedError``) or abandoned
+    because their partitions were lost; those records are delivered again.
     ``assigned`` are the partitions the member owned when it stopped (``"topic-3"``),
     ``member_id`` its last group member id, ``seconds`` the attempt's wall time.
     """
@@ -259,6 +263,13 @@ def run_consume_job(
     )
     context = spark.sparkContext
     count = members if members is not None else max(1, min(context.defaultParallelism, len(ends)))
+    if count > context.defaultParallelism:
+        log.warning(
+            "consume job: %d members but the application has about %d task slots; the "
+            "members without a slot start only after the others finished",
+            count,
+            context.defaultParallelism,
+        )
     plan = _Plan(
         config=merged,
         topics=names,
@@ -346,7 +357,8 @@ class _Member(RebalanceListener):
         if offsets and self._consumer is not None:
             try:
                 self._consumer.commit(offsets)
-            except (CommitFailedError, RebalanceInProgressError) as exc:
+            except CoopConsumerError as exc:
+                # Raising here would surface from the next consume(): log instead.
                 self._failed_commits += 1
                 log.warning(
                     "member %d: commit before revoking %s failed (%s); their records are "
@@ -359,8 +371,15 @@ class _Member(RebalanceListener):
     def on_partitions_lost(self, partitions: frozenset[TopicPartition]) -> None:
         # Another member may own them already: a commit would fail; the next owner
         # consumes these records again (at-least-once).
-        for tp in partitions:
-            self._pending.pop(tp, None)
+        dropped = [tp for tp in partitions if self._pending.pop(tp, None) is not None]
+        if dropped:
+            self._failed_commits += 1
+            log.warning(
+                "member %d: lost %s before committing what the sink took; their records "
+                "are consumed again by the next owner",
+                self._index,
+                ", ".join(_partition_names(dropped)),
+            )
 
     # ------------------------------------------------------------------ run
 
@@ -404,6 +423,7 @@ class _Member(RebalanceListener):
         plan = self._plan
         next_check = 0.0
         next_sample = time.monotonic() + _SAMPLE_INTERVAL_S
+        errors = 0  # consume() calls in a row that raised
         while True:
             if time.time() >= plan.deadline:
                 if not self._all_committed(consumer):  # also names what is missing
@@ -413,7 +433,18 @@ class _Member(RebalanceListener):
                         f"the end offsets: {', '.join(self._short) or 'unknown'}"
                     )
                 return
-            batch = self._take(consumer, consumer.consume(plan.batch_size, plan.poll_timeout_s))
+            try:
+                messages = consumer.consume(plan.batch_size, plan.poll_timeout_s)
+            except CoopConsumerError as exc:
+                # An error the group reported (e.g. a failed SyncGroup): the consumer
+                # rejoins by itself and carries on. A fatal one is raised by every call.
+                errors += 1
+                if errors >= _MAX_CONSECUTIVE_ERRORS:
+                    raise
+                log.warning("member %d: %s (the consumer carries on)", self._index, exc)
+                continue
+            errors = 0
+            batch = self._take(consumer, messages)
             if batch:
                 plan.sink(batch)
                 self._batches += 1

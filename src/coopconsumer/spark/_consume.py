@@ -223,6 +223,9 @@ def run_consume_job(
     partitions move to the other members (cooperative rebalance), and the records it
     handed to the sink without committing them are delivered again. The retried task
     (a new Python worker) rejoins and takes partitions back in a cooperative rebalance.
+    Commits refused during a rebalance are retried; an error the group reports from
+    ``consume()`` (e.g. a failed SyncGroup, after which the consumer rejoins) is logged
+    and the member carries on, but five such errors in a row fail the task.
 
     Run at most as many members as the application has executor cores: tasks that do
     not get a core wait, and join after the others have finished the work. Needs a

@@ -867,6 +867,19 @@ class Consumer:
         member follows its own, and the broker only votes on the assignor name."""
         return self._rebalance_protocol
 
+    @property
+    def assignor(self) -> str | None:
+        """The assignor name the group coordinator chose at this member's last join
+        (the vote over every member's ``partition.assignment.strategy``), or None
+        before the first join. During the two-bounce upgrade it reads ``range`` until
+        every member lists ``cooperative-sticky`` first."""
+        return self._driver.protocol_name
+
+    @property
+    def is_leader(self) -> bool:
+        """Whether this member led its last join, i.e. ran the assignor for the group."""
+        return self._driver.is_leader
+
     def metrics(self) -> dict[str, float]:
         """The ``consumer-coordinator-metrics`` group, by Java's metric names.
 

@@ -450,3 +450,27 @@ def test_rebalance_protocol_is_the_highest_every_assignor_supports(
     assert consumer.rebalance_protocol is expected
     with pytest.raises(AttributeError):
         consumer.rebalance_protocol = RebalanceProtocol.EAGER  # type: ignore[misc]
+
+
+@pytest.mark.parametrize("strategy", ["cooperative-sticky", "cooperative-sticky,range", "range"])
+def test_assignor_and_leadership_follow_the_last_join(cluster: FakeCluster, strategy: str) -> None:
+    first, _ = cluster.consumer(settings(**{"partition.assignment.strategy": strategy}))
+    assert first.assignor is None
+    assert not first.is_leader
+    first.subscribe([TOPIC])
+    poll_until(first, lambda: first.assignment() == TPS)
+    # The broker votes over the members' lists: alone, the member's first choice wins.
+    assert first.assignor == strategy.split(",")[0]
+    assert first.is_leader
+    with pytest.raises(AttributeError):
+        first.assignor = "range"
+
+    second, _ = cluster.consumer(settings(**{"partition.assignment.strategy": strategy}))
+    second.subscribe([TOPIC])
+    deadline = time.monotonic() + PATIENCE_S
+    while not (first.assignment() and second.assignment()):
+        assert time.monotonic() < deadline, "the second member never got partitions"
+        first.poll(0.01)
+        second.poll(0.01)
+    assert second.assignor == first.assignor == strategy.split(",")[0]
+    assert [first.is_leader, second.is_leader].count(True) == 1

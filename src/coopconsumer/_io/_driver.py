@@ -245,6 +245,8 @@ class Driver:
         self._state = member.state
         self._group_metadata = member.group_metadata
         self._owned = member.owned_partitions
+        self._protocol_name = member.protocol_name
+        self._is_leader = member.is_leader
 
     # ------------------------------------------------------------------ app-thread API
 
@@ -262,6 +264,16 @@ class Driver:
     def owned_partitions(self) -> frozenset[TopicPartition]:
         """The member's owned partitions after the last input."""
         return self._owned
+
+    @property
+    def protocol_name(self) -> str | None:
+        """The assignor the coordinator chose at the member's last join (None before)."""
+        return self._protocol_name
+
+    @property
+    def is_leader(self) -> bool:
+        """Whether the member led its last join."""
+        return self._is_leader
 
     @property
     def failure(self) -> CoopConsumerError | None:
@@ -480,6 +492,8 @@ class Driver:
             self._state = member.state
             self._group_metadata = member.group_metadata
             self._owned = member.owned_partitions
+            self._protocol_name = member.protocol_name
+            self._is_leader = member.is_leader
             self._cond.notify_all()
 
     def _execute(self, effect: Effect) -> None:

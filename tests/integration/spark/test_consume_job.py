@@ -1,15 +1,16 @@
 """``coopconsumer.spark.run_consume_job`` on a local Spark (``local[2,2]``).
 
-The no-failure test runs on both embedded brokers (``broker``), the others on Tansu.
+The end-offset and no-failure tests run on both embedded brokers (``broker``), the
+others on Tansu.
 
 Two members consume a topic up to the end offsets seen at job start. Every record the
 sink takes is appended to a file (one per task attempt), which the test reads back:
 with no failure each record is there exactly once and records produced after the start
-are not (a second run takes exactly those); after an injected sink failure the task is retried (attempt 1), the group
-rebalanced, and nothing is lost -- the only records seen twice are ones the failed
-attempt had taken. Also: Tansu's short ListOffsets answer is corrected by
-``end_offsets``, invalid settings are refused before anything runs, and a job that
-cannot finish fails with a timeout naming the partitions.
+are not (a second run takes exactly those); after an injected sink failure the task is
+retried (attempt 1), the group rebalanced, and nothing is lost -- the only records
+seen twice are ones the failed attempt had taken. Also: Tansu's short ListOffsets
+answer is corrected by ``end_offsets``, invalid settings are refused before anything
+runs, and a job that cannot finish fails with a timeout naming the partitions.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ import pytest
 from confluent_kafka import Message, Producer
 from pyspark import TaskContext, cloudpickle
 
-from coopconsumer import ConfigurationError, TopicPartition
+from coopconsumer import ConfigurationError, KafkaError, TopicPartition
 from coopconsumer._io._fetcher import end_offsets
 from coopconsumer.spark import run_consume_job
 from coopconsumer.testing import EmbeddedBroker
@@ -169,17 +170,26 @@ def sunk(out: Path) -> dict[str, collections.Counter[str]]:
     }
 
 
-def test_end_offsets_see_whole_last_batch_on_tansu(
-    tansu_broker: EmbeddedBroker, unique_topic: str
+def test_end_offsets_count_every_record_of_the_last_batch(
+    broker: EmbeddedBroker, unique_topic: str
 ) -> None:
-    # Tansu's ListOffsets(latest) answers the last batch's base offset + 1; records
-    # produced with linger.ms land in multi-record batches.
-    tansu_broker.create_topic(unique_topic, partitions=PARTITIONS)
-    produce(tansu_broker.bootstrap, unique_topic, [f"v{i}" for i in range(103)])
-    marks = end_offsets({"bootstrap.servers": tansu_broker.bootstrap}, [unique_topic])
+    # Records produced with linger.ms land in multi-record batches. Tansu's
+    # ListOffsets(latest) answers the last batch's base offset + 1 (here 1 per
+    # partition); end_offsets reads the last batch to get the real end.
+    broker.create_topic(unique_topic, partitions=PARTITIONS)
+    produce(broker.bootstrap, unique_topic, [f"v{i}" for i in range(103)])
+    marks = end_offsets({"bootstrap.servers": broker.bootstrap}, [unique_topic])
     assert marks == {
         TopicPartition(unique_topic, p): (0, 26 if p < 3 else 25) for p in range(PARTITIONS)
     }
+    empty = f"{unique_topic}-empty"
+    broker.create_topic(empty, partitions=2)
+    assert end_offsets({"bootstrap.servers": broker.bootstrap}, [empty]) == {
+        TopicPartition(empty, 0): (0, 0),
+        TopicPartition(empty, 1): (0, 0),
+    }
+    with pytest.raises(KafkaError, match="UNKNOWN_TOPIC"):
+        end_offsets({"bootstrap.servers": broker.bootstrap}, [f"{unique_topic}-missing"])
 
 
 def test_job_settings_are_checked_before_running(

@@ -1,6 +1,7 @@
 """Record fetching through confluent-kafka (librdkafka) in manual-assignment mode.
 
-The only module of the library that imports ``confluent_kafka``. librdkafka never joins
+One of the two modules of the library that import ``confluent_kafka`` (the other is
+``_producer``). librdkafka never joins
 the group here: it is told which partitions to fetch, from which offsets, by the group
 member (``Assign``/``Unassign`` effects), and it never commits (offsets are committed by
 our own wire client with the member id and generation, which librdkafka cannot supply).

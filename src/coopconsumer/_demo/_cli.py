@@ -42,14 +42,14 @@ QUICK = Options(
 )
 
 
-#: Why rebalances take seconds here. Seen in traces of the group requests: a follower's
-#: SyncGroup that reaches Tansu before the leader's is not answered with the assignment;
-#: it waits until the group moves on and then gets REBALANCE_IN_PROGRESS, so the
-#: follower misses that generation. Cooperative rebalancing needs two rounds, so it
-#: pays this more often.
+#: Why rebalances take seconds here. Seen in traces of the group requests: Tansu holds
+#: every JoinGroup for about a second, answers a follower's SyncGroup that reaches it
+#: before the leader's about a second later, and, when another round starts meanwhile,
+#: only after about session.timeout.ms with REBALANCE_IN_PROGRESS, so the follower misses
+#: that generation. Cooperative rebalancing needs two rounds, so it pays this more often.
 TANSU_NOTE = (
-    "note: the embedded Tansu broker answers a follower's SyncGroup that arrives before the "
-    "leader's only when the group moves on (REBALANCE_IN_PROGRESS, seconds later), which "
+    "note: the embedded Tansu broker holds every JoinGroup for about a second and answers "
+    "a follower's SyncGroup that arrives before the leader's a second or more later, which "
     "lengthens rebalances, cooperative ones (two rounds) most; Kafka answers it as soon as "
     "the leader's assignment arrives. Use --bootstrap to run against a Kafka cluster."
 )

@@ -19,6 +19,7 @@ from coopconsumer._coordinator import (
     MemberState,
     OffsetAndMetadata,
     Send,
+    Subscribe,
 )
 from coopconsumer._protocol import errors
 from coopconsumer._protocol.messages import JoinGroupRequest
@@ -256,6 +257,36 @@ def test_dropped_heartbeat_answers_expire_the_session_on_both_sides() -> None:
     h.advance(h.session_timeout_ms / 1000 + 1)
     assert h.callbacks_of("a", ListenerKind.LOST) or h.callbacks_of("b", ListenerKind.LOST)
     h.fake.drop_next(HEARTBEAT, count=0)
+    h.advance(30)
+    assert stable(h)
+    assert_exclusive_cover(h)
+
+
+def test_rejoin_cut_off_by_a_coordinator_outage_loses_at_the_session_deadline() -> None:
+    """Issue 4 in miniature: "a" is rejoining (its JoinGroup held by the coordinator)
+    when the coordinator becomes unreachable for longer than the session. The
+    coordinator expires both members; each must drop its partitions by its own session
+    deadline, the rejoining one included, before anyone can be handed them again."""
+    h = GroupHarness({"t": 4, "u": 2})
+    h.add_member("a", [CooperativeTestAssignor()], topics=["t"])
+    h.add_member("b", [CooperativeTestAssignor()])
+    h.advance(15)
+    assert stable(h)
+    assert h.members["a"].owned
+    h.callbacks.clear()
+    h.feed("a", Subscribe(topics=frozenset({"t", "u"})))
+    h.run()
+    assert h.members["a"].member.state is S.JOINING
+    assert h.fake.members[h.members["a"].member.member_id].awaiting_join is not None
+    h.fake.set_available(False)
+    h.fake.move_coordinator(7)  # answers the held JoinGroup with NOT_COORDINATOR
+    h.advance(h.session_timeout_ms / 1000 + 1)
+    assert h.fake.members == {}
+    assert h.members["a"].owned == set()
+    assert h.members["b"].owned == set()
+    assert h.callbacks_of("a", ListenerKind.LOST)
+    assert h.members["a"].member.member_id == ""
+    h.fake.set_available(True)
     h.advance(30)
     assert stable(h)
     assert_exclusive_cover(h)

@@ -698,6 +698,91 @@ def test_session_timeout_loses_partitions_and_rediscovers_the_coordinator() -> N
     assert "session timed out" in s.member.rejoin_reason
 
 
+def _cooperative_rejoin_under_way() -> Script:
+    """A COOPERATIVE member owning t-0 and t-1 whose rejoin is under way: its heartbeat
+    answered REBALANCE_IN_PROGRESS at ``now`` (the last sign of a live session), and
+    its JoinGroup is in flight with the partitions still owned (KIP-429)."""
+    s = Script(cooperative=True)
+    s.to_stable()
+    s.heartbeat(errors.REBALANCE_IN_PROGRESS)
+    assert s.state() is S.JOINING
+    s.request(JoinGroupRequest)
+    assert s.member.owned_partitions == tps("t-0", "t-1")
+    return s
+
+
+def test_session_timeout_while_rejoining_without_the_coordinator_loses_partitions() -> None:
+    """Issue 4: the coordinator went away while the rejoin was under way. The broker
+    expires the session and hands the partitions to others, so the member must drop
+    them at its own session deadline, not at its next JoinGroup answer."""
+    s = _cooperative_rejoin_under_way()
+    ok_at = s.now
+    effects = s.fail(JoinGroupRequest, BrokerConnectionError("refused", broker="b:1"))
+    assert kinds(effects) == ["FindCoordinator"]
+    assert s.state() is S.JOINING
+    assert s.member.next_deadline == pytest.approx(ok_at + SESSION_S)
+    s.feed(CoordinatorUnavailable(), at=ok_at + 1)
+    # The lookup is retried; until the session deadline the partitions stay owned.
+    assert kinds(s.feed(Tick(), at=ok_at + SESSION_S - 0.01)) == ["FindCoordinator"]
+    assert s.member.owned_partitions == tps("t-0", "t-1")
+    assert s.member.next_deadline == pytest.approx(ok_at + SESSION_S)
+    effects = s.feed(Tick(), at=ok_at + SESSION_S)
+    assert kinds(effects) == ["Unassign['t-0', 't-1']", "LOST['t-0', 't-1']"]
+    assert s.state() is S.PREPARING_JOIN
+    assert (s.member.generation_id, s.member.member_id) == (-1, "")
+    assert s.member.owned_partitions == frozenset()
+    assert "session timed out" in s.member.rejoin_reason
+    assert s.member.next_deadline is None  # nothing left to time: the lookup is pending
+    s.finish_listener()
+    assert s.state() is S.JOINING
+    assert s.sent(JoinGroupRequest) == []  # still waiting for the coordinator
+    s.feed(CoordinatorFound(node_id=1), at=ok_at + SESSION_S + 2)
+    join = s.request(JoinGroupRequest)
+    assert isinstance(join.request, JoinGroupRequest)
+    assert join.request.member_id == ""  # the expired member id is not reused
+    [(_, subscription)] = subscriptions_in(join)
+    assert subscription.owned_partitions == ()
+    assert subscription.generation_id == -1
+
+
+def test_session_timeout_in_a_join_retry_backoff_loses_partitions() -> None:
+    """A JoinGroup answered with a retriable error waits out the backoff with nothing
+    held by the coordinator: the session deadline applies there too."""
+    s = _cooperative_rejoin_under_way()
+    ok_at = s.now
+    s.feed(Tick(), at=ok_at + SESSION_S - 0.05)
+    s.answer(JoinGroupRequest, s.join_response(error_code=errors.COORDINATOR_LOAD_IN_PROGRESS))
+    assert s.sent(JoinGroupRequest) == []
+    assert s.member.next_deadline == pytest.approx(ok_at + SESSION_S)
+    effects = s.feed(Tick(), at=ok_at + SESSION_S)
+    assert "LOST['t-0', 't-1']" in kinds(effects)
+    assert (s.member.generation_id, s.member.member_id) == (-1, "")
+
+
+def test_no_session_timeout_while_the_coordinator_holds_join_or_sync() -> None:
+    """A JoinGroup or SyncGroup in flight is held by the coordinator, which keeps the
+    session alive meanwhile (up to the rebalance timeout): nothing is lost however long
+    the rebalance takes."""
+    s = _cooperative_rejoin_under_way()
+    ok_at = s.now
+    assert s.member.next_deadline is None
+    assert kinds(s.feed(Tick(), at=ok_at + 5 * SESSION_S)) == []
+    assert s.state() is S.JOINING
+    assert s.member.owned_partitions == tps("t-0", "t-1")
+    assert (s.member.generation_id, s.member.member_id) == (1, "m1")
+    s.answer(JoinGroupRequest, s.join_response(generation_id=2))
+    assert s.state() is S.AWAITING_SYNC
+    assert s.member.next_deadline is None
+    assert kinds(s.feed(Tick(), at=ok_at + 10 * SESSION_S)) == []
+    assert s.state() is S.AWAITING_SYNC
+    assert s.member.owned_partitions == tps("t-0", "t-1")
+    s.answer(SyncGroupRequest, s.sync_response(tps("t-0", "t-1")))
+    s.finish_listeners()
+    assert s.state() is S.STABLE
+    assert s.member.owned_partitions == tps("t-0", "t-1")
+    assert s.member.generation_id == 2
+
+
 def test_max_poll_interval_expiry_leaves_and_rejoins_on_the_next_poll() -> None:
     s = in_state(S.STABLE)
     s.feed(Tick(), at=HEARTBEAT_S)

@@ -92,7 +92,7 @@ from ._inputs import (
     Subscribe,
     Tick,
 )
-from ._states import HEARTBEAT_STATES, MemberState
+from ._states import HEARTBEAT_STATES, JOIN_REQUEST_STATES, MemberState
 
 __all__ = [
     "COOPERATIVE_STICKY",
@@ -437,8 +437,9 @@ class GroupMember:
             and not self._in_flight(Api.JOIN_GROUP)
         ):
             candidates.append(self._join_retry_at)
+        if self._session_timed():
+            candidates.append(self._session_deadline())
         if self._heartbeating():
-            candidates.append(self._session_ok_at + _ms(self._config.session_timeout_ms))
             candidates.append(self._last_poll + _ms(self._config.max_poll_interval_ms))
             if (
                 self._coordinator_id is not None
@@ -551,6 +552,32 @@ class GroupMember:
 
     def _heartbeating(self) -> bool:
         return self._state in HEARTBEAT_STATES and self._has_generation()
+
+    def _waiting_to_join(self) -> bool:
+        """JOINING/AWAITING_SYNC in a generation with no JoinGroup/SyncGroup in flight
+        (waiting for the coordinator, a lookup or a retry backoff): nothing keeps the
+        session alive at the coordinator."""
+        return (
+            self._state in JOIN_REQUEST_STATES
+            and self._has_generation()
+            and not self._in_flight(Api.JOIN_GROUP)
+            and not self._in_flight(Api.SYNC_GROUP)
+        )
+
+    def _session_timed(self) -> bool:
+        """Whether the session can lapse at the coordinator now, so the member times it.
+
+        A cooperative member keeps its partitions while it rejoins (KIP-429). The
+        broker keeps its session alive while it holds the member's JoinGroup/SyncGroup
+        (up to the rebalance timeout), but not while the member cannot reach it: then
+        the broker expires the member and hands its partitions to others, and without
+        a local timer the member would learn so only from its next JoinGroup answer
+        (UNKNOWN_MEMBER_ID), owning them twice meanwhile (issue 4).
+        """
+        return self._heartbeating() or self._waiting_to_join()
+
+    def _session_deadline(self) -> float:
+        return self._session_ok_at + _ms(self._config.session_timeout_ms)
 
     def _in_flight(self, api: Api) -> bool:
         return any(p.api is api for p in self._pending.values())
@@ -805,17 +832,22 @@ class GroupMember:
         (re)sending JoinGroup."""
         if self._lookup is _Lookup.BACKING_OFF:
             self._ensure_coordinator(now)
-        if self._heartbeating():
-            # Checked even while the coordinator is unknown (Java checks only when it is
-            # known): the broker expires us either way and may hand our partitions to
-            # another member, so losing them here keeps ownership exclusive.
-            if now >= self._session_ok_at + _ms(self._config.session_timeout_ms):
-                self._reset_generation(clear_member_id=True)
-                self._coordinator_dead("session timed out without a successful heartbeat", now)
-                self._enter_prepare(
-                    "the session timed out without a successful heartbeat response", now
+        # Checked even while the coordinator is unknown (Java checks only when it is
+        # known): the broker expires us either way and may hand our partitions to
+        # another member, so losing them here keeps ownership exclusive.
+        if self._session_timed() and now >= self._session_deadline():
+            if self._heartbeating():
+                reason = "the session timed out without a successful heartbeat response"
+            else:
+                reason = (
+                    "the session timed out while rejoining with no JoinGroup or "
+                    "SyncGroup held by the coordinator"
                 )
-                return
+            self._reset_generation(clear_member_id=True)
+            self._coordinator_dead("the session timed out", now)
+            self._enter_prepare(reason, now)
+            return
+        if self._heartbeating():
             if now >= self._last_poll + _ms(self._config.max_poll_interval_ms):
                 self._poll_expired(now)
                 return

@@ -8,7 +8,13 @@ from __future__ import annotations
 
 import enum
 
-__all__ = ["HEARTBEAT_STATES", "REBALANCING_STATES", "TERMINAL_STATES", "MemberState"]
+__all__ = [
+    "HEARTBEAT_STATES",
+    "JOIN_REQUEST_STATES",
+    "REBALANCING_STATES",
+    "TERMINAL_STATES",
+    "MemberState",
+]
 
 
 class MemberState(enum.Enum):
@@ -31,6 +37,8 @@ class MemberState(enum.Enum):
 
     JOINING = "joining"
     """A JoinGroup is in flight, or waits for the coordinator or a retry backoff.
+    While none is in flight and it still has a generation, it times its session: at
+    expiry its partitions are LOST and it rejoins as a new member (PREPARING_JOIN).
 
     Predecessors: PREPARING_JOIN, JOINING (MEMBER_ID_REQUIRED, retriable errors),
     AWAITING_SYNC and LEADER_AWAITING_METADATA (REBALANCE_IN_PROGRESS, coordinator
@@ -44,7 +52,8 @@ class MemberState(enum.Enum):
     Predecessors: JOINING."""
 
     AWAITING_SYNC = "awaiting-sync"
-    """A SyncGroup is in flight (the leader's carries every member's assignment).
+    """A SyncGroup is in flight (the leader's carries every member's assignment); the
+    coordinator holds it, so the session is not timed locally.
 
     Predecessors: JOINING, LEADER_AWAITING_METADATA."""
 
@@ -94,6 +103,12 @@ HEARTBEAT_STATES = frozenset(
         MemberState.STABLE,
     }
 )
+
+#: States that do not heartbeat but may still own partitions with a generation: the
+#: coordinator keeps the session alive only while their JoinGroup/SyncGroup is in
+#: flight, so the member times its session locally whenever none is (waiting for the
+#: coordinator, a lookup or a retry backoff).
+JOIN_REQUEST_STATES = frozenset({MemberState.JOINING, MemberState.AWAITING_SYNC})
 
 #: States in which a rebalance is in progress (commits get RebalanceInProgressError
 #: unless the generation is still valid, see ``GroupMember`` commit rules).

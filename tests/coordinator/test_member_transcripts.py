@@ -759,6 +759,46 @@ def test_session_timeout_in_a_join_retry_backoff_loses_partitions() -> None:
     assert (s.member.generation_id, s.member.member_id) == (-1, "")
 
 
+def test_join_sent_before_the_coordinator_answers_again_does_not_hold_the_session() -> None:
+    """After a connection failure the coordinator is looked up and found again, but a
+    JoinGroup sent then may wait in the driver for a connection (seen on librdkafka's
+    mock with the broker down): until the coordinator answers something, an in-flight
+    JoinGroup does not count as held, and the session deadline applies."""
+    s = _cooperative_rejoin_under_way()
+    ok_at = s.now
+    s.fail(JoinGroupRequest, BrokerConnectionError("refused", broker="b:1"))
+    s.feed(CoordinatorFound(node_id=1), at=ok_at + 1)
+    s.request(JoinGroupRequest)  # resent, no answer yet
+    assert s.member.next_deadline == pytest.approx(ok_at + SESSION_S)
+    effects = s.feed(Tick(), at=ok_at + SESSION_S)
+    assert kinds(effects) == ["FindCoordinator", "Unassign['t-0', 't-1']", "LOST['t-0', 't-1']"]
+    assert (s.member.generation_id, s.member.member_id) == (-1, "")
+    s.feed(CoordinatorFound(node_id=1))
+    # The cancelled JoinGroup's late answer is dropped; the fresh join starts from "".
+    s.answer(JoinGroupRequest, s.join_response(error_code=errors.UNKNOWN_MEMBER_ID))
+    s.finish_listener()
+    join = s.request(JoinGroupRequest)
+    assert isinstance(join.request, JoinGroupRequest)
+    assert join.request.member_id == ""
+
+
+def test_an_answer_from_the_coordinator_proves_the_connection_again() -> None:
+    """Once the re-found coordinator answers anything (here MEMBER_ID_REQUIRED), the
+    next JoinGroup on that connection is held there and keeps the session."""
+    s = _cooperative_rejoin_under_way()
+    ok_at = s.now
+    s.fail(JoinGroupRequest, BrokerConnectionError("refused", broker="b:1"))
+    s.feed(CoordinatorFound(node_id=1), at=ok_at + 1)
+    s.answer(
+        JoinGroupRequest, s.join_response(error_code=errors.MEMBER_ID_REQUIRED, member_id="m1")
+    )
+    s.request(JoinGroupRequest)  # sent at once on the connection that just answered
+    assert s.member.next_deadline is None
+    assert kinds(s.feed(Tick(), at=ok_at + 2 * SESSION_S)) == []
+    assert s.member.owned_partitions == tps("t-0", "t-1")
+    assert s.member.generation_id == 1
+
+
 def test_no_session_timeout_while_the_coordinator_holds_join_or_sync() -> None:
     """A JoinGroup or SyncGroup in flight is held by the coordinator, which keeps the
     session alive meanwhile (up to the rebalance timeout): nothing is lost however long

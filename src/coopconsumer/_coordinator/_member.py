@@ -185,6 +185,7 @@ class _Pending:
     generation_id: int
     member_id: str
     token: object = None
+    node_id: int | None = None  # the coordinator it was sent to
 
 
 @attrs.frozen(kw_only=True)
@@ -301,6 +302,9 @@ class GroupMember:
         self._leader_id: str | None = None
 
         self._coordinator_id: int | None = None
+        # The coordinator node whose connection has proven live: it answered a request
+        # since the last request failure or coordinator change (None: not proven).
+        self._live_node: int | None = None
         self._lookup = _Lookup.IDLE
         self._lookup_retry_at: float | None = None
 
@@ -485,6 +489,9 @@ class GroupMember:
         heartbeats of another generation; everything else becomes a per-API outcome."""
         pending = self._pending.pop(event.request_id, None)
         superseded = self._superseded.pop(event.request_id, None)
+        sent = pending if pending is not None else superseded
+        if sent is not None and sent.node_id == self._coordinator_id:
+            self._live_node = sent.node_id if isinstance(event, ResponseReceived) else None
         if pending is None:
             if superseded is not None:
                 self._observe_round_trip(superseded, event, now)
@@ -553,15 +560,27 @@ class GroupMember:
     def _heartbeating(self) -> bool:
         return self._state in HEARTBEAT_STATES and self._has_generation()
 
+    def _held_by_coordinator(self) -> bool:
+        """A JoinGroup/SyncGroup is in flight on a connection that has proven live.
+
+        One sent after a request failure or a coordinator change, before any answer
+        from that coordinator, may still wait in the driver for a connection: it proves
+        nothing about the session.
+        """
+        node = self._live_node
+        return node is not None and any(
+            p.api in (Api.JOIN_GROUP, Api.SYNC_GROUP) and p.node_id == node
+            for p in self._pending.values()
+        )
+
     def _waiting_to_join(self) -> bool:
-        """JOINING/AWAITING_SYNC in a generation with no JoinGroup/SyncGroup in flight
-        (waiting for the coordinator, a lookup or a retry backoff): nothing keeps the
-        session alive at the coordinator."""
+        """JOINING/AWAITING_SYNC in a generation with no JoinGroup/SyncGroup held by the
+        coordinator (waiting for it, a lookup, a connection or a retry backoff): nothing
+        keeps the session alive at the coordinator."""
         return (
             self._state in JOIN_REQUEST_STATES
             and self._has_generation()
-            and not self._in_flight(Api.JOIN_GROUP)
-            and not self._in_flight(Api.SYNC_GROUP)
+            and not self._held_by_coordinator()
         )
 
     def _session_timed(self) -> bool:
@@ -601,6 +620,7 @@ class GroupMember:
             generation_id=self._generation_id,
             member_id=self._member_id,
             token=token,
+            node_id=self._coordinator_id,
         )
         timeout: float | None = None
         if api in (Api.JOIN_GROUP, Api.SYNC_GROUP):
@@ -665,6 +685,7 @@ class GroupMember:
         if self._coordinator_id is not None:
             self._log(logging.INFO, f"group coordinator {self._coordinator_id} unknown: {reason}")
         self._coordinator_id = None
+        self._live_node = None
         if self._lookup is _Lookup.KNOWN:
             self._lookup = _Lookup.IDLE
         self._ensure_coordinator(now)
@@ -799,6 +820,8 @@ class GroupMember:
     # ------------------------------------------------------------------ coordinator
 
     def _on_coordinator_found(self, event: CoordinatorFound, now: float) -> None:
+        if event.node_id != self._live_node:
+            self._live_node = None
         self._coordinator_id = event.node_id
         self._lookup = _Lookup.KNOWN
         self._lookup_retry_at = None
@@ -817,6 +840,7 @@ class GroupMember:
             self._fatal(error, now)
             return
         self._coordinator_id = None
+        self._live_node = None
         self._lookup = _Lookup.BACKING_OFF
         self._lookup_retry_at = now + _ms(self._config.retry_backoff_ms)
         if event.error is not None:

@@ -47,6 +47,7 @@ from coopconsumer.assignors import (
 )
 
 __all__ = [
+    "MOCK_ASSIGN_DELAY_S",
     "CommittedWatcher",
     "CoopMember",
     "KeyProducer",
@@ -60,6 +61,7 @@ __all__ = [
     "committed_offsets",
     "end_offsets",
     "late_sync_on_mock",
+    "mock_paced_strategy",
     "rdkafka_callbacks",
     "wait_for",
 ]
@@ -540,6 +542,40 @@ def late_sync_on_mock(error: BaseException) -> bool:
         and error.code == _INVALID_REQUEST
         and error.api_key == _SYNC_GROUP
     )
+
+
+#: On librdkafka's mock a coopconsumer leader waits this long before assigning, so its
+#: followers' SyncGroups usually reach the mock before its own (``late_sync_on_mock``).
+MOCK_ASSIGN_DELAY_S = 0.3
+
+
+class _LateCooperativeSticky(CooperativeStickyAssignor):
+    """``cooperative-sticky`` whose leader waits ``MOCK_ASSIGN_DELAY_S`` before assigning."""
+
+    def assign(
+        self, metadata: ClusterMetadata, group_subscription: GroupSubscription
+    ) -> GroupAssignment:
+        time.sleep(MOCK_ASSIGN_DELAY_S)
+        return super().assign(metadata, group_subscription)
+
+
+class _LateRange(RangeAssignor):
+    """``range`` whose leader waits ``MOCK_ASSIGN_DELAY_S`` before assigning."""
+
+    def assign(
+        self, metadata: ClusterMetadata, group_subscription: GroupSubscription
+    ) -> GroupAssignment:
+        time.sleep(MOCK_ASSIGN_DELAY_S)
+        return super().assign(metadata, group_subscription)
+
+
+def mock_paced_strategy(on_mock: bool, strategy: str) -> object:
+    """``partition.assignment.strategy`` for members of one group: ``strategy``
+    (``"cooperative-sticky"`` or ``"range"``) as it is, or on the mock the class of a
+    leader that assigns late (a class, so each consumer gets its own instance)."""
+    if not on_mock:
+        return strategy
+    return [_LateCooperativeSticky if strategy == "cooperative-sticky" else _LateRange]
 
 
 def recording_assignors(

@@ -23,14 +23,8 @@ from coopconsumer import (
     RebalanceListener,
     TopicPartition,
 )
-from coopconsumer.assignors import (
-    ClusterMetadata,
-    CooperativeStickyAssignor,
-    GroupAssignment,
-    GroupSubscription,
-    RangeAssignor,
-)
 from coopconsumer.testing import EmbeddedBroker
+from integration._ledger import late_sync_on_mock, mock_paced_strategy
 
 pytestmark = pytest.mark.integration
 
@@ -94,36 +88,9 @@ def poll_until(consumer: Consumer, condition: Callable[[], bool]) -> None:
 #: and rejoins (as Java and librdkafka). The extra rebalance changes the callback
 #: sequence these tests check, so on the mock the leader waits before assigning
 #: (followers then sync first) and a test that still meets the quirk names it (xfail).
-_INVALID_REQUEST, _SYNC_GROUP = 42, 14
-
-
-def _is_mock_sync_quirk(exc: BaseException | None) -> bool:
-    return isinstance(exc, KafkaError) and (exc.code, exc.api_key) == (
-        _INVALID_REQUEST,
-        _SYNC_GROUP,
-    )
-
-
-MOCK_ASSIGN_DELAY_S = 0.3
-
-
-class _SlowCooperativeSticky(CooperativeStickyAssignor):
-    def assign(self, metadata: ClusterMetadata, group: GroupSubscription) -> GroupAssignment:
-        time.sleep(MOCK_ASSIGN_DELAY_S)
-        return super().assign(metadata, group)
-
-
-class _SlowRange(RangeAssignor):
-    def assign(self, metadata: ClusterMetadata, group: GroupSubscription) -> GroupAssignment:
-        time.sleep(MOCK_ASSIGN_DELAY_S)
-        return super().assign(metadata, group)
-
-
 def group_config(broker: EmbeddedBroker, group: str, strategy: str) -> dict[str, object]:
     """``config`` for several members; on the mock, a leader that assigns late."""
-    chosen: object = strategy
-    if broker.supports_faults:
-        chosen = [_SlowCooperativeSticky if strategy == "cooperative-sticky" else _SlowRange]
+    chosen = mock_paced_strategy(broker.supports_faults, strategy)
     return config(broker, group, **{"partition.assignment.strategy": chosen})
 
 
@@ -145,7 +112,7 @@ class PollThread:
                 try:
                     self._consumer.poll(0.1)
                 except KafkaError as exc:
-                    if not _is_mock_sync_quirk(exc):
+                    if not late_sync_on_mock(exc):
                         raise
                     self.quirks += 1
         except BaseException as exc:

@@ -33,6 +33,7 @@ import pytest
 from coopconsumer import TopicPartition
 from coopconsumer.testing import EmbeddedBroker
 from integration._ledger import (
+    MOCK_ASSIGN_DELAY_S,
     CommittedWatcher,
     CoopMember,
     KeyProducer,
@@ -50,9 +51,6 @@ QUIET_S = 1.0
 #: Bound for the group to recover from one fault (a lost session costs one
 #: session.timeout.ms plus two rebalances on the mock).
 RECOVER_S = 40.0
-
-#: Lets followers' SyncGroups reach the mock before the leader's (see CoopMember).
-MOCK_ASSIGN_DELAY_S = 0.3
 
 HEARTBEAT, JOIN_GROUP, SYNC_GROUP, OFFSET_COMMIT = 12, 11, 14, 8
 REBALANCE_IN_PROGRESS, NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE = 27, 16, 15

@@ -37,6 +37,7 @@ import pytest
 from coopconsumer import TopicPartition
 from coopconsumer.testing import EmbeddedBroker
 from integration._ledger import (
+    MOCK_ASSIGN_DELAY_S,
     CoopMember,
     KeyProducer,
     OwnershipLedger,
@@ -58,10 +59,6 @@ QUIET_S = 1.2
 SETTLE_S = 40.0
 
 Member = CoopMember | RdkafkaMember
-
-#: On the mock, a coopconsumer leader waits this long before assigning (see
-#: ``CoopMember``'s ``assign_delay_s``) so that coopconsumer followers sync first.
-MOCK_ASSIGN_DELAY_S = 0.3
 
 
 def _balanced(

@@ -22,14 +22,8 @@ import pytest
 from confluent_kafka import Message, Producer
 
 from coopconsumer import Consumer, KafkaError, RebalanceListener, TopicPartition
-from coopconsumer.assignors import (
-    ClusterMetadata,
-    CooperativeStickyAssignor,
-    GroupAssignment,
-    GroupSubscription,
-    RangeAssignor,
-)
 from coopconsumer.testing import EmbeddedBroker
+from integration._ledger import mock_paced_strategy
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -249,31 +243,8 @@ def balanced(ledger: Ledger, names: list[str]) -> Callable[[], bool]:
     return check
 
 
-class _SlowCooperativeSticky(CooperativeStickyAssignor):
-    """cooperative-sticky whose leader waits before assigning (mock only, see below)."""
-
-    def assign(self, metadata: ClusterMetadata, group: GroupSubscription) -> GroupAssignment:
-        time.sleep(MOCK_ASSIGN_DELAY_S)
-        return super().assign(metadata, group)
-
-
-class _SlowRange(RangeAssignor):
-    """range whose leader waits before assigning (mock only, see below)."""
-
-    def assign(self, metadata: ClusterMetadata, group: GroupSubscription) -> GroupAssignment:
-        time.sleep(MOCK_ASSIGN_DELAY_S)
-        return super().assign(metadata, group)
-
-
-#: Named mock quirk (late follower SyncGroup, above): on the mock the leader waits this
-#: long before assigning, so followers usually sync first and rounds are not repeated.
-MOCK_ASSIGN_DELAY_S = 0.3
-
-
 def _settings(broker: EmbeddedBroker, group: str, strategy: str) -> dict[str, object]:
-    chosen: object = strategy
-    if broker.supports_faults:
-        chosen = [_SlowCooperativeSticky if strategy == "cooperative-sticky" else _SlowRange]
+    chosen = mock_paced_strategy(broker.supports_faults, strategy)
     return {
         "bootstrap.servers": broker.bootstrap,
         "group.id": group,

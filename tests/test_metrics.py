@@ -28,6 +28,7 @@ from coopconsumer._metrics import (
     Rate,
     WindowedCount,
     WindowedSum,
+    max_reading,
 )
 from coopconsumer._types import TopicPartition
 
@@ -646,3 +647,15 @@ def test_metrics_dict_resolves_aliases_but_lists_code_names_once() -> None:
     assert len(d) == len(list(d))
     with pytest.raises(KeyError):
         d["no-such-metric"]
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "expected"),
+    [(1.0, 2.0, 2.0), (3.0, 2.0, 3.0), (math.nan, 2.0, 2.0), (2.0, math.nan, 2.0)],
+)
+def test_max_reading_treats_nan_as_no_sample(a: float, b: float, expected: float) -> None:
+    assert max_reading(a, b) == expected
+
+
+def test_max_reading_of_two_empty_readings_is_nan() -> None:
+    assert math.isnan(max_reading(math.nan, math.nan))

@@ -40,6 +40,7 @@ __all__ = [
     "Sensor",
     "WindowedCount",
     "WindowedSum",
+    "max_reading",
 ]
 
 #: Java's group name for the classic consumer's group-membership metrics.
@@ -507,6 +508,17 @@ _LISTENER_SENSOR = {
     ListenerKind.ASSIGNED: "partition-assigned-latency",
     ListenerKind.LOST: "partition-lost-latency",
 }
+
+
+def max_reading(a: float, b: float) -> float:
+    """The larger of two readings of a metric, NaN meaning "no sample" (what a windowed
+    ``*-max`` reads when its window is empty): NaN only if both are. Callers that want
+    a run's largest rebalance latency sample the windowed ``rebalance-latency-max``."""
+    if math.isnan(a):
+        return b
+    if math.isnan(b):
+        return a
+    return max(a, b)
 
 
 def _ms(seconds: float) -> float:

@@ -21,6 +21,7 @@ from typing import Protocol
 import attrs
 
 from .. import Consumer, CoopConsumerError, RebalanceListener, TopicPartition
+from .._metrics import max_reading
 from ..testing import EmbeddedBroker, unique_name
 from ._producer import SteadyProducer
 
@@ -232,13 +233,15 @@ class _Member:
                     self._recorder.record_batch(now, self.name, _numbered(batch))
                 if now >= next_sample:
                     next_sample = now + _METRICS_EVERY_S
-                    latency_max = _nanmax(latency_max, consumer.metrics()["rebalance-latency-max"])
+                    latency_max = max_reading(
+                        latency_max, consumer.metrics()["rebalance-latency-max"]
+                    )
             metrics = consumer.metrics()
             self.stats = MemberStats(
                 name=self.name,
                 rebalance_total=metrics["rebalance-total"],
                 rebalance_latency_total_ms=metrics["rebalance-latency-total"],
-                rebalance_latency_max_ms=_nanmax(latency_max, metrics["rebalance-latency-max"]),
+                rebalance_latency_max_ms=max_reading(latency_max, metrics["rebalance-latency-max"]),
                 failed_rebalance_total=metrics["failed-rebalance-total"],
             )
         except BaseException as exc:
@@ -270,14 +273,6 @@ def _numbered(batch: Iterable[_Record]) -> list[tuple[int, int]]:
         if partition is not None and value is not None:
             numbered.append((partition, int(value)))
     return numbered
-
-
-def _nanmax(a: float, b: float) -> float:
-    if math.isnan(a):
-        return b
-    if math.isnan(b):
-        return a
-    return max(a, b)
 
 
 @attrs.frozen(kw_only=True)

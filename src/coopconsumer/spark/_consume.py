@@ -35,6 +35,7 @@ from .._errors import (
 )
 from .._io._fetcher import end_offsets
 from .._listener import RebalanceListener
+from .._metrics import max_reading
 from .._types import TopicPartition
 from ..assignors import RebalanceProtocol, load_assignors, select_rebalance_protocol
 
@@ -404,7 +405,7 @@ class _Member(RebalanceListener):
             raise
         consumer.close()
         rebalances = int(metrics["rebalance-total"])
-        latency_max = _nanmax(self._latency_max, metrics["rebalance-latency-max"])
+        latency_max = max_reading(self._latency_max, metrics["rebalance-latency-max"])
         return MemberStats(
             member=self._index,
             attempt=self._attempt,
@@ -463,7 +464,7 @@ class _Member(RebalanceListener):
             now = time.monotonic()
             if now >= next_sample:
                 next_sample = now + _SAMPLE_INTERVAL_S
-                self._latency_max = _nanmax(
+                self._latency_max = max_reading(
                     self._latency_max, consumer.metrics()["rebalance-latency-max"]
                 )
             if not batch and not self._pending and now >= next_check:
@@ -505,15 +506,18 @@ class _Member(RebalanceListener):
             log.warning(
                 "member %d: commit failed, records will be redelivered: %s", self._index, exc
             )
-            for tp, offset in offsets.items():
-                if self._pending.get(tp) == offset:
-                    del self._pending[tp]
+            self._forget(offsets)
             return
         except (KafkaError, BrokerConnectionError, RequestTimeoutError) as exc:
             if not exc.retriable:
                 raise
             log.info("member %d: commit failed, retrying: %s", self._index, exc)
             return
+        self._forget(offsets)
+
+    def _forget(self, offsets: Mapping[TopicPartition, int]) -> None:
+        """Drop ``offsets`` (committed, or given up) from what awaits a commit; an entry
+        that no longer holds the same offset is left alone."""
         for tp, offset in offsets.items():
             if self._pending.get(tp) == offset:
                 del self._pending[tp]
@@ -532,11 +536,3 @@ class _Member(RebalanceListener):
             if not _reached(committed.get(tp), low, high)
         ]
         return not self._short
-
-
-def _nanmax(a: float, b: float) -> float:
-    if math.isnan(a):
-        return b
-    if math.isnan(b):
-        return a
-    return max(a, b)

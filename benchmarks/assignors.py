@@ -1,6 +1,6 @@
 """Benchmark: cooperative-sticky on a large group, against kafka-python 3.x.
 
-    python benchmarks/assignors.py [--scale small|full] [--kafka-python-timeout SECONDS]
+    python benchmarks/assignors.py [--scale small|full] [--pause-gc] [--kafka-python-timeout S]
 
 Full scale: 500 topics x 2000 partitions (1,000,000 partitions), 2000 members, every
 member subscribed to every topic.
@@ -155,7 +155,7 @@ class PassFigures(NamedTuple):
 
 
 def run_ours(
-    scale: Scale, *, repeats: int, measure_memory: bool
+    scale: Scale, *, repeats: int, measure_memory: bool, pause_gc: bool = False
 ) -> tuple[PassFigures, PassFigures]:
     topics = topic_names(scale)
     members = member_names(scale)
@@ -163,7 +163,7 @@ def run_ours(
     first = GroupSubscription(subscriptions={m: Subscription(topics=topics) for m in members})
 
     def pass1() -> GroupAssignment:
-        return CooperativeStickyAssignor().assign(metadata, first)
+        return CooperativeStickyAssignor(pause_gc=pause_gc).assign(metadata, first)
 
     times1, result1 = time_runs(pass1, repeats)
     peak1 = traced_peak(pass1) if measure_memory else None
@@ -180,7 +180,7 @@ def run_ours(
     del result1
 
     def pass2() -> GroupAssignment:
-        return CooperativeStickyAssignor().assign(metadata, second)
+        return CooperativeStickyAssignor(pause_gc=pause_gc).assign(metadata, second)
 
     times2, result2 = time_runs(pass2, repeats)
     peak2 = traced_peak(pass2) if measure_memory else None
@@ -372,6 +372,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="address-space limit of the kafka-python subprocess (default 4 GiB)",
     )
     parser.add_argument("--skip-kafka-python", action="store_true")
+    parser.add_argument(
+        "--pause-gc",
+        action="store_true",
+        help="construct the assignor with pause_gc=True (collector paused during passes)",
+    )
     parser.add_argument("--kafka-python-worker", nargs=4, type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.kafka_python_worker:
@@ -380,8 +385,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     scale = SCALES[args.scale]
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.2f}")
+    collector = "paused during passes (pause_gc=True)" if args.pause_gc else "running (default)"
     print(f"== coopconsumer cooperative-sticky, {args.scale} scale: {scale.describe()}")
-    ours1, ours2 = run_ours(scale, repeats=3, measure_memory=True)
+    print(f"  garbage collector: {collector}")
+    ours1, ours2 = run_ours(scale, repeats=3, measure_memory=True, pause_gc=args.pause_gc)
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     print(f"  process peak RSS so far (inputs and results included): {rss / MIB:,.0f} MiB")
     target = max(ours1.median, ours2.median) < 3.0
@@ -410,7 +417,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if reduced != scale:
         print(f"  reduced scale: {reduced.describe()}")
         print("  coopconsumer on the reduced input:")
-        small1, small2 = run_ours(reduced, repeats=3, measure_memory=False)
+        small1, small2 = run_ours(reduced, repeats=3, measure_memory=False, pause_gc=args.pause_gc)
         print("  kafka-python on the reduced input:")
         part = run_kafka_python(reduced, args.kafka_python_timeout, memory_limit)
         for n, ours in ((1, small1), (2, small2)):

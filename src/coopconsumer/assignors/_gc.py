@@ -1,9 +1,9 @@
 """Pausing Python's cyclic garbage collector while a built-in assignor runs a large pass.
 
-Shared by every built-in assignor (range, roundrobin, sticky, cooperative-sticky), so a
-change to one assignor cannot break the others.
-
-This is a process-wide side effect: ``gc.disable()`` affects every thread. The rules:
+Opt-in: a built-in assignor (range, roundrobin, sticky, cooperative-sticky) pauses the
+collector only when it was constructed with ``pause_gc=True``. By default the collector
+is left alone, because a pause is a process-wide side effect the application did not ask
+for: ``gc.disable()`` affects every thread of the process. When opted in, the rules:
 
 * Passes over fewer than ``GC_PAUSE_THRESHOLD`` partitions leave the collector alone.
 * The pause is reference-counted across threads (two consumers in one process may lead
@@ -43,8 +43,11 @@ _reenable = False  # whether the first of those passes found the collector enabl
 
 
 @contextmanager
-def paused_gc(partitions: int) -> Iterator[None]:
+def paused_gc(partitions: int, *, enabled: bool) -> Iterator[None]:
     """Pause the cyclic garbage collector while a pass over ``partitions`` runs.
+
+    Does nothing unless ``enabled`` (the assignor's ``pause_gc`` setting) is true and the
+    pass covers at least ``GC_PAUSE_THRESHOLD`` partitions.
 
     Assigning a million partitions allocates a million tuples; each allocation burst
     triggers collections, and the full ones walk the whole heap (measured: one sticky
@@ -53,7 +56,7 @@ def paused_gc(partitions: int) -> Iterator[None]:
     docstring for the thread-safety rules.
     """
     global _active, _reenable
-    if partitions < GC_PAUSE_THRESHOLD:
+    if not enabled or partitions < GC_PAUSE_THRESHOLD:
         yield
         return
     with _lock:

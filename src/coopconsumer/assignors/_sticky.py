@@ -62,15 +62,16 @@ class StickyAssignor(ConsumerPartitionAssignor):
     also reads V0 (no generation). A member whose user data cannot be decoded is
     treated as owning nothing, with a warning, as in Java.
 
-    Process-wide side effect: ``assign`` over 20,000 partitions or more pauses Python's
-    cyclic garbage collector (``gc.disable()``) until it returns, then restores it; the
-    pause is shared safely between threads and an application's own ``gc.disable()``
-    stands (details in ``coopconsumer.assignors._gc``).
+    ``pause_gc=True`` pauses Python's cyclic garbage collector while an assignment over
+    20,000 partitions or more runs (process-wide, restored afterwards; an application's
+    own ``gc.disable()`` stands; see ``docs/assignors.md``). Off by default.
     """
 
     name = "sticky"
 
-    def __init__(self) -> None:
+    def __init__(self, *, pause_gc: bool = False) -> None:
+        #: Whether ``assign`` pauses the cyclic garbage collector on large passes.
+        self.pause_gc = pause_gc
         self._member_assignment: tuple[TopicPartition, ...] | None = None
         self._generation = DEFAULT_GENERATION_ID
 
@@ -118,7 +119,7 @@ class StickyAssignor(ConsumerPartitionAssignor):
         """Balanced, sticky assignment of every subscribed partition."""
         subs = group_subscription.subscriptions
         names: dict[bytes, str] = {}
-        with paused_gc(_partition_total(metadata, subs)):
+        with paused_gc(_partition_total(metadata, subs), enabled=self.pause_gc):
             members = {m: self.member_data(m, s, names) for m, s in subs.items()}
             return _group_assignment(sticky_assign(metadata, members), subs)
 
@@ -138,13 +139,14 @@ class CooperativeStickyAssignor(ConsumerPartitionAssignor):
     still lists an eager assignor) members report no owned partitions, so nothing is
     held back.
 
-    Like ``StickyAssignor``, ``assign`` over 20,000 partitions or more pauses Python's
-    cyclic garbage collector while it runs (process-wide, restored afterwards).
+    ``pause_gc=True`` works as for ``StickyAssignor``. Off by default.
     """
 
     name = "cooperative-sticky"
 
-    def __init__(self) -> None:
+    def __init__(self, *, pause_gc: bool = False) -> None:
+        #: Whether ``assign`` pauses the cyclic garbage collector on large passes.
+        self.pause_gc = pause_gc
         self._generation = DEFAULT_GENERATION_ID
 
     def supported_protocols(self) -> list[RebalanceProtocol]:
@@ -175,7 +177,7 @@ class CooperativeStickyAssignor(ConsumerPartitionAssignor):
     ) -> GroupAssignment:
         """Sticky assignment minus the partitions another member still owns."""
         subs = group_subscription.subscriptions
-        with paused_gc(_partition_total(metadata, subs)):
+        with paused_gc(_partition_total(metadata, subs), enabled=self.pause_gc):
             members = {m: self.member_data(m, s) for m, s in subs.items()}
             result = sticky_assign(metadata, members)
             _hold_back_transfers(result, subs)

@@ -13,11 +13,13 @@ import re
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 import pytest
 
+from coopconsumer._demo import _cli as cli
 from coopconsumer._demo import _report as report
 from coopconsumer._demo import run_demo
 from coopconsumer._demo._cli import TANSU_NOTE
@@ -137,6 +139,25 @@ def test_png_is_skipped_without_matplotlib(tmp_path: Path, monkeypatch: pytest.M
     assert not target.exists()
 
 
+def test_png_is_written_with_matplotlib(tmp_path: Path) -> None:
+    # The demo extra installs matplotlib (so does the test extra).
+    target = tmp_path / "timeline.png"
+    assert report.write_png([_sample()], target) is True
+    assert target.read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
+
+
+def test_default_picture_goes_to_a_new_temporary_file() -> None:
+    first, second = cli._temporary_png(), cli._temporary_png()
+    try:
+        assert first != second
+        assert first.parent == Path(tempfile.gettempdir())
+        assert first.name.startswith("coopconsumer-demo-")
+        assert first.suffix == ".png"
+    finally:
+        first.unlink()
+        second.unlink()
+
+
 def test_bad_arguments_exit_2() -> None:
     assert run_demo(["--partitions", "2"]) == 2
     with pytest.raises(SystemExit) as raised:
@@ -186,6 +207,13 @@ def test_quick_demo_shows_the_cooperative_benefit(tmp_path: Path) -> None:
 
 @pytest.mark.integration
 @pytest.mark.slow
+def _default_sigint() -> None:
+    # A process started with SIGINT ignored (pytest-xdist's workers ignore it) passes
+    # that on, and Python then installs no KeyboardInterrupt handler: Ctrl-C must reach
+    # the demo as it would from a terminal.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_ctrl_c_stops_the_demo_and_its_broker(tmp_path: Path) -> None:
     demo = subprocess.Popen(
         [sys.executable, "-m", "coopconsumer._demo", "--quick", "--no-png"],
@@ -193,6 +221,7 @@ def test_ctrl_c_stops_the_demo_and_its_broker(tmp_path: Path) -> None:
         stderr=subprocess.PIPE,
         text=True,
         cwd=tmp_path,
+        preexec_fn=_default_sigint,
     )
     try:
         assert demo.stdout is not None

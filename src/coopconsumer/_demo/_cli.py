@@ -11,7 +11,9 @@ Imports the public API, ``coopconsumer.testing`` and the demo's own modules.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Sequence
@@ -71,8 +73,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--png",
         type=Path,
-        default=Path("coopconsumer-demo.png"),
-        help="timeline picture to write when matplotlib is installed",
+        help="where to write the timeline picture (default: a new temporary file, printed)",
     )
     parser.add_argument("--no-png", action="store_true", help="do not write the picture")
     return parser
@@ -152,13 +153,23 @@ def run_demo(argv: Sequence[str] | None = None) -> int:
     if not args.bootstrap:
         print(TANSU_NOTE)
     if not args.no_png:
-        if write_png(results, args.png):
-            print(f"timeline picture written to {args.png}")
+        picture = args.png if args.png is not None else _temporary_png()
+        if write_png(results, picture):
+            print(f"timeline picture written to {picture}")
         else:
-            print("(install matplotlib for a PNG timeline: pip install matplotlib)")
+            if args.png is None:
+                picture.unlink(missing_ok=True)
+            print("(install matplotlib for a PNG timeline: pip install 'coopconsumer[demo]')")
     print(f"done in {time.monotonic() - began:.0f} s")
     lost = sum(s.lost for s in summaries)
     if lost:
         print(f"coopconsumer demo: {lost} records were lost", file=sys.stderr)
         return 1
     return 0
+
+
+def _temporary_png() -> Path:
+    """A new file in the system's temporary directory: never litter the user's checkout."""
+    handle, name = tempfile.mkstemp(prefix="coopconsumer-demo-", suffix=".png")
+    os.close(handle)
+    return Path(name)

@@ -203,6 +203,10 @@ def test_member_id_required_rejoins_at_once_with_the_given_id() -> None:
     assert request.reason is not None
     assert "MEMBER_ID_REQUIRED" in request.reason
     assert s.state() is S.JOINING
+    # Java's initiateJoinGroup records failed-rebalance for every failed join future,
+    # and its JoinGroup handler fails the future on MEMBER_ID_REQUIRED: a dynamic
+    # member's first join counts one failed rebalance there, and here (docs/metrics.md).
+    assert Observation.REBALANCE_FAILED in observed(effects)
 
 
 def test_follower_syncs_with_no_assignments_then_assigns_and_calls_assigned() -> None:

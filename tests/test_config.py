@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import attrs
@@ -624,6 +625,8 @@ def _documented_sample(key: str) -> object:
         "heartbeat.interval.ms": 100,
         "session.timeout.ms": 10000,
         "receive.message.max.bytes": 52428800 + 512,
+        "error_cb": print,
+        "logger": logging.getLogger("app.kafka"),
     }
     if key in samples:
         return samples[key]

@@ -16,6 +16,7 @@ Imports ``_errors``, ``_types`` and the assignor loader; no I/O, no clock.
 from __future__ import annotations
 
 import difflib
+import logging
 import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeAlias
@@ -200,6 +201,18 @@ def _strategy(key: str, value: object) -> tuple[object, ...]:
     # dropped; the coordinator loads its own.
     select_rebalance_protocol(load_assignors(list(entries)))  # type: ignore[arg-type]
     return entries
+
+
+def _callback(key: str, value: object) -> Callable[..., object]:
+    if callable(value):
+        return value
+    raise _fail(key, value, "a callable")
+
+
+def _logger(key: str, value: object) -> logging.Logger:
+    if isinstance(value, logging.Logger):
+        return value
+    raise _fail(key, value, "a logging.Logger")
 
 
 def _security_protocol(key: str, value: object) -> str:
@@ -434,6 +447,27 @@ _OPTIONS: tuple[_Option, ...] = (
         "Timeout of blocking calls (commit, committed, close) given no timeout.",
     ),
     _Option(
+        "error_cb",
+        "error_cb",
+        _callback,
+        None,
+        "Called from poll()/consume() with a KafkaError for each error librdkafka reports "
+        "while reaching the brokers (confluent-kafka's key), e.g. _ALL_BROKERS_DOWN when "
+        "no broker can be reached. Without it such errors are logged as warnings on the "
+        "'coopconsumer.consumer' logger. An exception it raises is raised from poll().",
+        "(none)",
+    ),
+    _Option(
+        "logger",
+        "logger",
+        _logger,
+        None,
+        "The logging.Logger that receives librdkafka's log lines (confluent-kafka's key); "
+        "by default the 'coopconsumer.librdkafka' logger. librdkafka never writes to "
+        "stderr.",
+        "coopconsumer.librdkafka",
+    ),
+    _Option(
         "security.protocol",
         "security_protocol",
         _security_protocol,
@@ -563,6 +597,10 @@ class ConsumerConfig:
     isolation_level: str
     metadata_max_age_ms: int
     default_api_timeout_ms: int
+    #: confluent-kafka's ``error_cb``: called on the poll() thread with each client error.
+    error_cb: Callable[..., object] | None
+    #: Where librdkafka's log lines go (None: the ``coopconsumer.librdkafka`` logger).
+    logger: logging.Logger | None
     security_protocol: str
     #: Validated pass-through librdkafka keys for the fetcher, sorted by key.
     fetcher_overrides: tuple[tuple[str, ConfigValue], ...] = attrs.field(

@@ -96,8 +96,13 @@ _OUT_OF_GROUP_STATES: Final = frozenset(
 class FetcherLike(Protocol):
     """What the consumer needs of ``Fetcher`` (tests substitute an in-memory fake)."""
 
+    #: Errors the client reported while reaching brokers, for ``error_cb``.
+    client_errors: list[KafkaError]
+
     @property
     def assigned(self) -> frozenset[TopicPartition]: ...
+
+    def serve_events(self) -> None: ...
 
     def assign(self, starts: Mapping[TopicPartition, int]) -> None: ...
 
@@ -224,7 +229,7 @@ class Consumer:
 
         cfg = ConsumerConfig.from_mapping(config)
         cfg.require_group_id()
-        fetcher = Fetcher(cfg.fetcher_config())
+        fetcher = Fetcher(cfg.fetcher_config(), logger=cfg.logger)
         try:
             conn = cfg.connection
             client = KafkaClient(
@@ -407,6 +412,8 @@ class Consumer:
         deadline = None if timeout is None or timeout < 0 else now + timeout
         fetcher = self._fetcher
         while True:
+            if fetcher.client_errors:
+                self._report_client_errors()
             wait = _SLICE_S if deadline is None else max(0.0, min(_SLICE_S, deadline - now))
             # Unpositioned partitions are a subset of the assigned ones: comparing the
             # sizes says in O(1) whether the fetcher has anything to fetch.
@@ -415,6 +422,7 @@ class Consumer:
                 if messages:
                     return messages
             else:
+                fetcher.serve_events()
                 driver.wait_for(lambda: driver.has_app_work or driver.failure is not None, wait)
             if driver.has_app_work or driver.failure is not None:
                 self._run_app_work()
@@ -425,6 +433,25 @@ class Consumer:
             driver.note_poll()
             if self._auto_commit and now >= self._next_auto_commit:
                 self._auto_commit_async(now)
+
+    def _report_client_errors(self) -> None:
+        """Hand the client errors librdkafka reported to ``error_cb`` (confluent-kafka's
+        contract: called on the poll() thread; what it raises is raised from poll()),
+        or log them as warnings when no callback is configured."""
+        reported = list(self._fetcher.client_errors)
+        self._fetcher.client_errors.clear()
+        callback = self._config.error_cb
+        first: BaseException | None = None
+        for error in reported:
+            if callback is None:
+                log.warning("client error: %s", error)
+                continue
+            try:
+                callback(error)
+            except Exception as exc:  # every error is delivered before the first is raised
+                first = first or exc
+        if first is not None:
+            raise first
 
     # ------------------------------------------------------------------ app work
 

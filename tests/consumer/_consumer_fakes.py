@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "coordinator"))
 
 from fake_group_coordinator import FakeGroupCoordinator
 
-from coopconsumer import Consumer, TopicPartition
+from coopconsumer import Consumer, KafkaError, TopicPartition
 from coopconsumer._io._future import PendingRequest
 from coopconsumer._protocol._schema import Request
 from coopconsumer._protocol.messages import (
@@ -84,6 +84,7 @@ class FakeCluster:
         }
         self.clients: list[FakeClient] = []
         self.consumers: list[Consumer] = []
+        self.fetchers: list[FakeFetcher] = []
 
     def produce(self, tp: TopicPartition, values: Iterable[bytes]) -> None:
         with self.lock:
@@ -123,7 +124,9 @@ class FakeCluster:
         client = FakeClient(self, f"client-{len(self.clients)}")
         self.clients.append(client)
         config = {"bootstrap.servers": "fake:1", **settings}
-        consumer = Consumer._with_io(config, FakeFetcher(self), client)
+        fetcher = FakeFetcher(self)
+        self.fetchers.append(fetcher)
+        consumer = Consumer._with_io(config, fetcher, client)
         self.consumers.append(consumer)
         return consumer, client
 
@@ -248,6 +251,7 @@ class FakeFetcher:
         self._paused: set[TopicPartition] = set()
         self.closed = False
         self.assign_calls: list[dict[TopicPartition, int]] = []
+        self.client_errors: list[KafkaError] = []
 
     @property
     def assigned(self) -> frozenset[TopicPartition]:
@@ -264,6 +268,9 @@ class FakeFetcher:
                 elif offset == OFFSET_END:
                     offset = len(self.cluster.log[tp])
                 self._position[tp] = offset
+
+    def serve_events(self) -> None:
+        pass
 
     def unassign(self, partitions: Iterable[TopicPartition]) -> None:
         for tp in partitions:

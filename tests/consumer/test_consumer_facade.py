@@ -474,3 +474,64 @@ def test_assignor_and_leadership_follow_the_last_join(cluster: FakeCluster, stra
         second.poll(0.01)
     assert second.assignor == first.assignor == strategy.split(",")[0]
     assert [first.is_leader, second.is_leader].count(True) == 1
+
+
+# --------------------------------------------------------------------------- client errors
+
+
+def _down(name: str = "_ALL_BROKERS_DOWN") -> KafkaError:
+    return KafkaError(-187, name, retriable=True, description="1/1 brokers are down")
+
+
+def test_client_errors_reach_error_cb_on_the_polling_thread(cluster: FakeCluster) -> None:
+    seen: list[tuple[KafkaError, int]] = []
+    consumer, _ = cluster.consumer(
+        settings(error_cb=lambda err: seen.append((err, threading.get_ident())))
+    )
+    consumer.subscribe([TOPIC])
+    fetcher = cluster.fetchers[-1]
+    fetcher.client_errors.extend([_down("_TRANSPORT"), _down()])
+    consumer.poll(0.2)
+    assert [(err.name, thread) for err, thread in seen] == [
+        ("_TRANSPORT", threading.get_ident()),
+        ("_ALL_BROKERS_DOWN", threading.get_ident()),
+    ]
+    assert fetcher.client_errors == []
+    consumer.poll(0.1)
+    assert len(seen) == 2, "an error is delivered once"
+
+
+def test_client_errors_without_error_cb_are_logged(
+    cluster: FakeCluster, caplog: pytest.LogCaptureFixture
+) -> None:
+    consumer, _ = cluster.consumer(settings())
+    consumer.subscribe([TOPIC])
+    cluster.fetchers[-1].client_errors.append(_down())
+    with caplog.at_level("WARNING", logger="coopconsumer.consumer"):
+        consumer.poll(0.1)
+    assert any("_ALL_BROKERS_DOWN" in r.getMessage() for r in caplog.records)
+
+
+def test_error_cb_that_raises_is_raised_from_poll_after_every_error_was_delivered(
+    cluster: FakeCluster,
+) -> None:
+    seen: list[str] = []
+
+    def callback(err: KafkaError) -> None:
+        seen.append(err.name)
+        raise RuntimeError(f"app refused {err.name}")
+
+    consumer, _ = cluster.consumer(settings(error_cb=callback))
+    consumer.subscribe([TOPIC])
+    cluster.fetchers[-1].client_errors.extend([_down("_TRANSPORT"), _down()])
+    with pytest.raises(RuntimeError, match="_TRANSPORT"):
+        consumer.poll(0.1)
+    assert seen == ["_TRANSPORT", "_ALL_BROKERS_DOWN"]
+    consumer.poll(0.05)  # nothing left to raise: the consumer carries on
+
+
+def test_error_cb_and_logger_must_have_the_right_types() -> None:
+    with pytest.raises(ConfigurationError, match="error_cb"):
+        Consumer({"bootstrap.servers": "fake:1", "group.id": GROUP, "error_cb": "print"})
+    with pytest.raises(ConfigurationError, match="logger"):
+        Consumer({"bootstrap.servers": "fake:1", "group.id": GROUP, "logger": "root"})

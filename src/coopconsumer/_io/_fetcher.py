@@ -19,9 +19,19 @@ import confluent_kafka
 from .._errors import ConfigurationError, KafkaError, RequestTimeoutError
 from .._types import TopicPartition
 
-__all__ = ["OFFSET_BEGINNING", "OFFSET_END", "Fetcher", "Record", "end_offsets"]
+__all__ = [
+    "LIBRDKAFKA_LOG",
+    "OFFSET_BEGINNING",
+    "OFFSET_END",
+    "Fetcher",
+    "Record",
+    "end_offsets",
+]
 
 log = logging.getLogger(__name__)
+
+#: Where librdkafka's own log lines go unless the ``logger`` configuration key says.
+LIBRDKAFKA_LOG = logging.getLogger("coopconsumer.librdkafka")
 
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
@@ -84,10 +94,23 @@ class Fetcher:
     only (the driver thread hands it Assign/Unassign work through the facade).
     """
 
-    def __init__(self, config: Mapping[str, str | int | float | bool]) -> None:
+    def __init__(
+        self,
+        config: Mapping[str, str | int | float | bool],
+        *,
+        logger: logging.Logger | None = None,
+    ) -> None:
         if "bootstrap.servers" not in config:
             raise ConfigurationError("fetcher config needs bootstrap.servers")
-        conf: dict[str, str | int | float | bool] = dict(config)
+        conf: dict[str, object] = dict(config)
+        # librdkafka's log lines go to Python logging, not to stderr (a consumer that
+        # cannot reach its brokers otherwise prints a "Connect ... failed" line for every
+        # attempt); confluent-kafka hands them over while consume()/poll() run.
+        conf["logger"] = logger if logger is not None else LIBRDKAFKA_LOG
+        conf["error_cb"] = self._on_client_error
+        #: Errors librdkafka reported while reaching brokers, oldest first, for the
+        #: consumer to hand to the application (``error_cb``) and clear.
+        self.client_errors: list[KafkaError] = []
         # librdkafka insists on a group.id even in manual-assignment mode; it is only used
         # for librdkafka's own offset APIs, which the fetcher never calls.
         conf.setdefault("group.id", "coopconsumer-fetcher")
@@ -109,6 +132,16 @@ class Fetcher:
     def assigned(self) -> frozenset[TopicPartition]:
         """The partitions currently being fetched."""
         return frozenset(self._assigned)
+
+    def serve_events(self) -> None:
+        """Let librdkafka hand over its queued log lines and client errors without
+        fetching. ``consume`` does this itself whenever partitions are assigned."""
+        if not self._assigned:  # with partitions assigned, poll() would take a record
+            self._consumer.poll(0)
+
+    def _on_client_error(self, err: confluent_kafka.KafkaError) -> None:
+        # Called by confluent-kafka on the thread inside consume()/poll().
+        self.client_errors.append(_to_error(err, "reaching the brokers"))
 
     def assign(self, starts: Mapping[TopicPartition, int]) -> None:
         """Start fetching ``starts``' partitions, each from its offset.
@@ -231,9 +264,10 @@ def end_offsets(
     names = sorted(set(topics))
     if not names:
         raise ConfigurationError("end_offsets needs at least one topic")
-    conf: dict[str, str | int | float | bool] = dict(config)
+    conf: dict[str, object] = dict(config)
     if "bootstrap.servers" not in conf:
         raise ConfigurationError("end_offsets config needs bootstrap.servers")
+    conf["logger"] = LIBRDKAFKA_LOG
     conf.setdefault("group.id", "coopconsumer-end-offsets")
     conf.update(_FORCED)
     conf["allow.auto.create.topics"] = False

@@ -253,3 +253,38 @@ def _running(pid: int) -> bool:
     except FileNotFoundError:
         return False
     return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def test_a_phase_is_settled_only_on_the_balanced_assignment() -> None:
+    # The cooperative scale-out as the demo saw it: after the first round the new
+    # members own nothing while the old ones still hold six partitions each. Every
+    # partition has an owner, but the follow-up rebalance is still to come.
+    members = ["m1", "m2", "m3", "m4"]
+    recorder = Recorder(12)
+    _event(recorder, 0.0, "m1", "assigned", set(range(6)), 1)
+    _event(recorder, 0.0, "m2", "assigned", set(range(6, 12)), 1)
+    _event(recorder, 0.0, "m3", "assigned", set(), 1)
+    _event(recorder, 0.0, "m4", "assigned", set(), 1)
+    assert not recorder.settled(members, settle_s=0.0)
+    assert recorder.ownership(members) == "m1=6 m2=6 m3=0 m4=0"
+    _event(recorder, 0.0, "m1", "revoked", {3, 4, 5}, 1)
+    _event(recorder, 0.0, "m2", "revoked", {9, 10, 11}, 1)
+    assert not recorder.settled(members, settle_s=0.0)  # six partitions without owner
+    _event(recorder, 0.0, "m3", "assigned", {3, 4, 5}, 1)
+    _event(recorder, 0.0, "m4", "assigned", {9, 10, 11}, 1)
+    assert recorder.settled(members, settle_s=0.0)
+    assert not recorder.settled(members, settle_s=60.0)  # callbacks not quiet yet
+
+
+def test_an_unbalanced_complete_assignment_is_not_settled() -> None:
+    recorder = Recorder(12)
+    _event(recorder, 0.0, "a", "assigned", set(range(6)), 1)
+    _event(recorder, 0.0, "b", "assigned", set(range(6, 9)), 1)
+    _event(recorder, 0.0, "c", "assigned", set(range(9, 12)), 1)
+    assert not recorder.settled(["a", "b", "c"], settle_s=0.0)
+    assert not recorder.settled(["a", "b"], settle_s=0.0)  # b holds 3 of its 6
+    recorder2 = Recorder(10)
+    _event(recorder2, 0.0, "a", "assigned", set(range(4)), 1)
+    _event(recorder2, 0.0, "b", "assigned", set(range(4, 7)), 1)
+    _event(recorder2, 0.0, "c", "assigned", set(range(7, 10)), 1)
+    assert recorder2.settled(["a", "b", "c"], settle_s=0.0)  # 4/3/3: within one

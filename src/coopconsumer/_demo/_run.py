@@ -134,20 +134,40 @@ class Recorder:
             return frozenset(self._seen)
 
     def settled(self, members: Iterable[str], settle_s: float) -> bool:
-        """Every partition owned by exactly one of ``members``, each of which finished a
-        rebalance, and no callback for ``settle_s``."""
+        """The group owns the assignment its assignor promises and no rebalance is under
+        way: every partition owned by exactly one of ``members``, each member owning
+        ``partitions // len(members)`` or one more (every built-in assignor balances a
+        single topic that all members subscribe to within one), and no callback for
+        ``settle_s``. Under cooperative-sticky a joiner owns nothing after the first
+        round, so this waits for the follow-up rebalance."""
         with self._lock:
             if time.monotonic() - self._last_event < settle_s:
                 return False
+            names = list(members)
+            if not names:
+                return False
+            low = self.partitions // len(names)
+            high = low + (1 if self.partitions % len(names) else 0)
             total = 0
             union: set[int] = set()
-            for member in members:
+            for member in names:
                 owned = self._owned.get(member)
-                if owned is None:
+                if owned is None or not low <= len(owned) <= high:
                     return False
                 total += len(owned)
                 union |= owned
             return total == self.partitions and union == set(range(self.partitions))
+
+    @property
+    def last_event_at(self) -> float:
+        """When the last listener callback was recorded (monotonic seconds)."""
+        with self._lock:
+            return self._last_event
+
+    def ownership(self, members: Iterable[str]) -> str:
+        """How many partitions each of ``members`` owns now, e.g. ``m1=6 m2=6 m3=0``."""
+        with self._lock:
+            return " ".join(f"{m}={len(self._owned.get(m, ()))}" for m in members)
 
 
 class _Listener(RebalanceListener):
@@ -346,14 +366,25 @@ def run_scenario(
             stop.wait(min(0.1, max(0.0, end - time.monotonic())))
 
     def wait_settled(what: str) -> None:
-        began = time.monotonic()
-        deadline = began + options.patience_s
+        # Timed from the phase's event (its mark), not from when this wait began: a
+        # stopped member's close() may take seconds before the wait starts.
+        began = recorder.phases[-1][0]
+        deadline = time.monotonic() + options.patience_s
         while not recorder.settled(members, options.settle_s):
             check()
             if time.monotonic() > deadline:
-                raise DemoError(f"the group did not settle within {options.patience_s:.0f} s")
+                raise DemoError(
+                    f"{what}: the group did not reach a balanced assignment within "
+                    f"{options.patience_s:.0f} s (owned: {recorder.ownership(members)})"
+                )
             stop.wait(0.05)
-        say(f"{what}: every partition owned again after {time.monotonic() - began:.1f} s")
+        # The last callback completed the balanced assignment; the quiet settle_s that
+        # confirmed it is not part of the rebalance.
+        took = max(0.0, recorder.last_event_at - began)
+        say(
+            f"{what}: balanced ({recorder.ownership(members)}), the last partition "
+            f"assigned {took:.1f} s after the change"
+        )
 
     def add(name: str) -> None:
         member = _Member(name, member_config(name), topic, recorder)

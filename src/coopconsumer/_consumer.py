@@ -116,6 +116,14 @@ class FetcherLike(Protocol):
 
     def pause(self, partitions: Iterable[TopicPartition]) -> None: ...
 
+    def watermarks(
+        self, tp: TopicPartition, timeout_s: float | None, *, cached: bool
+    ) -> tuple[int, int]: ...
+
+    def offsets_for_times(
+        self, timestamps: Mapping[TopicPartition, int], timeout_s: float | None
+    ) -> dict[TopicPartition, int | None]: ...
+
     def resume(self, partitions: Iterable[TopicPartition]) -> None: ...
 
     def close(self) -> None: ...
@@ -800,7 +808,7 @@ class Consumer:
         """
         self._check_usable()
         wanted = _tps(partitions)
-        timeout_s = self._api_timeout_s if timeout is None else timeout
+        timeout_s = self._timeout_or_default(timeout)
         result: CommittedOffsets = self._wait(
             self._driver.fetch_committed(wanted, timeout_s), timeout_s
         )
@@ -851,6 +859,80 @@ class Consumer:
         except KafkaError:
             # librdkafka refuses a seek before the partition's first fetch started.
             self._restart(tp, offset)
+
+    def seek_to_beginning(self, partitions: Iterable[TopicPartition]) -> None:
+        """Fetch each of ``partitions`` from its first available record next (Java's
+        ``seekToBeginning``; confluent-kafka's ``seek`` to ``OFFSET_BEGINNING``).
+        Raises ``ConfigurationError`` for a partition not assigned (nothing changes)."""
+        self._seek_all(partitions, _OFFSET_BEGINNING)
+
+    def seek_to_end(self, partitions: Iterable[TopicPartition]) -> None:
+        """Fetch each of ``partitions`` from its end next: only records produced from now
+        on (Java's ``seekToEnd``). Raises ``ConfigurationError`` for a partition not
+        assigned (nothing changes)."""
+        self._seek_all(partitions, _OFFSET_END)
+
+    def _seek_all(self, partitions: Iterable[TopicPartition], offset: int) -> None:
+        self._check_usable()
+        wanted = sorted(_tps(partitions))
+        foreign = [tp for tp in wanted if tp not in self._assigned]
+        if foreign:
+            raise ConfigurationError(
+                f"seek of partitions not assigned to this consumer: {', '.join(map(str, foreign))}"
+            )
+        for tp in wanted:
+            self.seek(tp, offset)
+
+    def get_watermark_offsets(
+        self, partition: TopicPartition, timeout: float | None = None, cached: bool = False
+    ) -> tuple[int, int]:
+        """``(low, high)``: the first offset still in ``partition`` and the offset the next
+        record will get (confluent-kafka's ``get_watermark_offsets``). Asks the leader and
+        waits at most ``timeout`` seconds (None: ``default.api.timeout.ms``); with
+        ``cached=True`` answers at once from the last fetch of an assigned partition
+        (-1001, librdkafka's "invalid offset", for what is not known yet). Any partition
+        may be asked, assigned or not. Raises ``KafkaError`` (e.g. an unknown partition)
+        or ``RequestTimeoutError``; nothing changes."""
+        self._check_usable()
+        return self._fetcher.watermarks(
+            _tp(partition), self._timeout_or_default(timeout), cached=bool(cached)
+        )
+
+    def lag(self, partition: TopicPartition, timeout: float | None = None) -> int | None:
+        """Records in ``partition`` after this consumer's position: the high watermark
+        minus :meth:`position` (None while the position is not known yet). Raises
+        ``ConfigurationError`` for a partition not assigned; errors as
+        :meth:`get_watermark_offsets`."""
+        tp = _tp(partition)
+        position = self.position([tp])[tp]
+        if position is None:
+            return None
+        _, high = self.get_watermark_offsets(tp, timeout)
+        return max(0, high - position)
+
+    def offsets_for_times(
+        self, timestamps: Mapping[TopicPartition, int], timeout: float | None = None
+    ) -> dict[TopicPartition, int | None]:
+        """Per partition, the earliest offset whose record timestamp is at least the given
+        timestamp (milliseconds since the epoch), or None if there is no such record
+        (Java's ``offsetsForTimes``, which answers null there). Any partition may be
+        asked; waits at most ``timeout`` seconds (None: ``default.api.timeout.ms``).
+        Raises ``ConfigurationError`` for a negative timestamp, ``KafkaError`` or
+        ``RequestTimeoutError``; nothing changes."""
+        self._check_usable()
+        asked: dict[TopicPartition, int] = {}
+        for key, ts in timestamps.items():
+            if not isinstance(ts, int) or isinstance(ts, bool) or ts < 0:
+                raise ConfigurationError(
+                    f"offsets_for_times: the timestamp of {key} must be an int >= 0 (ms): {ts!r}"
+                )
+            asked[_tp(key)] = ts
+        if not asked:
+            return {}
+        return self._fetcher.offsets_for_times(asked, self._timeout_or_default(timeout))
+
+    def _timeout_or_default(self, timeout: float | None) -> float:
+        return self._api_timeout_s if timeout is None else max(0.0, float(timeout))
 
     def _restart(self, tp: TopicPartition, offset: int) -> None:
         self._fetcher.unassign([tp])
@@ -930,7 +1012,9 @@ class Consumer:
         positions can be committed, as :meth:`unsubscribe` does.
 
         The consumer is closed when this returns or raises; a listener exception
-        raised during close is re-raised at the end.
+        raised during close is re-raised at the end. If the background thread does not
+        stop within the timeout (a stuck socket or callback), ``CoopConsumerError`` says
+        so (after a listener exception, which wins, it is only logged).
         """
         if self._closed:
             return
@@ -939,6 +1023,7 @@ class Consumer:
         timeout_s = _CLOSE_TIMEOUT_S if timeout is None else max(0.0, timeout)
         deadline = time.monotonic() + timeout_s
         driver = self._driver
+        stopped = False
         try:
             if driver.failure is None and driver.alive:
                 try:
@@ -953,14 +1038,24 @@ class Consumer:
                     log.warning("close: leaving the group did not complete: %s", exc)
         finally:
             try:
-                driver.stop(max(0.1, deadline - time.monotonic()))
+                stopped = driver.stop(max(0.1, deadline - time.monotonic()))
             finally:
                 self._assigned.clear()
                 self._unpositioned.clear()
                 self._fetcher.close()
+        stuck: CoopConsumerError | None = None
+        if not stopped:
+            stuck = CoopConsumerError(
+                f"close(): the consumer's background thread did not stop within "
+                f"{timeout_s:g} s; it is still running and closes its connections when it "
+                f"stops"
+            )
+            log.error("%s", stuck)
         error = self._invoker.take_error()
         if error is not None:
             raise error
+        if stuck is not None:
+            raise stuck
 
     def __enter__(self) -> Consumer:
         return self

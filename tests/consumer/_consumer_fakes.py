@@ -145,6 +145,8 @@ class FakeClient:
         self.name = name
         self.closed = False
         self.fail_sends = False
+        #: While set, poll() blocks: the driver thread is stuck inside the client.
+        self.hang = threading.Event()
         #: Error codes for the next FindCoordinator answers, consumed in order.
         self.find_coordinator_errors: list[int] = []
         self.sent: list[Request] = []
@@ -195,6 +197,8 @@ class FakeClient:
         return future
 
     def poll(self, timeout_s: float) -> None:
+        while self.hang.is_set():
+            time.sleep(0.01)
         if not self._ready and not self._has_delivery():
             self._wake.wait(min(timeout_s, 0.01))
         self._wake.clear()
@@ -301,6 +305,17 @@ class FakeFetcher:
 
     def seek(self, tp: TopicPartition, offset: int) -> None:
         self._position[tp] = offset
+
+    def watermarks(
+        self, tp: TopicPartition, timeout_s: float | None, *, cached: bool
+    ) -> tuple[int, int]:
+        with self.cluster.lock:
+            return 0, len(self.cluster.log[tp])
+
+    def offsets_for_times(
+        self, timestamps: Mapping[TopicPartition, int], timeout_s: float | None
+    ) -> dict[TopicPartition, int | None]:
+        raise NotImplementedError("the in-memory log has no timestamps")
 
     def pause(self, partitions: Iterable[TopicPartition]) -> None:
         self._paused |= set(partitions) & set(self._position)

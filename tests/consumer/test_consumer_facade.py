@@ -21,6 +21,7 @@ from coopconsumer import (
     CommitFailedError,
     ConfigurationError,
     Consumer,
+    CoopConsumerError,
     KafkaError,
     OffsetAndMetadata,
     RebalanceInProgressError,
@@ -535,3 +536,21 @@ def test_error_cb_and_logger_must_have_the_right_types() -> None:
         Consumer({"bootstrap.servers": "fake:1", "group.id": GROUP, "error_cb": "print"})
     with pytest.raises(ConfigurationError, match="logger"):
         Consumer({"bootstrap.servers": "fake:1", "group.id": GROUP, "logger": "root"})
+
+
+def test_close_reports_a_background_thread_that_did_not_stop(cluster: FakeCluster) -> None:
+    consumer, client = cluster.consumer(settings())
+    consumer.subscribe([TOPIC])
+    consumer.poll(0.2)
+    client.hang.set()
+    try:
+        began = time.monotonic()
+        with pytest.raises(CoopConsumerError, match=r"did not stop within 0\.5 s"):
+            consumer.close(timeout=0.5)
+        assert time.monotonic() - began < 5.0
+    finally:
+        client.hang.clear()  # let the thread end
+        for thread in threading.enumerate():
+            if thread.name == "coopconsumer-driver":
+                thread.join(5.0)
+    consumer.close()  # closed all the same: a second close is a no-op

@@ -17,6 +17,7 @@ import pytest
 from confluent_kafka import Message, Producer
 
 from coopconsumer import (
+    ConfigurationError,
     Consumer,
     KafkaError,
     RebalanceInProgressError,
@@ -432,3 +433,59 @@ def consume_n(consumer: Consumer, count: int) -> list[Message]:
     while len(got) < count and time.monotonic() < deadline:
         got += consumer.consume(count - len(got), 0.2)
     return got
+
+
+def test_seek_to_beginning_and_end_watermarks_lag_and_offsets_for_times(
+    broker: EmbeddedBroker, topic: str, unique_group: str
+) -> None:
+    produce(broker.bootstrap, topic, [f"v{i}".encode() for i in range(40)])  # 10 each
+    first, second = TopicPartition(topic, 0), TopicPartition(topic, 1)
+    with Consumer(config(broker, unique_group)) as consumer:
+        consumer.subscribe([topic])
+        assert len(consume_n(consumer, 40)) == 40
+        # From the last fetch: exact on both brokers.
+        assert consumer.get_watermark_offsets(first, cached=True) == (0, 10)
+        low, high = consumer.get_watermark_offsets(first, timeout=PATIENCE_S)
+        assert low == 0
+        # Tansu's ListOffsets answers the last batch's base offset + 1 (docs/testing.md).
+        assert high == 10 if broker.kind == "mock" else 1 <= high <= 10
+        assert consumer.lag(first, timeout=PATIENCE_S) == 0
+        # Neither embedded broker searches by timestamp: Tansu answers the earliest offset
+        # for any timestamp, the mock "no such record" (docs/testing.md). Each is checked
+        # where its answer is Kafka's: Tansu for a timestamp before every record, the
+        # mock for one after them.
+        far_future = int(time.time() * 1000) + 3_600_000
+        asked: dict[TopicPartition, int]
+        expected: dict[TopicPartition, int | None]
+        if broker.kind == "tansu":
+            asked, expected = {first: 0, second: 0}, {first: 0, second: 0}
+        else:
+            asked, expected = {first: far_future}, {first: None}
+        assert consumer.offsets_for_times(asked, timeout=PATIENCE_S) == expected
+
+        consumer.seek_to_beginning([first])
+        consumer.seek_to_end([second])
+        # The end is resolved lazily, at the next fetch (Java's seekToEnd too): wait for
+        # it before producing, or the new record would already be behind the end.
+        records: list[Message] = []
+        deadline = time.monotonic() + PATIENCE_S
+        while consumer.position([second])[second] is None and time.monotonic() < deadline:
+            records += consumer.consume(100, 0.1)
+        produce(broker.bootstrap, topic, [b"new"] * PARTITIONS)  # offset 10 of each
+        records += consume_n(consumer, 11 + 3 - len(records))
+        deadline = time.monotonic() + 1.0  # Tansu: the rest of partition 1 (below)
+        while time.monotonic() < deadline:
+            records += consumer.consume(100, 0.1)
+        by_partition: dict[int, list[int]] = {}
+        for m in records:
+            by_partition.setdefault(m.partition() or 0, []).append(m.offset() or 0)
+        assert sorted(by_partition[0]) == list(range(11)), "partition 0 again from 0"
+        assert by_partition[2] == by_partition[3] == [10]
+        if broker.kind == "mock":
+            assert by_partition[1] == [10], "partition 1 only the record produced after"
+        else:
+            # Tansu's ListOffsets(latest) answers the last batch's base offset + 1
+            # (docs/testing.md), so the end it gives is inside the last batch.
+            assert sorted(by_partition[1]) == list(range(by_partition[1][0], 11))
+        with pytest.raises(ConfigurationError, match="not assigned"):
+            consumer.seek_to_end([TopicPartition("elsewhere", 0)])

@@ -201,6 +201,43 @@ class Fetcher:
         """Fetch ``tp`` from ``offset`` next."""
         self._call("seek", self._consumer.seek, _ck(tp, offset))
 
+    def watermarks(
+        self, tp: TopicPartition, timeout_s: float | None, *, cached: bool
+    ) -> tuple[int, int]:
+        """``(low, high)`` offsets of ``tp``: asked of the partition's leader, or, with
+        ``cached``, as of the last fetch response (-1001 when not known yet)."""
+        if cached:
+            low, high = self._call(
+                "watermarks", self._consumer.get_watermark_offsets, _ck(tp), cached=True
+            )
+        else:
+            low, high = self._call(
+                "watermarks",
+                self._consumer.get_watermark_offsets,
+                _ck(tp),
+                timeout=-1 if timeout_s is None else timeout_s,
+            )
+        return int(low), int(high)
+
+    def offsets_for_times(
+        self, timestamps: Mapping[TopicPartition, int], timeout_s: float | None
+    ) -> dict[TopicPartition, int | None]:
+        """The earliest offset whose timestamp is at least the given one (milliseconds
+        since the epoch) per partition; None when no such record exists."""
+        asked = [_ck(tp, ts) for tp, ts in timestamps.items()]
+        got = self._call(
+            "offsets_for_times",
+            self._consumer.offsets_for_times,
+            asked,
+            timeout=-1 if timeout_s is None else timeout_s,
+        )
+        result: dict[TopicPartition, int | None] = {}
+        for p in got:
+            if p.error is not None:
+                raise _to_error(p.error, f"offsets_for_times of {p.topic}-{p.partition}")
+            result[TopicPartition(p.topic, p.partition)] = p.offset if p.offset >= 0 else None
+        return result
+
     def pause(self, partitions: Iterable[TopicPartition]) -> None:
         """Stop returning records of ``partitions`` until resumed (they stay assigned)."""
         asked = [_ck(tp) for tp in partitions if tp in self._assigned]

@@ -92,6 +92,12 @@ _APP_WORK_TYPES: Final = (InvokeListener, Assign, Unassign, CommitBeforeRevoke, 
 _MAX_WAIT_S: Final = 1.0
 #: Shortest sleep of the loop (poll returns early anyway when something happens).
 _MIN_WAIT_S: Final = 0.001
+#: How often ``poll()`` wakes the driver to report itself. The flag it sets is read
+#: on every loop anyway (before a Tick, so the max.poll.interval.ms deadline sees a
+#: recent poll); the wakeup only matters to a member whose poll interval expired, which
+#: rejoins on the next poll at most this much later. 0.1 s made an idle member's driver
+#: loop 10 times a second (issue 15: idle CPU).
+_POLL_WAKEUP_S: Final = 1.0
 #: Sleep while a lookup waits for a connection to finish its ApiVersions handshake.
 _CONNECT_POLL_S: Final = 0.02
 #: FindCoordinator key type of a consumer group.
@@ -320,11 +326,12 @@ class Driver:
     def note_poll(self) -> None:
         """Record that the application polled (``PollCalled`` on the next loop).
 
-        Called on every ``poll()``: a flag write, plus a wakeup at most every 100 ms,
-        so that polling stays O(1) and cheap."""
+        Called on every ``poll()``: a flag write, plus a wakeup at most every
+        ``_POLL_WAKEUP_S``, so that polling stays O(1) and cheap and an idle member's
+        driver sleeps until its next deadline (see ``_POLL_WAKEUP_S``)."""
         self._poll_seen = True
         now = self._clock()
-        if now - self._last_wakeup >= 0.1:
+        if now - self._last_wakeup >= _POLL_WAKEUP_S:
             self._last_wakeup = now
             self._client.wakeup()
 

@@ -29,7 +29,7 @@ the arrival time of each partition's records at the consumers:
 * the joining member's own ``rebalance-total`` and ``rebalance-latency-avg`` from
   ``Consumer.metrics()`` (KIP-429 names; coopconsumer only).
 
-Tansu holds every JoinGroup for about max(1 s, session.timeout.ms / 2) (DESIGN.md), so
+Tansu holds every JoinGroup for about max(1 s, session.timeout.ms / 2) (docs/testing.md), so
 the absolute rebalance times mostly measure that hold (session.timeout.ms is 2000
 here); the comparison between implementations on the same broker is the point.
 

@@ -73,6 +73,16 @@ def test_configuration_reference_is_current() -> None:
     )
 
 
+def test_architecture_state_machine_part_is_current() -> None:
+    done = subprocess.run(
+        [sys.executable, str(DOCS / "gen_architecture.py"), "--check"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
 def test_configuration_reference_lists_every_documented_key() -> None:
     from coopconsumer._config import documented_keys
 

@@ -1,4 +1,4 @@
-"""The package's import directions (STYLE.md §1), checked by walking every module's AST.
+"""The package's import directions (docs/architecture.md), checked by walking every AST.
 
 _protocol <- _coordinator <- _io <- _consumer; the sans-I/O layers never import blocking
 modules, and confluent_kafka is imported only by the fetcher and the producer in _io.

@@ -4,7 +4,7 @@
 stats) and gauges; ``CoordinatorMetrics`` registers the ``consumer-coordinator-metrics``
 group and turns the group member's observations (rebalance started, JoinGroup answered,
 ...) into recordings. The state machine emits observations; it never owns counters
-(STYLE.md §6).
+(docs/architecture.md).
 
 Time is always an argument (``now``, monotonic float seconds); nothing here reads a
 clock. The driver thread and the ``poll()`` thread both record, so every recording and

@@ -598,7 +598,7 @@ def recording_assignors(
 # --- members on threads -----------------------------------------------------------
 
 _GROUP_TIMINGS: dict[str, object] = {
-    # Tansu holds a JoinGroup for about max(1 s, session.timeout.ms / 2) (DESIGN.md).
+    # Tansu holds a JoinGroup for about max(1 s, session.timeout.ms / 2) (docs/testing.md).
     "session.timeout.ms": 3000,
     "heartbeat.interval.ms": 300,
 }

@@ -301,7 +301,7 @@ def test_tansu_advertises_the_group_api_versions_design_md_lists(
     tansu_broker: EmbeddedBroker,
 ) -> None:
     versions = tansu_broker.api_versions
-    # DESIGN.md "Wire versions": the highest versions our client negotiates down from.
+    # The versions Kafka 3.9/4.x brokers advertise: the highest our client negotiates down from.
     assert versions[FIND_COORDINATOR][1] >= 6
     assert versions[JOIN_GROUP][1] >= 9
     assert versions[SYNC_GROUP][1] >= 5

@@ -4,7 +4,7 @@ A group of ``range`` members is rolled, one member at a time, to
 ``cooperative-sticky,range`` (first bounce), then to ``cooperative-sticky`` alone
 (second bounce), with records flowing and every member feeding one ownership ledger.
 
-What each step must show (KIP-429 "Compatibility and Upgrade Path"; DESIGN.md):
+What each step must show (KIP-429 "Compatibility and Upgrade Path"; docs/upgrade.md):
 
 * While any configured assignor list contains ``range``, the member's rebalance protocol
   is EAGER: at every rebalance it revokes everything before rejoining, so each
@@ -26,7 +26,7 @@ the test is split where the quirks fall:
   ``cooperative-sticky`` here; it "blindly uses the first protocol of the leader").
 * The second bounce runs on the **mock**, starting from a group that has finished the
   first bounce (every member on ``cooperative-sticky,range``). It cannot run on Tansu,
-  which "will not switch the group's protocol" (DESIGN.md): it keeps the group on
+  which "will not switch the group's protocol" (docs/testing.md): it keeps the group on
   ``range`` after the first bounce and rejects a ``cooperative-sticky``-only member with
   INCONSISTENT_GROUP_PROTOCOL, where Kafka accepts any member that supports one protocol
   all current members support, and then picks ``cooperative-sticky`` by vote.
@@ -230,7 +230,7 @@ def test_first_bounce_stays_eager(
     # While a range-only member is in the group, range is the only protocol every member
     # supports, so the coordinator must choose it. Once every member offers
     # cooperative-sticky first, Kafka would switch to it by vote while Tansu keeps range
-    # (DESIGN.md), so rounds without a range-only member are not checked here: the
+    # (docs/testing.md), so rounds without a range-only member are not checked here: the
     # range-only members' every join, and each rolled member's first join (a range-only
     # member was still there, except for the last one rolled).
     for member in upgrade.started[:GROUP_SIZE]:

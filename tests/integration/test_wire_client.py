@@ -56,7 +56,7 @@ SESSION_TIMEOUT_MS = 6_000
 REBALANCE_TIMEOUT_MS = 3_000
 PROTOCOL = "range"
 
-#: What DESIGN.md says real brokers (and Tansu) advertise, and what the mock is capped at.
+#: What real Kafka 3.9/4.x brokers (and Tansu) advertise, and what the mock is capped at.
 TANSU_EXPECTED: dict[type[Request], int] = {
     JoinGroupRequest: 9,
     SyncGroupRequest: 5,
@@ -339,7 +339,7 @@ def test_two_members_join_sync_heartbeat_and_leave_by_hand(
         assert leader.join.protocol_name == PROTOCOL
         generation = leader.generation
         if broker.kind == "tansu":
-            assert generation >= 0  # Tansu counts generations from 0 (DESIGN.md)
+            assert generation >= 0  # Tansu counts generations from 0 (docs/testing.md)
         else:
             assert generation >= 1
 

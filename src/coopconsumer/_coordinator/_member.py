@@ -292,7 +292,7 @@ class GroupMember:
         self._config = config
         self._assignors = tuple(assignors)
         self._assignor_by_name = {a.name: a for a in assignors}
-        #: Fixed for the member's life: the assignors never change (DESIGN.md).
+        #: Fixed for the member's life: the assignors never change (docs/architecture.md).
         self._protocol = select_rebalance_protocol(self._assignors)
 
         self._state = MemberState.UNJOINED

@@ -1,4 +1,4 @@
-"""The driver thread: runs a ``GroupMember`` against a ``KafkaClient`` (STYLE.md §5).
+"""The driver thread: runs a ``GroupMember`` against a ``KafkaClient`` (docs/architecture.md).
 
 One loop: drain the commands the application thread queued, poll the wire client until
 the member's next deadline, turn completed requests into ``ResponseReceived`` /

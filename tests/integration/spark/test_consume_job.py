@@ -63,7 +63,7 @@ def produce(bootstrap: str, topic: str, values: list[str]) -> None:
 
 
 def job_config(broker: EmbeddedBroker, group: str) -> dict[str, object]:
-    # Tansu holds a JoinGroup for max(1 s, session.timeout.ms / 2) (DESIGN.md).
+    # Tansu holds a JoinGroup for max(1 s, session.timeout.ms / 2) (docs/testing.md).
     return {
         "bootstrap.servers": broker.bootstrap,
         "group.id": group,

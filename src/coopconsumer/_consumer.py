@@ -277,6 +277,11 @@ class Consumer:
         # Partitions assigned by the group whose start offset is not known yet.
         self._unpositioned: set[TopicPartition] = set()
         self._next_position_retry = 0.0
+        # The committed-offset lookup in flight, if any: poll() never waits for it
+        # (records keep flowing for positioned partitions); see _check_lookup. Its
+        # partition set loses what is dropped meanwhile, so an answer older than a
+        # revocation is never applied to the partition assigned again later.
+        self._lookup: tuple[set[TopicPartition], Future[CommittedOffsets]] | None = None
         # Start offsets known but not yet given to the fetcher (see _flush_starts).
         self._pending_starts: dict[TopicPartition, int] = {}
         # Paused by the application; re-applied when a partition is restarted.
@@ -432,7 +437,7 @@ class Consumer:
             else:
                 fetcher.serve_events()
                 driver.wait_for(lambda: driver.has_app_work or driver.failure is not None, wait)
-            if driver.has_app_work or driver.failure is not None:
+            if driver.has_app_work or driver.failure is not None or self._unpositioned:
                 self._run_app_work()
                 self._raise_pending()
             now = time.monotonic()
@@ -464,6 +469,7 @@ class Consumer:
     # ------------------------------------------------------------------ app work
 
     def _run_app_work(self) -> None:
+        self._check_lookup()
         if (
             self._unpositioned
             and not self._closed
@@ -523,29 +529,42 @@ class Consumer:
         self._assigned -= partitions
         self._paused -= partitions
         self._unpositioned -= partitions
+        if self._lookup is not None:
+            self._lookup[0].difference_update(partitions)
         for tp in partitions:
             self._last_auto_commit.pop(tp, None)
         self._fetcher.unassign(partitions)
 
     def _position(self, partitions: frozenset[TopicPartition]) -> None:
-        """Start fetching ``partitions`` from their committed offsets (else by
-        ``auto.offset.reset``); on a failed lookup they are retried by the next poll."""
+        """Look up where ``partitions`` start (their committed offsets, else
+        ``auto.offset.reset``) without waiting: the answer is applied by a later poll
+        (:meth:`_check_lookup`). One lookup is in flight at a time; partitions assigned
+        meanwhile are looked up when it ends, failed ones after ``retry.backoff.ms``."""
         wanted = partitions & self._assigned
         self._unpositioned |= wanted
-        if not wanted:
+        if not wanted or self._lookup is not None:
             return
+        self._lookup = (set(wanted), self._driver.fetch_committed(wanted, self._api_timeout_s))
+
+    def _check_lookup(self) -> None:
+        """Apply the committed-offset lookup if it has completed."""
+        lookup = self._lookup
+        if lookup is None or not lookup[1].done():
+            return
+        self._lookup = None
+        wanted, future = lookup
         try:
-            committed = self._wait(
-                self._driver.fetch_committed(wanted, self._api_timeout_s), self._api_timeout_s
-            )
+            committed: CommittedOffsets = future.result()
         except CoopConsumerError as exc:
             if self._driver.failure is not None:
-                raise
+                raise self._driver.failure from exc
             log.warning(
                 "fetching committed offsets of %d partition(s) failed: %s", len(wanted), exc
             )
+            self._next_position_retry = time.monotonic() + self._retry_backoff_s
             return
         self._start_fetching({tp: committed.get(tp) for tp in wanted})
+        self._flush_starts()
 
     def _start_fetching(self, committed: Mapping[TopicPartition, OffsetAndMetadata | None]) -> None:
         reset = self._config.auto_offset_reset

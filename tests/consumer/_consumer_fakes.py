@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "coordinator"))
 
 from fake_group_coordinator import FakeGroupCoordinator
 
-from coopconsumer import Consumer, KafkaError, TopicPartition
+from coopconsumer import Consumer, KafkaError, RequestTimeoutError, TopicPartition
 from coopconsumer._io._future import PendingRequest
 from coopconsumer._protocol._schema import Request
 from coopconsumer._protocol.messages import (
@@ -170,8 +170,10 @@ class FakeClient:
         if self.fail_sends:
             raise RuntimeError("injected send failure")
         self.sent.append(request)
+        # The request's own timeout, as the real client enforces it (see poll()).
+        timeout_s = 30.0 if timeout_ms is None else timeout_ms / 1000.0
         future: PendingRequest[Any] = PendingRequest(
-            request, node_id=node_id, broker="fake", deadline=time.monotonic() + 30.0
+            request, node_id=node_id, broker="fake", deadline=time.monotonic() + timeout_s
         )
         future.api_version = api_version
         if isinstance(request, FindCoordinatorRequest):
@@ -216,6 +218,12 @@ class FakeClient:
         for future, response in ready:
             future._set_result(response)
             future._run_callbacks()
+        now = time.monotonic()
+        for request_id, future in list(self._pending.items()):
+            if now >= future.deadline:  # an answer the coordinator dropped
+                del self._pending[request_id]
+                future._set_exception(RequestTimeoutError("no answer in time", broker="fake"))
+                future._run_callbacks()
 
     def _has_delivery(self) -> bool:
         with self.cluster.lock:

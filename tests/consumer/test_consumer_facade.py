@@ -30,6 +30,7 @@ from coopconsumer import (
 )
 from coopconsumer._io._driver import DriverFailedError
 from coopconsumer._protocol import errors
+from coopconsumer._protocol.messages import OffsetFetchRequest
 from coopconsumer.assignors import RebalanceProtocol
 
 GROUP = "g"
@@ -554,3 +555,26 @@ def test_close_reports_a_background_thread_that_did_not_stop(cluster: FakeCluste
             if thread.name == "coopconsumer-driver":
                 thread.join(5.0)
     consumer.close()  # closed all the same: a second close is a no-op
+
+
+def test_poll_keeps_its_timeout_while_committed_offsets_do_not_come(cluster: FakeCluster) -> None:
+    # The coordinator takes OffsetFetch but never answers. poll() used to wait for the
+    # first position lookup up to default.api.timeout.ms (5 s here); it now returns
+    # within its timeout while the lookup is pending (issue 15, item 1).
+    cluster.coordinator.drop_next(OffsetFetchRequest.API_KEY, count=1_000_000)
+    consumer, _ = cluster.consumer(settings())
+    consumer.subscribe([TOPIC])
+    worst = 0.0
+    deadline = time.monotonic() + 2.0
+    while time.monotonic() < deadline:
+        began = time.monotonic()
+        assert consumer.poll(0.1) is None  # no position known: no record
+        worst = max(worst, time.monotonic() - began - 0.1)
+    assert consumer.assignment() == TPS
+    assert worst < 0.5, f"poll(0.1) overran by {worst:.3f} s"
+    cluster.coordinator.drop_next(OffsetFetchRequest.API_KEY, count=0)  # answers again
+    got: list[object] = []
+    deadline = time.monotonic() + PATIENCE_S
+    while not got and time.monotonic() < deadline:
+        got += consumer.consume(100, 0.1)
+    assert got, "records flow once the committed offsets arrive"

@@ -38,6 +38,9 @@ from ._schema import ZERO_UUID, Request, Response, Struct, kf
 __all__ = [
     "ALL_REQUESTS",
     "ALL_RESPONSES",
+    "AlterUserScramCredentialsRequest",
+    "AlterUserScramCredentialsResponse",
+    "AlterUserScramCredentialsResult",
     "ApiVersionsRequest",
     "ApiVersionsResponse",
     "ApiVersionsResponseApiVersion",
@@ -91,6 +94,12 @@ __all__ = [
     "OffsetFetchResponsePartitions",
     "OffsetFetchResponseTopic",
     "OffsetFetchResponseTopics",
+    "SaslAuthenticateRequest",
+    "SaslAuthenticateResponse",
+    "SaslHandshakeRequest",
+    "SaslHandshakeResponse",
+    "ScramCredentialDeletion",
+    "ScramCredentialUpsertion",
     "SyncGroupRequest",
     "SyncGroupRequestAssignment",
     "SyncGroupResponse",
@@ -999,6 +1008,139 @@ class ListOffsetsResponse(Response):
     )
 
 
+# ------------------------------------------------------------------ SASL (17, 36), SCRAM (51)
+#
+# SaslHandshake picks the mechanism, SaslAuthenticate carries its bytes (KIP-152); a
+# connection sends them right after ApiVersions and again to re-authenticate (KIP-368).
+# AlterUserScramCredentials (KIP-554) creates SCRAM users; the test brokers use it.
+# Fields that carry credentials (``auth_bytes``: a PLAIN message holds the password;
+# ``salted_password``) never appear in a repr.
+
+
+def _redacted_bytes(value: bytes) -> str:
+    return f"<{len(value)} bytes redacted>"
+
+
+@attrs.frozen(kw_only=True)
+class SaslHandshakeRequest(Request):
+    """SaslHandshakeRequest (key 17). v1 means SaslAuthenticate requests follow (v0's
+    raw, unframed SASL tokens are not spoken)."""
+
+    API_KEY = 17
+    MIN_VERSION = 0
+    MAX_VERSION = 1
+    FLEXIBLE_VERSION = None
+
+    mechanism: str = attrs.field(default="", metadata=kf("0+", "string"))
+
+
+@attrs.frozen(kw_only=True)
+class SaslHandshakeResponse(Response):
+    """SaslHandshakeResponse (key 17): the mechanisms the broker enables."""
+
+    API_KEY = 17
+    MIN_VERSION = 0
+    MAX_VERSION = 1
+    FLEXIBLE_VERSION = None
+
+    error_code: int = attrs.field(default=0, metadata=kf("0+", "int16"))
+    mechanisms: tuple[str, ...] = attrs.field(default=(), metadata=kf("0+", "[]string"))
+
+
+@attrs.frozen(kw_only=True)
+class SaslAuthenticateRequest(Request):
+    """SaslAuthenticateRequest (key 36): one SASL message from the client."""
+
+    API_KEY = 36
+    MIN_VERSION = 0
+    MAX_VERSION = 2
+    FLEXIBLE_VERSION = 2
+
+    auth_bytes: bytes = attrs.field(default=b"", repr=_redacted_bytes, metadata=kf("0+", "bytes"))
+
+
+@attrs.frozen(kw_only=True)
+class SaslAuthenticateResponse(Response):
+    """SaslAuthenticateResponse (key 36). v1+ ``session_lifetime_ms``: re-authenticate
+    before it runs out (KIP-368); 0 means no limit."""
+
+    API_KEY = 36
+    MIN_VERSION = 0
+    MAX_VERSION = 2
+    FLEXIBLE_VERSION = 2
+
+    error_code: int = attrs.field(default=0, metadata=kf("0+", "int16"))
+    error_message: str | None = attrs.field(
+        default=None, metadata=kf("0+", "string", nullable="0+")
+    )
+    auth_bytes: bytes = attrs.field(default=b"", repr=_redacted_bytes, metadata=kf("0+", "bytes"))
+    session_lifetime_ms: int = attrs.field(default=0, metadata=kf("1+", "int64", ignorable=True))
+
+
+@attrs.frozen(kw_only=True)
+class ScramCredentialDeletion(Struct):
+    """A SCRAM credential to remove (``mechanism``: 1 SCRAM-SHA-256, 2 SCRAM-SHA-512)."""
+
+    name: str = attrs.field(default="", metadata=kf("0+", "string"))
+    mechanism: int = attrs.field(default=0, metadata=kf("0+", "int8"))
+
+
+@attrs.frozen(kw_only=True)
+class ScramCredentialUpsertion(Struct):
+    """A SCRAM credential to create or replace: the client salts the password."""
+
+    name: str = attrs.field(default="", metadata=kf("0+", "string"))
+    mechanism: int = attrs.field(default=0, metadata=kf("0+", "int8"))
+    iterations: int = attrs.field(default=0, metadata=kf("0+", "int32"))
+    salt: bytes = attrs.field(default=b"", metadata=kf("0+", "bytes"))
+    salted_password: bytes = attrs.field(
+        default=b"", repr=_redacted_bytes, metadata=kf("0+", "bytes")
+    )
+
+
+@attrs.frozen(kw_only=True)
+class AlterUserScramCredentialsRequest(Request):
+    """AlterUserScramCredentialsRequest (key 51, KIP-554)."""
+
+    API_KEY = 51
+    MIN_VERSION = 0
+    MAX_VERSION = 0
+    FLEXIBLE_VERSION = 0
+
+    deletions: tuple[ScramCredentialDeletion, ...] = attrs.field(
+        default=(), metadata=kf("0+", ScramCredentialDeletion, array=True)
+    )
+    upsertions: tuple[ScramCredentialUpsertion, ...] = attrs.field(
+        default=(), metadata=kf("0+", ScramCredentialUpsertion, array=True)
+    )
+
+
+@attrs.frozen(kw_only=True)
+class AlterUserScramCredentialsResult(Struct):
+    """The outcome for one user."""
+
+    user: str = attrs.field(default="", metadata=kf("0+", "string"))
+    error_code: int = attrs.field(default=0, metadata=kf("0+", "int16"))
+    error_message: str | None = attrs.field(
+        default=None, metadata=kf("0+", "string", nullable="0+")
+    )
+
+
+@attrs.frozen(kw_only=True)
+class AlterUserScramCredentialsResponse(Response):
+    """AlterUserScramCredentialsResponse (key 51)."""
+
+    API_KEY = 51
+    MIN_VERSION = 0
+    MAX_VERSION = 0
+    FLEXIBLE_VERSION = 0
+
+    throttle_time_ms: int = attrs.field(default=0, metadata=kf("0+", "int32"))
+    results: tuple[AlterUserScramCredentialsResult, ...] = attrs.field(
+        default=(), metadata=kf("0+", AlterUserScramCredentialsResult, array=True)
+    )
+
+
 # --------------------------------------------------------------------------- registry
 
 ApiVersionsRequest.RESPONSE_TYPE = ApiVersionsResponse
@@ -1013,6 +1155,9 @@ OffsetFetchRequest.RESPONSE_TYPE = OffsetFetchResponse
 DescribeGroupsRequest.RESPONSE_TYPE = DescribeGroupsResponse
 ListGroupsRequest.RESPONSE_TYPE = ListGroupsResponse
 ListOffsetsRequest.RESPONSE_TYPE = ListOffsetsResponse
+SaslHandshakeRequest.RESPONSE_TYPE = SaslHandshakeResponse
+SaslAuthenticateRequest.RESPONSE_TYPE = SaslAuthenticateResponse
+AlterUserScramCredentialsRequest.RESPONSE_TYPE = AlterUserScramCredentialsResponse
 
 #: Every request class declared here, by API key.
 ALL_REQUESTS: dict[int, type[Request]] = {
@@ -1030,6 +1175,9 @@ ALL_REQUESTS: dict[int, type[Request]] = {
         DescribeGroupsRequest,
         ListGroupsRequest,
         ListOffsetsRequest,
+        SaslHandshakeRequest,
+        SaslAuthenticateRequest,
+        AlterUserScramCredentialsRequest,
     )
 }
 

@@ -22,6 +22,7 @@ from pathlib import Path
 from coopconsumer import ConfigurationError
 from coopconsumer._config import FETCHER_PASSTHROUGH_KEYS, ConsumerConfig, documented_keys
 from coopconsumer._io._fetcher import _FETCH_QUEUE_BACKOFF_MS
+from coopconsumer._security import SECURITY_KEYS
 from coopconsumer.assignors import (
     ClusterMetadata,
     ConsumerPartitionAssignor,
@@ -87,6 +88,55 @@ _RELATIONS: tuple[tuple[str, dict[str, object]], ...] = (
         "the assignors must share a rebalance protocol (KIP-429)",
         {"partition.assignment.strategy": [_CooperativeOnly, "range"]},
     ),
+    (
+        "TLS settings need security.protocol ssl or sasl_ssl",
+        {"ssl.ca.location": "ca.pem"},
+    ),
+    (
+        "SASL settings need security.protocol sasl_plaintext or sasl_ssl",
+        {"security.protocol": "ssl", "sasl.username": "alice"},
+    ),
+    (
+        "a SASL protocol needs a supported sasl.mechanism (GSSAPI is not)",
+        {"security.protocol": "sasl_ssl"},
+    ),
+    (
+        "PLAIN and SCRAM need sasl.username and sasl.password",
+        {"security.protocol": "sasl_ssl", "sasl.mechanism": "SCRAM-SHA-512", "sasl.username": "a"},
+    ),
+    (
+        "OAUTHBEARER needs oauth_cb or sasl.oauthbearer.method=oidc",
+        {"security.protocol": "sasl_ssl", "sasl.mechanism": "OAUTHBEARER"},
+    ),
+    (
+        "oauth_cb and sasl.oauthbearer.method=oidc exclude each other",
+        {
+            "security.protocol": "sasl_ssl",
+            "sasl.mechanism": "OAUTHBEARER",
+            "oauth_cb": print,
+            "sasl.oauthbearer.method": "oidc",
+        },
+    ),
+    (
+        "OIDC needs the client id, secret and token endpoint",
+        {
+            "security.protocol": "sasl_ssl",
+            "sasl.mechanism": "OAUTHBEARER",
+            "sasl.oauthbearer.method": "oidc",
+        },
+    ),
+    (
+        "a client certificate needs its key (and the key its certificate)",
+        {"security.protocol": "ssl", "ssl.certificate.location": "client.pem"},
+    ),
+    (
+        "a file and PEM text for the same item exclude each other",
+        {
+            "security.protocol": "ssl",
+            "ssl.ca.location": "ca.pem",
+            "ssl.ca.pem": "-----BEGIN CERTIFICATE-----",
+        },
+    ),
 )
 
 #: librdkafka keys the consumer manages itself; the parser refuses them with a reason.
@@ -95,8 +145,11 @@ _REFUSED = (
     "enable.partition.eof",
     "group.protocol",
     "group.remote.assignor",
-    "ssl.ca.location",
-    "sasl.mechanism",
+    "sasl.jaas.config",
+    "ssl.truststore.location",
+    "ssl.keystore.location",
+    "sasl.kerberos.service.name",
+    "enable.sasl.oauthbearer.unsecure.jwt",
 )
 
 
@@ -155,6 +208,7 @@ def render() -> str:
     """The full text of docs/configuration.md."""
     keys = documented_keys()
     own: list[list[str]] = []
+    security: list[list[str]] = []
     aliases: list[list[str]] = []
     passthrough: list[list[str]] = []
     for row in keys:
@@ -166,7 +220,8 @@ def render() -> str:
             aliases.append([f"`{row.key}`", f"`{target}`", row.description])
         else:
             default = row.default if row.default.startswith("(") else f"`{row.default}`"
-            own.append([f"`{row.key}`", default, allowed_values(row.key), row.description])
+            table = security if row.key in SECURITY_KEYS else own
+            table.append([f"`{row.key}`", default, allowed_values(row.key), row.description])
 
     relations: list[list[str]] = []
     for rule, broken in _RELATIONS:
@@ -201,6 +256,15 @@ def render() -> str:
         "",
         *_table(["Key", "Default", "Allowed values", "Description"], own),
         "",
+        "## Security keys (TLS and SASL)",
+        "",
+        "librdkafka's names and defaults. One setting secures every connection: the group",
+        "member's own, the librdkafka fetcher's (the keys are passed to it) and, given the",
+        "same keys, `KafkaWriter`'s producer. Secrets are never shown in errors, logs or",
+        "`repr`. See [security.md](security.md) for ready-made configurations.",
+        "",
+        *_table(["Key", "Default", "Allowed values", "Description"], security),
+        "",
         "## Other names for the same keys",
         "",
         "Accepted so that configurations written for librdkafka or Java work unchanged.",
@@ -222,8 +286,9 @@ def render() -> str:
         "",
         "## Keys that are refused",
         "",
-        "Settings that would fight coopconsumer's own group member, and TLS/SASL settings",
-        "(only PLAINTEXT is supported so far), raise `ConfigurationError`:",
+        "Settings that would fight coopconsumer's own group member, and security settings of",
+        "Java clients or of librdkafka features not supported here, raise",
+        "`ConfigurationError` (naming what to use instead):",
         "",
         *_table(["Key", "Error"], refused),
         "",

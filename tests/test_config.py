@@ -18,11 +18,8 @@ from coopconsumer._config import (
     documented_keys,
 )
 from coopconsumer._errors import ConfigurationError
+from coopconsumer._security import SecurityConfig
 from coopconsumer.assignors import (
-    ClusterMetadata,
-    ConsumerPartitionAssignor,
-    GroupAssignment,
-    GroupSubscription,
     RebalanceProtocol,
     load_assignors,
     select_rebalance_protocol,
@@ -67,7 +64,8 @@ def test_defaults() -> None:
     assert config.isolation_level == "read_uncommitted"
     assert config.metadata_max_age_ms == 300000
     assert config.default_api_timeout_ms == 60000
-    assert config.security_protocol == "PLAINTEXT"
+    assert config.security_protocol == "plaintext"
+    assert config.security == SecurityConfig()
     assert config.fetcher_overrides == ()
 
 
@@ -343,101 +341,11 @@ def test_isolation_level() -> None:
         parse(isolation__level="committed")
 
 
-@pytest.mark.parametrize("value", ["SSL", "sasl_ssl", "SASL_PLAINTEXT"])
-def test_security_protocols_not_supported_yet(value: str) -> None:
-    with pytest.raises(ConfigurationError, match="not supported yet"):
-        parse(security__protocol=value)
-
-
-def test_security_protocol_plaintext_and_garbage() -> None:
-    assert parse(security__protocol="plaintext").security_protocol == "PLAINTEXT"
-    with pytest.raises(ConfigurationError, match="invalid value 'TLS'"):
+def test_security_protocol_is_librdkafkas_any_case() -> None:
+    assert parse(security__protocol="PLAINTEXT").security_protocol == "plaintext"
+    assert parse(security__protocol="SSL").security_protocol == "ssl"
+    with pytest.raises(ConfigurationError, match=r"invalid value 'TLS' for 'security\.protocol'"):
         parse(security__protocol="TLS")
-
-
-@pytest.mark.parametrize("key", ["ssl.ca.location", "sasl.mechanism", "sasl.username"])
-def test_security_keys_not_supported_yet(key: str) -> None:
-    with pytest.raises(ConfigurationError, match=f"'{key}' is not supported yet"):
-        with_key(key, "x")
-
-
-# -- keys ---------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("key", "suggestion"),
-    [
-        ("session.timout.ms", "session.timeout.ms"),
-        ("session_timeout_ms", "session.timeout.ms"),
-        ("group.instance", "group.instance.id"),
-        ("fetch.wait.max", "fetch.wait.max.ms"),
-        ("auto.offset.rest", "auto.offset.reset"),
-    ],
-)
-def test_unknown_key_suggests_closest(key: str, suggestion: str) -> None:
-    with pytest.raises(ConfigurationError) as info:
-        with_key(key, 1)
-    assert f"unknown configuration key {key!r}; did you mean {suggestion!r}?" in str(info.value)
-
-
-def test_unknown_key_without_close_match() -> None:
-    with pytest.raises(ConfigurationError) as info:
-        with_key("zzzz", 1)
-    assert "unknown configuration key 'zzzz'" in str(info.value)
-    assert "did you mean" not in str(info.value)
-
-
-@pytest.mark.parametrize("key", ["key.deserializer", "statistics.interval.ms", "group.id.x"])
-def test_other_client_keys_are_unknown(key: str) -> None:
-    with pytest.raises(ConfigurationError, match="unknown configuration key"):
-        with_key(key, "x")
-
-
-@pytest.mark.parametrize("key", ["enable.auto.offset.store", "enable.partition.eof"])
-def test_keys_owned_by_the_library(key: str) -> None:
-    with pytest.raises(ConfigurationError, match=f"'{key}' cannot be set"):
-        with_key(key, True)
-
-
-def test_non_string_key_and_non_mapping() -> None:
-    with pytest.raises(ConfigurationError, match="keys must be strings"):
-        ConsumerConfig.from_mapping({**BASE, 1: "x"})  # type: ignore[dict-item]
-    with pytest.raises(ConfigurationError, match="must be a mapping"):
-        ConsumerConfig.from_mapping([("bootstrap.servers", "a:1")])  # type: ignore[arg-type]
-
-
-# -- assignors ----------------------------------------------------------------------------
-
-
-class CooperativeOnly(ConsumerPartitionAssignor):
-    @property
-    def name(self) -> str:
-        return "coop-only"
-
-    def supported_protocols(self) -> list[RebalanceProtocol]:
-        return [RebalanceProtocol.COOPERATIVE]
-
-    def assign(
-        self, metadata: ClusterMetadata, group_subscription: GroupSubscription
-    ) -> GroupAssignment:
-        raise AssertionError("not called")
-
-
-def test_strategy_forms() -> None:
-    assert parse(
-        partition__assignment__strategy=" cooperative-sticky "
-    ).partition_assignment_strategy == ("cooperative-sticky",)
-    config = parse(partition__assignment__strategy=[CooperativeOnly, "cooperative-sticky"])
-    assert config.partition_assignment_strategy == (CooperativeOnly, "cooperative-sticky")
-
-
-def test_strategy_errors_are_configuration_errors() -> None:
-    with pytest.raises(ConfigurationError, match="unknown assignor 'fair'"):
-        parse(partition__assignment__strategy="fair")
-    with pytest.raises(ConfigurationError, match="no rebalance protocol in common"):
-        parse(partition__assignment__strategy=["range", CooperativeOnly])
-    with pytest.raises(ConfigurationError, match="empty entry"):
-        parse(partition__assignment__strategy="range,")
 
 
 # -- fetcher ------------------------------------------------------------------------------
@@ -608,7 +516,35 @@ def test_documented_keys_cover_every_accepted_key() -> None:
         if row.key in ("bootstrap.servers", "metadata.broker.list"):
             continue
         value = _documented_sample(row.key)
-        ConsumerConfig.from_mapping({**BASE, row.key: value})
+        ConsumerConfig.from_mapping({**BASE, **_security_context(row.key), row.key: value})
+
+
+def _security_context(key: str) -> dict[str, object]:
+    """Settings that make a security key meaningful (alone it contradicts plaintext)."""
+    if key.startswith(("ssl.", "enable.ssl.")):
+        tls: dict[str, object] = {"security.protocol": "ssl"}
+        if key.startswith("ssl.certificate.") or key == "ssl.key.password":
+            tls["ssl.key.location"] = "client.key"
+        if key in ("ssl.key.location", "ssl.key.pem", "ssl.key.password"):
+            tls["ssl.certificate.location"] = "client.crt"
+        return tls
+    if key in ("sasl.username", "sasl.password", "sasl.mechanism", "sasl.mechanisms"):
+        named: dict[str, object] = {"security.protocol": "sasl_ssl"}
+        if not key.startswith("sasl.mechanism"):
+            named["sasl.mechanism"] = "PLAIN"
+        return named | {"sasl.username": "u", "sasl.password": "p"}
+    if key.startswith("sasl.oauthbearer.") or key == "oauth_cb":
+        oidc = {
+            "sasl.oauthbearer.method": "oidc",
+            "sasl.oauthbearer.client.id": "id",
+            "sasl.oauthbearer.client.secret": "s",
+            "sasl.oauthbearer.token.endpoint.url": "https://idp.example/token",
+        }
+        base: dict[str, object] = {"security.protocol": "sasl_ssl", "sasl.mechanism": "OAUTHBEARER"}
+        if key in ("oauth_cb", "sasl.oauthbearer.config") or key == "sasl.oauthbearer.extensions":
+            return base | {"oauth_cb": lambda _config: ("t", 1e12)}
+        return base | oidc
+    return {}
 
 
 def _documented_sample(key: str) -> object:
@@ -620,7 +556,7 @@ def _documented_sample(key: str) -> object:
         "partition.assignment.strategy": "range",
         "auto.offset.reset": "earliest",
         "isolation.level": "read_committed",
-        "security.protocol": "PLAINTEXT",
+        "security.protocol": "plaintext",
         "enable.auto.commit": "false",
         "heartbeat.interval.ms": 100,
         "session.timeout.ms": 10000,
@@ -630,6 +566,25 @@ def _documented_sample(key: str) -> object:
     }
     if key in samples:
         return samples[key]
+    security: dict[str, object] = {
+        "security.protocol": "ssl",
+        "ssl.ca.location": "ca.pem",
+        "ssl.ca.pem": "-----BEGIN CERTIFICATE-----",
+        "ssl.certificate.pem": "-----BEGIN CERTIFICATE-----",
+        "ssl.key.pem": "-----BEGIN PRIVATE KEY-----",
+        "ssl.endpoint.identification.algorithm": "none",
+        "enable.ssl.certificate.verification": "false",
+        "sasl.mechanism": "SCRAM-SHA-512",
+        "sasl.mechanisms": "SCRAM-SHA-512",
+        "oauth_cb": lambda _config: ("t", 1e12),
+        "sasl.oauthbearer.method": "oidc",
+        "sasl.oauthbearer.token.endpoint.url": "https://idp.example/token",
+        "sasl.oauthbearer.extensions": "logicalCluster=lkc-1",
+    }
+    if key in security:
+        return security[key]
+    if key.startswith(("ssl.", "sasl.")):
+        return "x"
     if key in FETCHER_PASSTHROUGH_KEYS:
         return _limit_value(key) if key != "max.partition.fetch.bytes" else 1000
     return 1000

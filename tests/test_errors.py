@@ -8,6 +8,7 @@ import pytest
 
 from coopconsumer import (
     AssignorError,
+    AuthenticationError,
     BrokerConnectionError,
     CommitFailedError,
     ConfigurationError,
@@ -37,6 +38,14 @@ ERRORS: list[CoopConsumerError] = [
     BrokerConnectionError("refused", broker="b:2"),
     RequestTimeoutError("no answer", api_key=12, api_version=4, broker="b:3"),
     AssignorError("raised"),
+    AuthenticationError(
+        "the server refused the proof",
+        broker="b:4 (node 1)",
+        mechanism="SCRAM-SHA-256",
+        broker_message="invalid-proof",
+        error_code=58,
+        enabled_mechanisms=("SCRAM-SHA-256", "SCRAM-SHA-512"),
+    ),
     InvalidAssignmentError("p0 moved"),
     RebalanceInProgressError("later"),
     CommitFailedError("gone"),

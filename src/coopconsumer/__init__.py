@@ -7,6 +7,7 @@ private.
 from ._consumer import Consumer as Consumer
 from ._coordinator import OffsetAndMetadata as OffsetAndMetadata
 from ._errors import AssignorError as AssignorError
+from ._errors import AuthenticationError as AuthenticationError
 from ._errors import BrokerConnectionError as BrokerConnectionError
 from ._errors import CommitFailedError as CommitFailedError
 from ._errors import ConfigurationError as ConfigurationError
@@ -25,6 +26,7 @@ __version__ = "0.1.0.dev0"
 
 __all__ = [
     "AssignorError",
+    "AuthenticationError",
     "BrokerConnectionError",
     "CommitFailedError",
     "ConfigurationError",

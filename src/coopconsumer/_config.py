@@ -8,9 +8,12 @@ is started.
 
 Keys for record fetching that only librdkafka understands (``fetch.*``, ``queued.*``
 and a few socket settings) are accepted from a documented allow-list and handed to the
-confluent-kafka fetcher by ``fetcher_config()``; any other key is an error.
+confluent-kafka fetcher by ``fetcher_config()``; any other key is an error. Security keys
+(``security.protocol``, ``ssl.*``, ``sasl.*``, ``oauth_cb``) become one
+``SecurityConfig`` (``_security``) in ``ConnectionConfig.security``: the wire client
+and, through ``fetcher_config()``, librdkafka get the same setting.
 
-Imports ``_errors``, ``_types`` and the assignor loader; no I/O, no clock.
+Imports ``_errors``, ``_security``, ``_types`` and the assignor loader; no I/O, no clock.
 """
 
 from __future__ import annotations
@@ -24,6 +27,13 @@ from typing import Any, TypeAlias
 import attrs
 
 from ._errors import ConfigurationError
+from ._security import (
+    SECURITY_KEYS,
+    SECURITY_SYNONYMS,
+    SecurityConfig,
+    is_security_key,
+    parse_security,
+)
 from .assignors import load_assignors, select_rebalance_protocol
 
 __all__ = [
@@ -213,18 +223,6 @@ def _logger(key: str, value: object) -> logging.Logger:
     if isinstance(value, logging.Logger):
         return value
     raise _fail(key, value, "a logging.Logger")
-
-
-def _security_protocol(key: str, value: object) -> str:
-    if isinstance(value, str):
-        text = value.strip().upper()
-        if text == "PLAINTEXT":
-            return text
-        if text in ("SSL", "SASL_PLAINTEXT", "SASL_SSL"):
-            raise ConfigurationError(
-                f"{key}={value!r} is not supported yet: coopconsumer speaks PLAINTEXT only"
-            )
-    raise _fail(key, value, "PLAINTEXT (SSL, SASL_PLAINTEXT and SASL_SSL are not supported yet)")
 
 
 # ----------------------------------------------------------------------------- keys
@@ -467,13 +465,6 @@ _OPTIONS: tuple[_Option, ...] = (
         "stderr.",
         "coopconsumer.librdkafka",
     ),
-    _Option(
-        "security.protocol",
-        "security_protocol",
-        _security_protocol,
-        "PLAINTEXT",
-        "Only PLAINTEXT is supported for now.",
-    ),
 )
 
 _BY_KEY = {option.key: option for option in _OPTIONS}
@@ -522,11 +513,16 @@ _MANAGED: dict[str, str] = {
     "partition.assignment.strategy.librdkafka": "use partition.assignment.strategy",
 }
 
-_UNSUPPORTED_PREFIXES = ("ssl.", "sasl.")
-
 
 def _known_keys() -> list[str]:
-    return [*_BY_KEY, *_SYNONYMS, *FETCHER_PASSTHROUGH_KEYS, *_PASSTHROUGH_SYNONYMS]
+    return [
+        *_BY_KEY,
+        *_SYNONYMS,
+        *FETCHER_PASSTHROUGH_KEYS,
+        *_PASSTHROUGH_SYNONYMS,
+        *SECURITY_KEYS,
+        *SECURITY_SYNONYMS,
+    ]
 
 
 def _unknown_key(key: str) -> ConfigurationError:
@@ -556,7 +552,8 @@ class ConnectionConfig:
     """What the wire client needs to reach brokers (milliseconds, Kafka's key names).
 
     Field names match the wire client's ``ClientConfig`` where both have the setting;
-    ``socket_timeout_ms`` is librdkafka's and is given to the fetcher.
+    ``socket_timeout_ms`` is librdkafka's and is given to the fetcher. ``security``
+    (TLS and SASL) applies to every connection: the wire client's and librdkafka's.
     """
 
     bootstrap_servers: BootstrapServers
@@ -569,6 +566,7 @@ class ConnectionConfig:
     retry_backoff_max_ms: int
     connections_max_idle_ms: int
     socket_timeout_ms: int
+    security: SecurityConfig = attrs.field(factory=SecurityConfig)
 
 
 @attrs.frozen(kw_only=True)
@@ -601,7 +599,6 @@ class ConsumerConfig:
     error_cb: Callable[..., object] | None
     #: Where librdkafka's log lines go (None: the ``coopconsumer.librdkafka`` logger).
     logger: logging.Logger | None
-    security_protocol: str
     #: Validated pass-through librdkafka keys for the fetcher, sorted by key.
     fetcher_overrides: tuple[tuple[str, ConfigValue], ...] = attrs.field(
         default=(), converter=_freeze_pairs
@@ -617,6 +614,16 @@ class ConsumerConfig:
         """The configured ``client.id``."""
         return self.connection.client_id
 
+    @property
+    def security(self) -> SecurityConfig:
+        """TLS and SASL settings of every connection."""
+        return self.connection.security
+
+    @property
+    def security_protocol(self) -> str:
+        """``plaintext``, ``ssl``, ``sasl_plaintext`` or ``sasl_ssl``."""
+        return self.connection.security.security_protocol
+
     @classmethod
     def from_mapping(cls, settings: Mapping[str, object]) -> ConsumerConfig:
         """Parse Kafka-style ``settings`` (``{"bootstrap.servers": ..., ...}``).
@@ -627,7 +634,8 @@ class ConsumerConfig:
         ``bootstrap.servers``, a value of the wrong type or out of range, a key given
         twice under two names, ``heartbeat.interval.ms >= session.timeout.ms``, a
         backoff maximum below its base, assignors that cannot be loaded or share no
-        rebalance protocol, or a security setting other than PLAINTEXT.
+        rebalance protocol, or security settings that are unsupported, contradictory
+        or incomplete (see ``coopconsumer._security``). Secrets are never quoted.
         """
         if not isinstance(settings, Mapping):
             raise ConfigurationError(
@@ -636,16 +644,16 @@ class ConsumerConfig:
         values: dict[str, Any] = {}
         given_as: dict[str, str] = {}
         passthrough: dict[str, ConfigValue] = {}
+        security: dict[str, object] = {}
         for raw_key, value in settings.items():
             if not isinstance(raw_key, str):
                 raise ConfigurationError(f"configuration keys must be strings, not {raw_key!r}")
             key = raw_key.strip()
             if key in _MANAGED:
                 raise ConfigurationError(f"{key!r} cannot be set: {_MANAGED[key]}")
-            if key.startswith(_UNSUPPORTED_PREFIXES):
-                raise ConfigurationError(
-                    f"{key!r} is not supported yet: coopconsumer speaks PLAINTEXT only"
-                )
+            if is_security_key(key):
+                security[key] = value  # parse_security checks it with its neighbours
+                continue
             canonical = _SYNONYMS.get(key, key)
             lib_key = _PASSTHROUGH_SYNONYMS.get(key, key)
             store: dict[str, Any]
@@ -680,6 +688,7 @@ class ConsumerConfig:
         if resolved["client_rack"] == "":
             resolved["client_rack"] = None
         _check_relations(resolved)
+        resolved["security"] = parse_security(security)
 
         connection = ConnectionConfig(
             **{field.name: resolved.pop(field.name) for field in attrs.fields(ConnectionConfig)}
@@ -692,22 +701,24 @@ class ConsumerConfig:
             raise ConfigurationError("'group.id' is required to subscribe() to topics")
         return self.group_id
 
-    def fetcher_config(self) -> dict[str, ConfigValue]:
+    def fetcher_config(self) -> dict[str, Any]:
         """The confluent-kafka ``Consumer`` configuration for the record fetcher.
 
         The fetcher runs in manual-assignment mode: it never joins a group and never
         commits. Auto commit and offset storing are always off here, whatever
-        ``enable.auto.commit`` says (that key drives coopconsumer's own commits).
+        ``enable.auto.commit`` says (that key drives coopconsumer's own commits). The
+        security settings are librdkafka's own keys (secrets included, ``oauth_cb`` as
+        the callable): do not log this mapping.
         """
         hosts = ",".join(
             f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
             for host, port in self.connection.bootstrap_servers
         )
-        config: dict[str, ConfigValue] = {
+        config: dict[str, Any] = {
             "bootstrap.servers": hosts,
             "group.id": FETCHER_GROUP_ID,
             "client.id": self.connection.client_id,
-            "security.protocol": "plaintext",
+            **self.connection.security.librdkafka_config(),
             # librdkafka's "error" is Java's "none": an error instead of a reset.
             "auto.offset.reset": "error"
             if self.auto_offset_reset == "none"
@@ -799,6 +810,18 @@ def documented_keys() -> tuple[ConfigKey, ...]:
             f"Another name for {target} (librdkafka's).",
         )
         for alias, target in _SYNONYMS.items()
+    )
+    rows.extend(
+        ConfigKey(
+            key,
+            "(none)" if spec.default in (None, ()) else _show(spec.default),
+            spec.description,
+        )
+        for key, spec in SECURITY_KEYS.items()
+    )
+    rows.extend(
+        ConfigKey(alias, f"see {target}", f"Another name for {target} (librdkafka's).")
+        for alias, target in SECURITY_SYNONYMS.items()
     )
     rows.extend(
         ConfigKey(

@@ -10,6 +10,7 @@ from typing import Any
 
 __all__ = [
     "AssignorError",
+    "AuthenticationError",
     "BrokerConnectionError",
     "CommitFailedError",
     "ConfigurationError",
@@ -157,6 +158,47 @@ class RequestTimeoutError(CoopConsumerError, TimeoutError):
         self.api_key = api_key
         self.api_version = api_version
         self.broker = broker
+
+
+class AuthenticationError(CoopConsumerError):
+    """A broker connection could not be secured or authenticated.
+
+    Raised when the TLS handshake fails (a certificate that does not verify, a hostname
+    that does not match, an expired certificate, no common protocol) or SASL
+    authentication is refused (wrong credentials, a mechanism the broker does not
+    enable, a server that cannot prove it knows the password). ``broker`` names the
+    broker, ``mechanism`` the SASL mechanism (or ``"SSL"`` for the TLS handshake),
+    ``broker_message`` the broker's own error message when it sent one, ``error_code``
+    Kafka's error code when the broker answered with one, and ``enabled_mechanisms``
+    what the broker offers when the mechanism was refused.
+
+    Not retriable: retrying with the same credentials fails the same way, so the
+    client does not loop. A consumer whose connections cannot authenticate raises it
+    from ``poll()`` and is unusable afterwards; close it and fix the configuration.
+    The message never contains a password, key or token.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        broker: str | None = None,
+        mechanism: str | None = None,
+        broker_message: str | None = None,
+        error_code: int | None = None,
+        enabled_mechanisms: tuple[str, ...] = (),
+    ) -> None:
+        what = f"{mechanism} authentication" if mechanism not in (None, "SSL") else "TLS"
+        where = f" with broker {broker}" if broker else ""
+        text = f"{what} failed{where}: {message}"
+        if broker_message:
+            text += f" (broker says: {broker_message})"
+        super().__init__(text)
+        self.broker = broker
+        self.mechanism = mechanism
+        self.broker_message = broker_message
+        self.error_code = error_code
+        self.enabled_mechanisms = tuple(enabled_mechanisms)
 
 
 class AssignorError(CoopConsumerError):

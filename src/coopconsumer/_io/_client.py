@@ -7,9 +7,16 @@ conveniences (``request``, ``metadata``, ``find_coordinator``) for tests, tools 
 code. Response error codes are data, not exceptions: callers map them to actions
 (``raise_for_error`` is there for simple callers).
 
+Every connection is secured as ``ClientConfig.security`` says (TLS, SASL): the TLS
+context and the SASL setup are built once, when the client is created, so a bad
+certificate file or key password is a ``ConfigurationError`` then. A connection that
+fails to authenticate marks its node: requests for it fail at once with the
+``AuthenticationError`` (no silent retry loop) until a later attempt succeeds.
+
 General-purpose on purpose (later admin APIs ride on it): no consumer-group state lives
-here. Imports the standard library, attrs, ``_errors``, ``_protocol`` and the sibling
-``_io`` modules ``_backoff``, ``_connection`` and ``_future``; never ``confluent_kafka``.
+here. Imports the standard library, attrs, ``_errors``, ``_protocol``, ``_security`` and
+the sibling ``_io`` modules ``_backoff``, ``_connection``, ``_future`` and ``_security``;
+never ``confluent_kafka``.
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ from typing import Any, Final
 import attrs
 
 from .._errors import (
+    AuthenticationError,
     BrokerConnectionError,
     ConfigurationError,
     CoopConsumerError,
@@ -42,10 +50,12 @@ from .._protocol.messages import (
     MetadataRequestTopic,
     MetadataResponse,
 )
+from .._security import SecurityConfig
 from .._types import TopicPartition
 from ._backoff import ExponentialBackoff
 from ._connection import DEFAULT_MAX_RESPONSE_BYTES, BrokerConnection, ConnectionState
 from ._future import PendingRequest
+from ._security import SaslSetup, build_ssl_context
 
 __all__ = [
     "BrokerInfo",
@@ -156,6 +166,8 @@ class ClientConfig:
     connections_max_idle_ms: int = 540_000
     #: Largest response frame accepted (``receive.message.max.bytes``).
     receive_message_max_bytes: int = DEFAULT_MAX_RESPONSE_BYTES
+    #: TLS and SASL for every connection (``security.protocol``, ``ssl.*``, ``sasl.*``).
+    security: SecurityConfig = attrs.field(factory=SecurityConfig)
 
     def __attrs_post_init__(self) -> None:
         if not self.bootstrap_servers:
@@ -183,6 +195,10 @@ class ClientConfig:
         for name, value in non_negative.items():
             if value < 0:
                 raise ConfigurationError(f"{name} must be >= 0, got {value}")
+        if not isinstance(self.security, SecurityConfig):
+            raise ConfigurationError(
+                f"security must be a SecurityConfig, not {type(self.security).__name__}"
+            )
         if self.receive_message_max_bytes < 16:
             raise ConfigurationError(
                 f"receive_message_max_bytes must be >= 16, got {self.receive_message_max_bytes}"
@@ -397,6 +413,7 @@ class _Node:
     """Per-node connection bookkeeping: the live connection, backoff, waiting requests."""
 
     __slots__ = (
+        "auth_failure",
         "connection",
         "failures",
         "host",
@@ -422,6 +439,8 @@ class _Node:
         self.last_backoff_ms = 0.0
         self.next_attempt = 0.0
         self.last_error: BaseException | None = None
+        #: Why the last connection could not authenticate; cleared by a good one.
+        self.auth_failure: AuthenticationError | None = None
         #: Requests sent while the node was in reconnect backoff.
         self.waiting: list[PendingRequest[Any]] = []
 
@@ -459,6 +478,10 @@ class KafkaClient:
         self._retry_backoff = ExponentialBackoff(
             config.retry_backoff_ms, config.retry_backoff_max_ms, rng=self._rng
         )
+        security = config.security
+        # Built once: a bad certificate, key or password fails here, at construction.
+        self._ssl_context = build_ssl_context(security) if security.uses_tls else None
+        self._sasl = SaslSetup(security) if security.uses_sasl else None
         self._selector = selectors.DefaultSelector()
         self._closed = False
         self._completed: list[PendingRequest[Any]] = []
@@ -585,7 +608,11 @@ class KafkaClient:
             )
         else:
             conn = self._connection_for(node)
-            if conn is None:
+            if conn is None and node.auth_failure is not None:
+                # The last attempt could not authenticate: say so now rather than park
+                # the request until the next attempt fails the same way.
+                self._fail(future, node.auth_failure)
+            elif conn is None:
                 node.waiting.append(future)
             else:
                 conn.enqueue(future)
@@ -673,9 +700,16 @@ class KafkaClient:
         return self._nodes[node_id].failures
 
     def try_negotiated_version(self, node_id: int, api_key: int | type[Request]) -> int | None:
-        """Non-blocking ``negotiated_version``: None while not yet connected."""
+        """Non-blocking ``negotiated_version``: None while not yet connected.
+
+        Raises the node's ``AuthenticationError`` when its last connection could not
+        authenticate (TLS or SASL) and no new attempt is under way: a caller polling
+        for readiness learns it at once instead of waiting for a timeout.
+        """
         node = self._nodes[node_id]
         conn = self._connection_for(node)
+        if conn is None and node.auth_failure is not None:
+            raise node.auth_failure
         if conn is None or conn.state is not ConnectionState.READY:
             return None
         return conn.negotiated_version(_request_type(api_key))
@@ -914,6 +948,9 @@ class KafkaClient:
             on_complete=self._completed.append,
             clock=self._clock,
             label=node.label,
+            ssl_context=self._ssl_context,
+            sasl=self._sasl,
+            rng=self._rng,
         )
         node.connection = conn
         if conn.state is ConnectionState.CLOSED:  # failed synchronously (e.g. DNS)
@@ -927,6 +964,10 @@ class KafkaClient:
         """Bookkeeping once a connection is CLOSED: backoff, waiting requests."""
         node.connection = None
         node.last_error = conn.close_error
+        if isinstance(conn.close_error, AuthenticationError):
+            node.auth_failure = conn.close_error
+        elif conn.was_ready:
+            node.auth_failure = None
         if conn.was_ready:
             # A good connection resets the failure count (Java's
             # ClusterConnectionStates.ready); its loss still waits the base backoff.

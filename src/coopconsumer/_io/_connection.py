@@ -6,6 +6,17 @@ handshake that fixes which version of each API the connection speaks. It is driv
 ``selectors`` loop: either the shared one of ``KafkaClient`` (which calls ``handle_io``
 and ``expire``) or, standalone, its own (``poll``).
 
+Security, in Java's order: the TLS handshake right after TCP connect (non-blocking:
+``SSLWantRead``/``SSLWantWrite`` set the selector interest; decrypted bytes still
+buffered in the SSL object are drained, since the selector cannot see them), then
+ApiVersions, then SASL: SaslHandshake v1 and SaslAuthenticate rounds driven by a
+sans-I/O mechanism (``coopconsumer._sasl``). When SaslAuthenticate reports a session
+lifetime, the connection re-authenticates at 85-95% of it (KIP-368, Java's window):
+new requests queue meanwhile, answers to the ones already written are matched by
+correlation id as usual, so nothing in flight is dropped. A failed TLS handshake or SASL
+exchange closes the connection with ``AuthenticationError``, which every outstanding
+request gets too.
+
 Failure rules, as in Java's ``NetworkClient``: any stream-level problem (EOF, garbage,
 an unknown correlation id, an absurd frame size, a request that timed out after being
 written) closes the connection; the request the problem concerns gets the specific
@@ -23,23 +34,41 @@ import errno
 import importlib.metadata
 import logging
 import os
+import random
 import re
 import selectors
 import socket
+import ssl
 import time
 from collections.abc import Callable
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
-from .._errors import BrokerConnectionError, KafkaError, ProtocolError, RequestTimeoutError
+from .._errors import (
+    AuthenticationError,
+    BrokerConnectionError,
+    KafkaError,
+    ProtocolError,
+    RequestTimeoutError,
+)
 from .._protocol import decode_response, encode_request, errors
 from .._protocol._schema import Request
-from .._protocol.messages import ApiVersionsRequest, ApiVersionsResponse
+from .._protocol.messages import (
+    ApiVersionsRequest,
+    ApiVersionsResponse,
+    SaslAuthenticateRequest,
+    SaslAuthenticateResponse,
+    SaslHandshakeRequest,
+    SaslHandshakeResponse,
+)
+from .._sasl import OAuthBearerMechanism, SaslMechanism
 from ._future import PendingRequest, api_name
+from ._security import tls_failure_reason
 
 __all__ = [
     "DEFAULT_MAX_RESPONSE_BYTES",
     "BrokerConnection",
     "ConnectionState",
+    "SaslSource",
     "choose_version",
 ]
 
@@ -59,6 +88,9 @@ _READ_CHUNK: Final = 256 * 1024
 _MAX_READS_PER_EVENT: Final = 64
 _CONTEXT_SUFFIX: Final = re.compile(r" \(api_key=-?\d+(?:, version=-?\d+)?\)$")
 _MAX_CORRELATION_ID: Final = 2**31 - 1
+#: KIP-368: re-authenticate within this share of the session lifetime (Java's
+#: SaslClientAuthenticator picks a point between 85% and 95% at random).
+REAUTH_WINDOW: Final = (0.85, 0.95)
 
 
 def _software_version() -> str:
@@ -76,16 +108,35 @@ CLIENT_SOFTWARE_VERSION: Final = _software_version()
 
 
 class ConnectionState(enum.Enum):
-    """Lifecycle of a ``BrokerConnection``; it only moves forward."""
+    """Lifecycle of a ``BrokerConnection``: it moves forward, except that READY and
+    REAUTHENTICATING alternate."""
 
     CONNECTING = "connecting"
     """TCP connect in progress (non-blocking). Requests queue."""
+    TLS_HANDSHAKE = "tls handshake"
+    """Connected; TLS handshake in progress (``ssl`` and ``sasl_ssl``). Requests queue."""
     NEGOTIATING = "negotiating"
     """Connected; ApiVersions sent, answer pending. Requests queue."""
+    AUTHENTICATING = "authenticating"
+    """Versions known; SaslHandshake/SaslAuthenticate in progress. Requests queue."""
     READY = "ready"
     """Versions known; requests are encoded and written as they come."""
+    REAUTHENTICATING = "reauthenticating"
+    """READY before, re-authenticating (KIP-368): new requests queue, answers to those
+    already written still arrive. Back to READY when done."""
     CLOSED = "closed"
     """Terminal. ``close_error`` says why (None for a deliberate close)."""
+
+
+class SaslSource(Protocol):
+    """Where a connection gets a fresh SASL mechanism for each (re-)authentication."""
+
+    mechanism: str
+
+    def new_mechanism(self) -> SaslMechanism:
+        """A new, unstarted mechanism; raises ``AuthenticationError`` if none can be had
+        (e.g. no OAUTHBEARER token)."""
+        ...
 
 
 def choose_version(
@@ -140,21 +191,27 @@ class _Queued:
         self.future = future
 
 
+_OnAnswer = Callable[["_InFlight", bytes], None]
+
+
 class _InFlight:
     """A request written (or being written) to the socket, awaiting its answer."""
 
-    __slots__ = ("api_version", "future", "handshake", "request_type")
+    __slots__ = ("api_version", "future", "on_answer", "request_type")
 
     def __init__(
         self,
         request_type: type[Request],
         api_version: int,
         future: PendingRequest[Any] | None,
+        on_answer: _OnAnswer | None = None,
     ) -> None:
         self.request_type = request_type
         self.api_version = api_version
-        self.future = future  # None for the connection's own ApiVersions handshake
-        self.handshake = future is None
+        # None for the connection's own requests (ApiVersions, SASL), whose answers go
+        # to ``on_answer`` instead.
+        self.future = future
+        self.on_answer = on_answer
 
     @property
     def api_key(self) -> int:
@@ -171,6 +228,10 @@ class BrokerConnection:
     Drive it either from a shared selector loop (pass ``selector`` and call
     ``handle_io(mask)`` for its socket, ``expire()`` after each wake-up, and
     ``run_callbacks()``), or standalone by passing no selector and calling ``poll``.
+
+    ``ssl_context`` wraps the socket in TLS (SNI and hostname checks use ``host``);
+    ``sasl`` authenticates after ApiVersions. ``connection_setup_timeout_ms`` covers all
+    of it: TCP, TLS, ApiVersions and SASL.
 
     ``on_complete`` is told about every request that completes; the default (standalone)
     collects them and runs their callbacks at the end of ``poll``.
@@ -190,6 +251,9 @@ class BrokerConnection:
         on_complete: Callable[[PendingRequest[Any]], None] | None = None,
         clock: Callable[[], float] = time.monotonic,
         label: str | None = None,
+        ssl_context: ssl.SSLContext | None = None,
+        sasl: SaslSource | None = None,
+        rng: random.Random | None = None,
     ) -> None:
         self.host = host
         self.port = port
@@ -204,12 +268,24 @@ class BrokerConnection:
         self._selector: selectors.BaseSelector = selector or selectors.DefaultSelector()
         self._completed: list[PendingRequest[Any]] = []
         self._on_complete = on_complete or self._completed.append
+        self._ssl_context = ssl_context
+        self._sasl = sasl
+        self._rng = rng or random.Random()
+        self._tls_wants = selectors.EVENT_READ
+        self._mechanism: SaslMechanism | None = None
+        self._sasl_sent_at = 0.0
+        #: When to re-authenticate (KIP-368); None without a session lifetime.
+        self._reauth_at: float | None = None
+        #: SASL exchanges completed on this connection (1 + re-authentications).
+        self.authentications = 0
 
         self.state = ConnectionState.CONNECTING
         #: Why the connection closed; None while open or after a deliberate close.
         self.close_error: BaseException | None = None
         #: Whether the handshake ever completed (used for reconnect backoff resets).
         self.was_ready = False
+        #: The broker's session lifetime from the last SaslAuthenticate (0: none).
+        self.session_lifetime_ms = 0
         self._api_versions: dict[int, tuple[int, int]] = {}
         self._handshake_version = FIRST_API_VERSIONS_VERSION
         self._setup_deadline: float | None = self._clock() + connection_setup_timeout_ms / 1000
@@ -220,6 +296,7 @@ class BrokerConnection:
         self._in_flight: dict[int, _InFlight] = {}  # insertion order == send order
         self._out = bytearray()
         self._in = bytearray()
+        self._last_chunk = b""
         self._registered_events = 0
 
         self._sock: socket.socket | None = None
@@ -312,7 +389,14 @@ class BrokerConnection:
         deadlines.extend(e.future.deadline for e in self._in_flight.values() if e.future)
         if self._setup_deadline is not None and self.state is not ConnectionState.CLOSED:
             deadlines.append(self._setup_deadline)
+        if self._reauth_at is not None and self.state is ConnectionState.READY:
+            deadlines.append(self._reauth_at)
         return min(deadlines) if deadlines else None
+
+    @property
+    def reauthenticate_at(self) -> float | None:
+        """Monotonic time of the next KIP-368 re-authentication, None if none is due."""
+        return self._reauth_at
 
     def handle_io(self, mask: int) -> None:
         """React to selector readiness ``mask`` (``EVENT_READ``/``EVENT_WRITE``)."""
@@ -322,10 +406,19 @@ class BrokerConnection:
             if mask & selectors.EVENT_WRITE:
                 if self.state is ConnectionState.CONNECTING:
                     self._finish_connect()
-                if self._open() and self._out:
+                elif self.state is ConnectionState.TLS_HANDSHAKE:
+                    self._tls_handshake()
+                if self._streaming() and self._out:
                     self._flush()
             if mask & selectors.EVENT_READ and self._open():
-                self._read()
+                if self.state is ConnectionState.TLS_HANDSHAKE:
+                    self._tls_handshake()
+                if self._streaming():
+                    self._read()
+                    if self._streaming() and self._out and self._ssl_context is not None:
+                        # A TLS write that wanted to read (renegotiation, key update)
+                        # can go on now.
+                        self._flush()
         except _StreamFailure as failure:
             self._close_with(failure.error, failure.victim)
         except OSError as exc:
@@ -348,14 +441,21 @@ class BrokerConnection:
             return
         now = self._clock() if now is None else now
         if self._setup_deadline is not None and now >= self._setup_deadline:
-            what = (
-                "connect" if self.state is ConnectionState.CONNECTING else "ApiVersions handshake"
-            )
-            self._close_with(
-                BrokerConnectionError(f"connection setup ({what}) timed out", broker=self.broker),
-                None,
-            )
+            what = {
+                ConnectionState.CONNECTING: "connection setup (connect)",
+                ConnectionState.TLS_HANDSHAKE: "connection setup (TLS handshake)",
+                ConnectionState.NEGOTIATING: "connection setup (ApiVersions handshake)",
+                ConnectionState.AUTHENTICATING: "connection setup (SASL authentication)",
+                ConnectionState.REAUTHENTICATING: "SASL re-authentication",
+            }.get(self.state, "connection setup")
+            self._close_with(BrokerConnectionError(f"{what} timed out", broker=self.broker), None)
             return
+        if (
+            self._reauth_at is not None
+            and self.state is ConnectionState.READY
+            and now >= self._reauth_at
+        ):
+            self._start_reauthentication(now)
         while self._queued and self._queued[0].future.deadline <= now:
             future = self._queued.popleft().future
             self._complete_error(future, self._timeout_error(future, sent=False))
@@ -421,6 +521,14 @@ class BrokerConnection:
         # calls that close the connection.
         return self.state is not ConnectionState.CLOSED
 
+    def _streaming(self) -> bool:
+        """Whether Kafka frames flow: connected, past the TLS handshake, not closed."""
+        return self.state not in (
+            ConnectionState.CONNECTING,
+            ConnectionState.TLS_HANDSHAKE,
+            ConnectionState.CLOSED,
+        )
+
     def __repr__(self) -> str:
         return f"<BrokerConnection {self.broker} {self.state.value}>"
 
@@ -482,6 +590,70 @@ class BrokerConnection:
                 ) from exc
             return
         self._addresses.clear()
+        if self._ssl_context is not None:
+            self._start_tls()
+            return
+        self.state = ConnectionState.NEGOTIATING
+        self._send_handshake()
+
+    # ------------------------------------------------------------------ TLS
+
+    def _start_tls(self) -> None:
+        assert self._sock is not None
+        assert self._ssl_context is not None
+        raw = self._sock
+        # Re-register the wrapped socket: wrap_socket detaches the plain one.
+        self._selector.unregister(raw)
+        self._registered_events = 0
+        self._sock = None
+        try:
+            wrapped = self._ssl_context.wrap_socket(
+                raw, server_hostname=self.host, do_handshake_on_connect=False
+            )
+        except (ssl.SSLError, ValueError) as exc:
+            raw.close()
+            raise _StreamFailure(
+                AuthenticationError(
+                    f"cannot start TLS: {tls_failure_reason(exc)}",
+                    broker=self.broker,
+                    mechanism="SSL",
+                ),
+                None,
+            ) from exc
+        self._sock = wrapped
+        self._selector.register(wrapped, selectors.EVENT_READ, self)
+        self._registered_events = selectors.EVENT_READ
+        self.state = ConnectionState.TLS_HANDSHAKE
+        self._tls_handshake()
+
+    def _tls_handshake(self) -> None:
+        sock = self._sock
+        assert isinstance(sock, ssl.SSLSocket)
+        try:
+            sock.do_handshake()
+        except ssl.SSLWantReadError:
+            self._tls_wants = selectors.EVENT_READ
+            return
+        except ssl.SSLWantWriteError:
+            self._tls_wants = selectors.EVENT_WRITE
+            return
+        except (ssl.SSLEOFError, ssl.SSLZeroReturnError, ConnectionError) as exc:
+            raise _StreamFailure(
+                BrokerConnectionError(
+                    f"connection closed during the TLS handshake ({exc.__class__.__name__});"
+                    " is this a TLS listener?",
+                    broker=self.broker,
+                ),
+                None,
+            ) from exc
+        except ssl.SSLError as exc:
+            reason = tls_failure_reason(exc)
+            if getattr(exc, "reason", None) == "WRONG_VERSION_NUMBER":
+                reason += " (the broker does not speak TLS on this port?)"
+            raise _StreamFailure(
+                AuthenticationError(reason, broker=self.broker, mechanism="SSL"), None
+            ) from exc
+        log.debug("TLS with %s: %s %s", self.broker, sock.version(), (sock.cipher() or ("?",))[0])
         self.state = ConnectionState.NEGOTIATING
         self._send_handshake()
 
@@ -491,7 +663,7 @@ class BrokerConnection:
             client_software_name=CLIENT_SOFTWARE_NAME,
             client_software_version=CLIENT_SOFTWARE_VERSION,
         )
-        self._write_frame(request, version, None)
+        self._write_frame(request, version, None, self._on_handshake)
 
     def _on_handshake(self, entry: _InFlight, frame: bytes) -> None:
         response = self._decode_api_versions(entry, frame)
@@ -528,12 +700,165 @@ class BrokerConnection:
                 None,
             )
         self._api_versions = {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
+        if self._sasl is not None:
+            self.state = ConnectionState.AUTHENTICATING
+            self._send_sasl_handshake()
+            return
+        self._become_ready()
+
+    def _become_ready(self) -> None:
         self.state = ConnectionState.READY
         self.was_ready = True
         self._setup_deadline = None
         queued, self._queued = self._queued, collections.deque()
         for item in queued:
             self._write_request(item.future)
+
+    # ------------------------------------------------------------------ SASL
+
+    def _sasl_failure(
+        self,
+        message: str,
+        *,
+        broker_message: str | None = None,
+        error_code: int | None = None,
+        enabled: tuple[str, ...] = (),
+    ) -> _StreamFailure:
+        assert self._sasl is not None
+        return _StreamFailure(
+            AuthenticationError(
+                message,
+                broker=self.broker,
+                mechanism=self._sasl.mechanism,
+                broker_message=broker_message,
+                error_code=error_code,
+                enabled_mechanisms=enabled,
+            ),
+            None,
+        )
+
+    def _send_sasl_handshake(self) -> None:
+        assert self._sasl is not None
+        handshake = self._api_versions.get(SaslHandshakeRequest.API_KEY)
+        authenticate = self._api_versions.get(SaslAuthenticateRequest.API_KEY)
+        if handshake is None or handshake[1] < 1 or authenticate is None:
+            raise self._sasl_failure(
+                "the broker does not offer SaslHandshake v1 and SaslAuthenticate"
+                " (a Kafka broker older than 1.0, or a listener without SASL)"
+            )
+        self._mechanism = None
+        self._write_frame(
+            SaslHandshakeRequest(mechanism=self._sasl.mechanism), 1, None, self._on_sasl_handshake
+        )
+
+    def _on_sasl_handshake(self, entry: _InFlight, frame: bytes) -> None:
+        assert self._sasl is not None
+        _cid, response = decode_response(SaslHandshakeRequest, frame, api_version=entry.api_version)
+        assert isinstance(response, SaslHandshakeResponse)
+        enabled = tuple(response.mechanisms)
+        if response.error_code == errors.UNSUPPORTED_SASL_MECHANISM:
+            raise self._sasl_failure(
+                f"the broker does not enable {self._sasl.mechanism}; it enables: "
+                + (", ".join(enabled) if enabled else "(none listed)"),
+                error_code=response.error_code,
+                enabled=enabled,
+            )
+        if response.error_code != 0:
+            info = errors.info(response.error_code)
+            raise self._sasl_failure(
+                f"SaslHandshake refused with {info.name} ({response.error_code})",
+                error_code=response.error_code,
+                enabled=enabled,
+            )
+        try:
+            self._mechanism = self._sasl.new_mechanism()
+        except AuthenticationError as exc:
+            raise self._sasl_failure(
+                _strip_prefix(str(exc)), broker_message=exc.broker_message
+            ) from exc
+        self._send_sasl_authenticate(self._mechanism.start())
+
+    def _send_sasl_authenticate(self, payload: bytes) -> None:
+        version = choose_version(
+            SaslAuthenticateRequest,
+            self._api_versions.get(SaslAuthenticateRequest.API_KEY),
+            broker=self.broker,
+        )
+        self._sasl_sent_at = self._clock()
+        self._write_frame(
+            SaslAuthenticateRequest(auth_bytes=payload),
+            version,
+            None,
+            self._on_sasl_authenticate,
+        )
+
+    def _on_sasl_authenticate(self, entry: _InFlight, frame: bytes) -> None:
+        mechanism = self._mechanism
+        assert mechanism is not None
+        _cid, response = decode_response(
+            SaslAuthenticateRequest, frame, api_version=entry.api_version
+        )
+        assert isinstance(response, SaslAuthenticateResponse)
+        if response.error_code != 0:
+            info = errors.info(response.error_code)
+            detail = mechanism.server_error if isinstance(mechanism, OAuthBearerMechanism) else None
+            message = f"the broker refused the credentials ({info.name}, {response.error_code})"
+            if detail:
+                message += f"; token error: {detail}"
+            raise self._sasl_failure(
+                message, broker_message=response.error_message, error_code=response.error_code
+            )
+        try:
+            reply = mechanism.step(response.auth_bytes)
+        except AuthenticationError as exc:
+            raise self._sasl_failure(
+                _strip_prefix(str(exc), exc.broker_message), broker_message=exc.broker_message
+            ) from exc
+        if reply is not None:
+            self._send_sasl_authenticate(reply)
+            return
+        if not mechanism.complete:
+            raise self._sasl_failure("the exchange ended before the mechanism completed")
+        self._mechanism = None
+        self.authentications += 1
+        lifetime_ms = response.session_lifetime_ms if entry.api_version >= 1 else 0
+        self.session_lifetime_ms = max(0, lifetime_ms)
+        if lifetime_ms > 0:
+            share = self._rng.uniform(*REAUTH_WINDOW)
+            self._reauth_at = self._sasl_sent_at + lifetime_ms / 1000.0 * share
+        else:
+            self._reauth_at = None
+        log.debug(
+            "%s authenticated with %s%s",
+            self.broker,
+            mechanism.name,
+            f"; session lifetime {lifetime_ms} ms" if lifetime_ms > 0 else "",
+        )
+        self._become_ready()
+
+    def _start_reauthentication(self, now: float) -> None:
+        """KIP-368: a new SaslHandshake + SaslAuthenticate on the live connection."""
+        self.state = ConnectionState.REAUTHENTICATING
+        self._reauth_at = None
+        # A request written before (a JoinGroup the coordinator holds) is answered
+        # first: do not time the re-authentication out before it can be.
+        written = [e.future.deadline for e in self._in_flight.values() if e.future]
+        self._setup_deadline = max([now + self._request_timeout_s, *written])
+        log.debug("%s: re-authenticating (KIP-368)", self.broker)
+        try:
+            self._send_sasl_handshake()
+        except _StreamFailure as failure:
+            self._close_with(self._reauth_failure(failure.error), None)
+        else:
+            self._update_interest()
+
+    def _reauth_failure(self, error: BaseException) -> BaseException:
+        # A refused re-authentication closes the connection as a retriable failure:
+        # the reconnect authenticates from scratch, and only if that fails too is the
+        # failure fatal (some brokers mishandle KIP-368 but accept a new connection).
+        failure = BrokerConnectionError(f"re-authentication failed: {error}", broker=None)
+        failure.__cause__ = error
+        return failure
 
     def _decode_api_versions(self, entry: _InFlight, frame: bytes) -> ApiVersionsResponse:
         # decode_response itself re-reads an answer that does not parse at our version
@@ -584,7 +909,11 @@ class BrokerConnection:
             self._complete_error(future, error)
 
     def _write_frame(
-        self, request: Request, version: int, future: PendingRequest[Any] | None
+        self,
+        request: Request,
+        version: int,
+        future: PendingRequest[Any] | None,
+        on_answer: _OnAnswer | None = None,
     ) -> None:
         correlation_id = self._next_correlation_id
         # After 2**31 requests the ids wrap; never reuse one still awaiting its answer.
@@ -596,7 +925,7 @@ class BrokerConnection:
         )
         if future is not None:
             future.correlation_id = correlation_id
-        self._in_flight[correlation_id] = _InFlight(type(request), version, future)
+        self._in_flight[correlation_id] = _InFlight(type(request), version, future, on_answer)
         self._out += len(payload).to_bytes(4, "big", signed=True)
         self._out += payload
         self._update_interest()
@@ -606,7 +935,7 @@ class BrokerConnection:
         while self._out:
             try:
                 sent = self._sock.send(self._out)
-            except (BlockingIOError, InterruptedError):
+            except (BlockingIOError, InterruptedError, ssl.SSLWantWriteError, ssl.SSLWantReadError):
                 return
             except OSError as exc:
                 raise _StreamFailure(
@@ -620,26 +949,42 @@ class BrokerConnection:
     # ------------------------------------------------------------------ reading
 
     def _read(self) -> None:
-        assert self._sock is not None
+        sock = self._sock
+        assert sock is not None
+        tls = isinstance(sock, ssl.SSLSocket)
         for _ in range(_MAX_READS_PER_EVENT):
-            try:
-                chunk = self._sock.recv(_READ_CHUNK)
-            except (BlockingIOError, InterruptedError):
+            if not self._receive(sock, _READ_CHUNK):
                 return
-            except OSError as exc:
-                raise _StreamFailure(
-                    BrokerConnectionError(f"receive failed: {exc}", broker=self.broker), None
-                ) from exc
-            if not chunk:
-                self._process_frames()  # complete frames that arrived with the EOF
-                raise _StreamFailure(self._eof_error(), None)
-            self._in += chunk
-            self._last_activity = self._clock()
-            # Frame by frame as bytes arrive: an absurd size prefix is caught after the
-            # first chunk, and the buffer never holds more than one frame plus a chunk.
-            self._process_frames()
-            if len(chunk) < _READ_CHUNK:
+            # A TLS record holds at most 16 KiB: keep reading until the SSL object says
+            # it wants more from the socket.
+            if not tls and len(self._last_chunk) < _READ_CHUNK:
                 return
+        # The selector sees the socket, not bytes OpenSSL already decrypted: take those
+        # before returning, or they would wait for the next packet.
+        while isinstance(sock, ssl.SSLSocket) and self._streaming() and sock.pending():
+            if not self._receive(sock, sock.pending()):
+                return
+
+    def _receive(self, sock: socket.socket, size: int) -> bool:
+        """One recv into the frame buffer; False when the socket has nothing now."""
+        try:
+            chunk = sock.recv(size)
+        except (BlockingIOError, InterruptedError, ssl.SSLWantReadError, ssl.SSLWantWriteError):
+            return False
+        except OSError as exc:
+            raise _StreamFailure(
+                BrokerConnectionError(f"receive failed: {exc}", broker=self.broker), None
+            ) from exc
+        if not chunk:
+            self._process_frames()  # complete frames that arrived with the EOF
+            raise _StreamFailure(self._eof_error(), None)
+        self._last_chunk = chunk
+        self._in += chunk
+        self._last_activity = self._clock()
+        # Frame by frame as bytes arrive: an absurd size prefix is caught after the
+        # first chunk, and the buffer never holds more than one frame plus a chunk.
+        self._process_frames()
+        return self._streaming()
 
     def _process_frames(self) -> None:
         buf = self._in
@@ -680,10 +1025,12 @@ class BrokerConnection:
                 ),
                 oldest,
             )
-        if entry.handshake:
+        if entry.on_answer is not None:
             try:
-                self._on_handshake(entry, frame)
-            except _StreamFailure:
+                entry.on_answer(entry, frame)
+            except _StreamFailure as failure:
+                if self.state is ConnectionState.REAUTHENTICATING:
+                    raise _StreamFailure(self._reauth_failure(failure.error), None) from None
                 raise
             except Exception as exc:
                 raise _StreamFailure(self._wrap_decode_error(entry, exc), None) from exc
@@ -751,9 +1098,13 @@ class BrokerConnection:
             return entry
         return None
 
-    def _closed_error(self, future: PendingRequest[Any]) -> BrokerConnectionError:
-        version = "?" if future.api_version is None else str(future.api_version)
+    def _closed_error(self, future: PendingRequest[Any]) -> BaseException:
         cause = self.close_error
+        if isinstance(cause, AuthenticationError):
+            # Every request waiting on a connection that could not authenticate gets
+            # the authentication error itself: it is what the caller must act on.
+            return cause
+        version = "?" if future.api_version is None else str(future.api_version)
         reason = f": {cause}" if cause is not None else " by the client"
         error = BrokerConnectionError(
             f"connection closed before the {future.api_name} v{version} response{reason}",
@@ -762,8 +1113,24 @@ class BrokerConnection:
         error.__cause__ = cause
         return error
 
-    def _eof_error(self) -> BrokerConnectionError:
+    def _eof_error(self) -> BaseException:
         oldest = self._oldest()
+        if (
+            oldest is not None
+            and oldest.request_type is SaslHandshakeRequest
+            and self._sasl is not None
+            and self.state is ConnectionState.AUTHENTICATING
+        ):
+            # Kafka answers an unknown mechanism with UNSUPPORTED_SASL_MECHANISM and
+            # its list; some brokers (Tansu) hang up instead. Reconnecting would only
+            # repeat it.
+            return AuthenticationError(
+                f"the broker closed the connection instead of answering SaslHandshake"
+                f" for {self._sasl.mechanism}: it does not enable that mechanism on this"
+                f" listener (or the listener is not a SASL one)",
+                broker=self.broker,
+                mechanism=self._sasl.mechanism,
+            )
         pending = "" if not self._in else f" after {len(self._in)} bytes of a response"
         if oldest is None:
             return BrokerConnectionError(
@@ -810,6 +1177,8 @@ class BrokerConnection:
             return
         if self.state is ConnectionState.CONNECTING:
             wanted = selectors.EVENT_WRITE
+        elif self.state is ConnectionState.TLS_HANDSHAKE:
+            wanted = self._tls_wants
         else:
             wanted = selectors.EVENT_READ | (selectors.EVENT_WRITE if self._out else 0)
         if wanted != self._registered_events:
@@ -824,3 +1193,12 @@ class _StreamFailure(Exception):
         super().__init__(str(error))
         self.error = error
         self.victim = victim
+
+
+def _strip_prefix(text: str, broker_message: str | None = None) -> str:
+    """The reason part of an ``AuthenticationError`` message built without a broker."""
+    _head, sep, rest = text.partition(" failed: ")
+    reason = rest if sep else text
+    if broker_message:
+        reason = reason.removesuffix(f" (broker says: {broker_message})")
+    return reason

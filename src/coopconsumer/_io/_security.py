@@ -1,0 +1,472 @@
+"""What a connection needs to secure itself: a TLS context, SASL mechanisms, tokens.
+
+``build_ssl_context`` turns a ``SecurityConfig`` into an ``ssl.SSLContext`` once per
+client (certificate files and PEM text are read here; a bad file, PEM or key password is
+a ``ConfigurationError`` naming the key, raised when the consumer is constructed).
+``SaslSetup`` gives each (re-)authentication a fresh sans-I/O mechanism
+(``coopconsumer._sasl``); for OAUTHBEARER it asks a ``TokenProvider``, which calls
+``oauth_cb`` or the OIDC token endpoint, caches the token, and refreshes it in the
+background once 80% of its lifetime has passed (librdkafka's rule), so that a
+connection rarely waits for a token.
+
+Imports the standard library, ``_errors``, ``_security`` and ``_sasl``.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import json
+import logging
+import os
+import ssl
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, Final
+
+import attrs
+
+from .._errors import AuthenticationError, ConfigurationError
+from .._sasl import (
+    SCRAM_MECHANISMS,
+    OAuthBearerMechanism,
+    PlainMechanism,
+    SaslMechanism,
+    ScramMechanism,
+)
+from .._security import SecurityConfig
+
+__all__ = [
+    "OAuthToken",
+    "SaslSetup",
+    "TokenProvider",
+    "build_ssl_context",
+    "fetch_oidc_token",
+    "tls_failure_reason",
+]
+
+log = logging.getLogger(__name__)
+
+#: Refresh a token once this share of its lifetime has passed (librdkafka: 80%).
+TOKEN_REFRESH_SHARE: Final = 0.8
+#: How long a token endpoint may take to answer.
+OIDC_TIMEOUT_S: Final = 10.0
+
+
+# ----------------------------------------------------------------------------- TLS
+
+
+@contextlib.contextmanager
+def _pem_file(text: str, what: str) -> Iterator[str]:
+    """A path holding ``text`` for ``load_cert_chain`` (which reads files only).
+
+    On Linux an anonymous in-memory file (memfd), so a key never touches the disk;
+    elsewhere a private temporary file removed at once.
+    """
+    data = text.encode()
+    if hasattr(os, "memfd_create"):
+        fd = os.memfd_create(f"coopconsumer-{what}", 0)
+        try:
+            os.write(fd, data)
+            yield f"/proc/self/fd/{fd}"
+        finally:
+            os.close(fd)
+        return
+    handle, path = tempfile.mkstemp(prefix="coopconsumer-", suffix=".pem")
+    try:
+        os.write(handle, data)
+        os.close(handle)
+        yield path
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+
+
+def build_ssl_context(security: SecurityConfig) -> ssl.SSLContext:
+    """The client TLS context for ``security`` (which must use TLS).
+
+    Verifies the broker's chain against ``ssl.ca.*`` (or the system's CAs) and, with
+    ``ssl.endpoint.identification.algorithm=https`` (the default), its hostname;
+    ``enable.ssl.certificate.verification=false`` turns both off. Loads the client
+    certificate and key (decrypting the key with ``ssl.key.password``). TLS 1.2 is
+    the minimum, as in librdkafka. Raises ``ConfigurationError`` naming the key whose
+    file or PEM cannot be used.
+    """
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    if security.enable_ssl_certificate_verification:
+        context.verify_mode = ssl.CERT_REQUIRED
+        context.check_hostname = security.verify_hostname
+        _load_cas(context, security)
+    else:
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+    if security.ssl_cipher_suites:
+        try:
+            context.set_ciphers(security.ssl_cipher_suites)
+        except ssl.SSLError as exc:
+            raise ConfigurationError(
+                f"'ssl.cipher.suites' {security.ssl_cipher_suites!r} selects no cipher: {exc}"
+            ) from None
+    _load_client_certificate(context, security)
+    return context
+
+
+def _load_cas(context: ssl.SSLContext, security: SecurityConfig) -> None:
+    if security.ssl_ca_pem is not None:
+        try:
+            context.load_verify_locations(cadata=security.ssl_ca_pem)
+        except (ssl.SSLError, ValueError) as exc:
+            raise ConfigurationError(
+                f"'ssl.ca.pem' holds no usable CA certificate: {exc}"
+            ) from None
+        return
+    location = security.ssl_ca_location
+    if location is None or location == "probe":
+        context.load_default_certs(ssl.Purpose.SERVER_AUTH)
+        return
+    try:
+        if os.path.isdir(location):
+            context.load_verify_locations(capath=location)
+        else:
+            context.load_verify_locations(cafile=location)
+    except FileNotFoundError:
+        raise ConfigurationError(f"'ssl.ca.location' {location!r}: no such file") from None
+    except (ssl.SSLError, OSError) as exc:
+        raise ConfigurationError(
+            f"'ssl.ca.location' {location!r} holds no usable CA certificate: {exc}"
+        ) from None
+
+
+def _load_client_certificate(context: ssl.SSLContext, security: SecurityConfig) -> None:
+    if security.ssl_certificate_location is None and security.ssl_certificate_pem is None:
+        return
+    password = security.ssl_key_password.reveal() if security.ssl_key_password else None
+    with contextlib.ExitStack() as stack:
+        if security.ssl_certificate_pem is not None:
+            cert_key = "ssl.certificate.pem"
+            cert_path = stack.enter_context(_pem_file(security.ssl_certificate_pem, "cert"))
+        else:
+            cert_key = "ssl.certificate.location"
+            cert_path = str(security.ssl_certificate_location)
+            if not os.path.isfile(cert_path):
+                raise ConfigurationError(f"{cert_key!r} {cert_path!r}: no such file")
+        if security.ssl_key_pem is not None:
+            key_key = "ssl.key.pem"
+            key_path = stack.enter_context(_pem_file(security.ssl_key_pem.reveal(), "key"))
+        else:
+            key_key = "ssl.key.location"
+            key_path = str(security.ssl_key_location)
+            if not os.path.isfile(key_path):
+                raise ConfigurationError(f"{key_key!r} {key_path!r}: no such file")
+        try:
+            context.load_cert_chain(cert_path, key_path, password=password or "")
+        except ssl.SSLError as exc:
+            reason = getattr(exc, "reason", None) or str(exc)
+            if (
+                password is not None
+                or "PASSWORD" in str(reason).upper()
+                or "BAD_DECRYPT" in str(reason).upper()
+            ):
+                hint = (
+                    "'ssl.key.password' does not decrypt the key"
+                    if password is not None
+                    else "the key is encrypted: set 'ssl.key.password'"
+                )
+            else:
+                hint = "the certificate and key do not load or do not match"
+            raise ConfigurationError(
+                f"cannot use the client certificate ({cert_key!r}) and key ({key_key!r}): "
+                f"{hint} ({reason})"
+            ) from None
+
+
+def tls_failure_reason(exc: BaseException) -> str:
+    """A short, specific reason for a failed TLS handshake (hostname mismatch, unknown
+    CA, expired certificate, ...), without anything secret."""
+    if isinstance(exc, ssl.SSLCertVerificationError):
+        message = exc.verify_message or str(exc)
+        code = exc.verify_code
+        hints = {
+            10: "the broker's certificate has expired",
+            9: "the broker's certificate is not yet valid",
+            18: "the broker's certificate is self-signed and not trusted",
+            19: "the broker's chain ends in a self-signed CA that is not trusted",
+            20: "the broker's certificate was issued by a CA that is not trusted"
+            " (check ssl.ca.location / ssl.ca.pem)",
+            62: "the broker's certificate does not name this host"
+            " (ssl.endpoint.identification.algorithm=https)",
+        }
+        hint = hints.get(code)
+        return f"certificate verify failed: {message}" + (f": {hint}" if hint else "")
+    if isinstance(exc, ssl.SSLError):
+        return f"{exc.reason or exc}" if getattr(exc, "reason", None) else str(exc)
+    return str(exc)
+
+
+# ----------------------------------------------------------------------------- tokens
+
+
+@attrs.frozen
+class OAuthToken:
+    """A bearer token, when it expires (epoch seconds), its principal, extensions."""
+
+    value: str = attrs.field(repr=False)
+    expires_at: float
+    principal: str | None = None
+    extensions: tuple[tuple[str, str], ...] = ()
+
+
+def _from_callback(result: object) -> OAuthToken:
+    if not isinstance(result, tuple | list) or len(result) not in (2, 4):
+        raise AuthenticationError(
+            "oauth_cb must return (token, expiry) or (token, expiry, principal, extensions)"
+            f", not a {type(result).__name__}",
+            mechanism="OAUTHBEARER",
+        )
+    token, expiry = result[0], result[1]
+    if not isinstance(token, str) or not token:
+        raise AuthenticationError("oauth_cb returned no token string", mechanism="OAUTHBEARER")
+    if not isinstance(expiry, int | float) or isinstance(expiry, bool):
+        raise AuthenticationError(
+            "oauth_cb returned an expiry that is not a number (seconds since the epoch)",
+            mechanism="OAUTHBEARER",
+        )
+    principal = result[2] if len(result) == 4 else None
+    extensions = result[3] if len(result) == 4 else None
+    pairs: tuple[tuple[str, str], ...] = ()
+    if isinstance(extensions, Mapping):
+        pairs = tuple((str(k), str(v)) for k, v in extensions.items())
+    return OAuthToken(
+        value=token,
+        expires_at=float(expiry),
+        principal=str(principal) if principal else None,
+        extensions=pairs,
+    )
+
+
+def _jwt_claims(token: str) -> dict[str, Any]:
+    try:
+        payload = token.split(".")[1]
+        payload += "=" * (-len(payload) % 4)
+        claims = json.loads(base64.urlsafe_b64decode(payload))
+    except (IndexError, ValueError):
+        return {}
+    return claims if isinstance(claims, dict) else {}
+
+
+def fetch_oidc_token(
+    url: str,
+    client_id: str,
+    client_secret: str,
+    *,
+    scope: str | None = None,
+    timeout_s: float = OIDC_TIMEOUT_S,
+    now: Callable[[], float] = time.time,
+) -> OAuthToken:
+    """The OAuth 2 client credentials grant (RFC 6749 section 4.4) against ``url``, as
+    librdkafka's and Java's ``oidc`` method do it: HTTP Basic authentication with the
+    client id and secret, ``grant_type=client_credentials`` and the scope.
+
+    The expiry is the JWT's ``exp`` claim, else ``expires_in``; the principal its
+    ``sub``. Raises ``AuthenticationError`` (never quoting the secret).
+    """
+    # RFC 6749 section 2.3.1: both parts form-encoded before Basic encoding.
+    user = urllib.parse.quote(client_id, safe="")
+    secret = urllib.parse.quote(client_secret, safe="")
+    basic = base64.b64encode(f"{user}:{secret}".encode()).decode()
+    form = {"grant_type": "client_credentials"}
+    if scope:
+        form["scope"] = scope
+    request = urllib.request.Request(
+        url,
+        data=urllib.parse.urlencode(form).encode(),
+        headers={
+            "Authorization": f"Basic {basic}",
+            "Content-Type": "application/x-www-form-urlencoded",
+            "Accept": "application/json",
+        },
+        method="POST",
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=timeout_s) as answer:
+            body = answer.read(1_000_000)
+    except urllib.error.HTTPError as exc:
+        detail = exc.read(500).decode(errors="replace") if exc.fp is not None else ""
+        raise AuthenticationError(
+            f"the OIDC token endpoint {url} answered HTTP {exc.code}",
+            mechanism="OAUTHBEARER",
+            broker_message=detail.strip() or None,
+        ) from None
+    except (urllib.error.URLError, OSError) as exc:
+        raise AuthenticationError(
+            f"cannot reach the OIDC token endpoint {url}: {getattr(exc, 'reason', exc)}",
+            mechanism="OAUTHBEARER",
+        ) from None
+    try:
+        document = json.loads(body)
+        token = document["access_token"]
+    except (ValueError, KeyError, TypeError):
+        raise AuthenticationError(
+            f"the OIDC token endpoint {url} answered without an access_token",
+            mechanism="OAUTHBEARER",
+        ) from None
+    if not isinstance(token, str) or not token:
+        raise AuthenticationError(
+            f"the OIDC token endpoint {url} answered an empty access_token",
+            mechanism="OAUTHBEARER",
+        )
+    claims = _jwt_claims(token)
+    issued = now()
+    expires_at: float
+    if isinstance(claims.get("exp"), int | float):
+        expires_at = float(claims["exp"])
+    elif isinstance(document.get("expires_in"), int | float):
+        expires_at = issued + float(document["expires_in"])
+    else:
+        expires_at = issued + 3600.0
+    subject = claims.get("sub")
+    return OAuthToken(
+        value=token,
+        expires_at=expires_at,
+        principal=subject if isinstance(subject, str) else None,
+    )
+
+
+class TokenProvider:
+    """OAUTHBEARER tokens from ``oauth_cb`` or the OIDC endpoint, cached and refreshed.
+
+    ``token()`` returns the cached token while it is valid; past 80% of its lifetime
+    it starts one background refresh (the next call gets the new token) and only blocks
+    when no valid token is left. Thread-safe. A refresh that fails is logged and
+    retried on the next call; an expired token with a failing source raises
+    ``AuthenticationError``.
+    """
+
+    def __init__(
+        self, fetch: Callable[[], OAuthToken], *, now: Callable[[], float] = time.time
+    ) -> None:
+        self._fetch = fetch
+        self._now = now
+        self._lock = threading.Lock()
+        self._token: OAuthToken | None = None
+        self._obtained_at = 0.0
+        self._refreshing = False
+
+    @classmethod
+    def for_config(cls, security: SecurityConfig) -> TokenProvider:
+        """The provider ``security`` describes (oauth_cb or OIDC)."""
+        if security.sasl_oauthbearer_method == "oidc":
+            url = security.sasl_oauthbearer_token_endpoint_url
+            client_id = security.sasl_oauthbearer_client_id
+            secret = security.sasl_oauthbearer_client_secret
+            assert url is not None
+            assert client_id is not None
+            assert secret is not None
+            scope = security.sasl_oauthbearer_scope
+
+            def fetch() -> OAuthToken:
+                return fetch_oidc_token(url, client_id, secret.reveal(), scope=scope)
+
+            return cls(fetch)
+        callback = security.oauth_cb
+        assert callback is not None
+        argument = security.sasl_oauthbearer_config
+
+        def call() -> OAuthToken:
+            try:
+                result = callback(argument)
+            except AuthenticationError:
+                raise
+            except Exception as exc:
+                error = AuthenticationError(
+                    f"oauth_cb raised {type(exc).__name__}: {exc}", mechanism="OAUTHBEARER"
+                )
+                raise error from exc
+            return _from_callback(result)
+
+        return cls(call)
+
+    def token(self) -> OAuthToken:
+        """A valid token (blocking only when there is none)."""
+        now = self._now()
+        with self._lock:
+            token = self._token
+            if token is not None and now < token.expires_at:
+                lifetime = max(0.0, token.expires_at - self._obtained_at)
+                if (
+                    now >= self._obtained_at + TOKEN_REFRESH_SHARE * lifetime
+                    and not self._refreshing
+                ):
+                    self._refreshing = True
+                    threading.Thread(
+                        target=self._refresh, name="coopconsumer-token-refresh", daemon=True
+                    ).start()
+                return token
+        fresh = self._fetch()
+        with self._lock:
+            self._token = fresh
+            self._obtained_at = self._now()
+        if fresh.expires_at <= self._now():
+            raise AuthenticationError(
+                "the token source returned a token that has already expired",
+                mechanism="OAUTHBEARER",
+            )
+        return fresh
+
+    def _refresh(self) -> None:
+        try:
+            fresh = self._fetch()
+        except Exception as exc:  # the old token stays until it expires
+            log.warning("OAUTHBEARER token refresh failed (will retry): %s", exc)
+            with self._lock:
+                self._refreshing = False
+            return
+        with self._lock:
+            self._token = fresh
+            self._obtained_at = self._now()
+            self._refreshing = False
+
+
+# ----------------------------------------------------------------------------- SASL
+
+
+class SaslSetup:
+    """Makes a fresh mechanism for each SASL exchange of a client's connections."""
+
+    def __init__(self, security: SecurityConfig) -> None:
+        mechanism = security.sasl_mechanism
+        assert security.uses_sasl
+        assert mechanism is not None
+        self.mechanism = mechanism
+        self._security = security
+        self._tokens = TokenProvider.for_config(security) if mechanism == "OAUTHBEARER" else None
+
+    def new_mechanism(self) -> SaslMechanism:
+        """A mechanism for one exchange (OAUTHBEARER: with a current token).
+
+        Raises ``AuthenticationError`` when no token can be had."""
+        security = self._security
+        if self.mechanism == "PLAIN":
+            assert security.sasl_username is not None
+            assert security.sasl_password is not None
+            return PlainMechanism(security.sasl_username, security.sasl_password.reveal())
+        if self.mechanism in SCRAM_MECHANISMS:
+            assert security.sasl_username is not None
+            assert security.sasl_password is not None
+            return ScramMechanism(
+                self.mechanism, security.sasl_username, security.sasl_password.reveal()
+            )
+        assert self._tokens is not None
+        token = self._tokens.token()
+        extensions = tuple(security.sasl_oauthbearer_extensions) + tuple(
+            (k, v)
+            for k, v in token.extensions
+            if k not in dict(security.sasl_oauthbearer_extensions)
+        )
+        return OAuthBearerMechanism(token.value, extensions)

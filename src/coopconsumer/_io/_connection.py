@@ -971,6 +971,24 @@ class BrokerConnection:
             chunk = sock.recv(size)
         except (BlockingIOError, InterruptedError, ssl.SSLWantReadError, ssl.SSLWantWriteError):
             return False
+        except ssl.SSLError as exc:
+            if self.state is ConnectionState.NEGOTIATING and not isinstance(
+                exc, ssl.SSLEOFError | ssl.SSLZeroReturnError
+            ):
+                # TLS 1.3: the server judges the client's certificate after the client
+                # finished its handshake, so a refusal (certificate required, unknown
+                # CA) arrives as an alert on the first read.
+                raise _StreamFailure(
+                    AuthenticationError(
+                        f"the broker refused the TLS session: {tls_failure_reason(exc)}",
+                        broker=self.broker,
+                        mechanism="SSL",
+                    ),
+                    None,
+                ) from exc
+            raise _StreamFailure(
+                BrokerConnectionError(f"receive failed: {exc}", broker=self.broker), None
+            ) from exc
         except OSError as exc:
             raise _StreamFailure(
                 BrokerConnectionError(f"receive failed: {exc}", broker=self.broker), None

@@ -201,6 +201,8 @@ def tls_failure_reason(exc: BaseException) -> str:
             " (check ssl.ca.location / ssl.ca.pem)",
             62: "the broker's certificate does not name this host"
             " (ssl.endpoint.identification.algorithm=https)",
+            64: "the broker's certificate does not name this IP address"
+            " (ssl.endpoint.identification.algorithm=https)",
         }
         hint = hints.get(code)
         return f"certificate verify failed: {message}" + (f": {hint}" if hint else "")

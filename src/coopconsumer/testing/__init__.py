@@ -40,6 +40,32 @@ Usage in your own ``conftest.py``::
         kafka.create_topic("orders", partitions=3)
         ...  # point any client at kafka.bootstrap
 
+Secured brokers (Tansu only): ``tls=`` serves TLS, ``sasl=`` SASL (PLAIN, SCRAM-SHA-256/512,
+OAUTHBEARER, KIP-368 session lifetimes), with certificates made at test time;
+``broker.client_config`` holds the security keys a client needs (those of the harness's
+own admin user)::
+
+    from coopconsumer.testing import SaslServer, write_test_certificates
+
+    certs = write_test_certificates(tmp_path)
+    with embedded_broker(
+        "tansu",
+        tls=certs.tls_files(),
+        sasl=SaslServer(mechanisms=("SCRAM-SHA-512",), users={"alice": "alice-secret"}),
+    ) as broker:
+        consumer_config = {
+            "bootstrap.servers": broker.bootstrap,
+            "security.protocol": "sasl_ssl",
+            "ssl.ca.location": str(certs.ca),
+            "sasl.mechanism": "SCRAM-SHA-512",
+            "sasl.username": "alice",
+            "sasl.password": "alice-secret",
+        }
+
+TLS alone is Tansu's own listener; SASL (or client-certificate checks) goes through a
+gateway in front of Tansu that does the broker side of SASL (docs/testing.md says why
+and what it verifies).
+
 Fault injection (mock only; ``broker.supports_faults`` says whether it is there)::
 
     with embedded_broker("mock", num_brokers=3) as broker:
@@ -65,6 +91,12 @@ from ._broker import external_broker as external_broker
 from ._mock import start_mock
 from ._ports import free_port as free_port
 from ._probe import probe_api_versions as probe_api_versions
+from ._sasl_gateway import GatewayStats as GatewayStats
+from ._sasl_gateway import SaslServer as SaslServer
+from ._secure import TestCertificates as TestCertificates
+from ._secure import TlsFiles as TlsFiles
+from ._secure import start_secure_tansu
+from ._secure import write_test_certificates as write_test_certificates
 from ._tansu import find_tansu_binary as find_tansu_binary
 from ._tansu import start_tansu
 
@@ -73,13 +105,18 @@ __all__ = [
     "BrokerKind",
     "BrokerStartupError",
     "EmbeddedBroker",
+    "GatewayStats",
     "MockRequest",
+    "SaslServer",
+    "TestCertificates",
+    "TlsFiles",
     "embedded_broker",
     "external_broker",
     "find_tansu_binary",
     "free_port",
     "probe_api_versions",
     "unique_name",
+    "write_test_certificates",
 ]
 
 #: Environment variable naming an external cluster (``host:port[,...]``) that the
@@ -93,12 +130,16 @@ def embedded_broker(
     *,
     num_brokers: int = 1,
     startup_timeout_s: float = 30.0,
+    tls: TlsFiles | None = None,
+    sasl: SaslServer | None = None,
 ) -> Iterator[EmbeddedBroker]:
     """Start a test broker, yield it once it answers ApiVersions, stop it on exit.
 
     ``kind`` picks Tansu or librdkafka's mock cluster. ``num_brokers`` (mock only; Tansu
     is a single broker) sets the mock's broker count, ids ``1..num_brokers``; its
     ``bootstrap`` then lists every broker. Startup waits at most ``startup_timeout_s``.
+    ``tls`` and ``sasl`` (Tansu only) secure the broker; ``broker.client_config`` then
+    holds the keys a client needs.
 
     Raises :class:`BrokerStartupError` (with the broker's output tail) when the broker
     cannot start or does not answer in time, and
@@ -115,8 +156,12 @@ def embedded_broker(
         raise ConfigurationError("Tansu runs a single broker: num_brokers must be 1")
     if startup_timeout_s <= 0:
         raise ConfigurationError(f"startup_timeout_s must be > 0, not {startup_timeout_s!r}")
+    if (tls is not None or sasl is not None) and kind != "tansu":
+        raise ConfigurationError("tls and sasl need kind='tansu'")
     broker: EmbeddedBroker
-    if kind == "tansu":
+    if tls is not None or sasl is not None:
+        broker = start_secure_tansu(tls=tls, sasl=sasl, startup_timeout_s=startup_timeout_s)
+    elif kind == "tansu":
         broker = start_tansu(startup_timeout_s=startup_timeout_s)
     else:
         broker = start_mock(num_brokers=num_brokers, startup_timeout_s=startup_timeout_s)

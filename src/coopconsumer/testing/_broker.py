@@ -117,6 +117,13 @@ class EmbeddedBroker:
         return dict(self._api_versions)
 
     @property
+    def client_config(self) -> dict[str, object]:
+        """Security keys (librdkafka's names) a client needs to talk to this broker:
+        empty for a plaintext broker; ``security.protocol``, ``ssl.ca.location`` and
+        the SASL credentials of its admin user for a secured one."""
+        return {}
+
+    @property
     def pid(self) -> int | None:
         """PID of the process serving the broker, or ``None`` for an external one."""
         return None
@@ -160,7 +167,14 @@ class EmbeddedBroker:
         _require_topic(name)
         _require_int(partitions, "partitions", minimum=1)
         _require_int(replication_factor, "replication_factor", minimum=1)
-        _admin_create_topic(self.bootstrap, name, partitions, replication_factor, timeout_s)
+        _admin_create_topic(
+            self.bootstrap,
+            name,
+            partitions,
+            replication_factor,
+            timeout_s,
+            self.client_config,
+        )
 
     # --- fault injection: the mock cluster only -------------------------------------
 
@@ -262,7 +276,12 @@ def external_broker(bootstrap: str, *, timeout_s: float = 30.0) -> EmbeddedBroke
 
 
 def _admin_create_topic(
-    bootstrap: str, name: str, partitions: int, replication_factor: int, timeout_s: float
+    bootstrap: str,
+    name: str,
+    partitions: int,
+    replication_factor: int,
+    timeout_s: float,
+    client_config: Mapping[str, object] | None = None,
 ) -> None:
     # confluent_kafka is imported here only: the test harness uses the real admin
     # client so that topic creation never depends on the library's own wire code.
@@ -282,7 +301,9 @@ def _admin_create_topic(
             broker=bootstrap,
         )
 
-    admin = AdminClient({"bootstrap.servers": bootstrap, "socket.timeout.ms": 10000})
+    conf: dict[str, Any] = dict(client_config or {})
+    conf.update({"bootstrap.servers": bootstrap, "socket.timeout.ms": 10000})
+    admin = AdminClient(conf)
     futures = admin.create_topics(
         [NewTopic(name, num_partitions=partitions, replication_factor=replication_factor)],
         operation_timeout=timeout_s,

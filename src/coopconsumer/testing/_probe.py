@@ -7,7 +7,9 @@ standard library and ``coopconsumer._errors``.
 
 from __future__ import annotations
 
+import contextlib
 import socket
+import ssl
 import struct
 import time
 from collections.abc import Callable, Mapping
@@ -40,8 +42,12 @@ def _recv_exact(sock: socket.socket, size: int) -> bytes:
     return bytes(chunks)
 
 
-def probe_api_versions(address: str, *, timeout_s: float = 5.0) -> Mapping[int, tuple[int, int]]:
+def probe_api_versions(
+    address: str, *, timeout_s: float = 5.0, ssl_context: ssl.SSLContext | None = None
+) -> Mapping[int, tuple[int, int]]:
     """Send ApiVersions v0 to ``address`` ("host:port") and return its answer.
+
+    ``ssl_context`` speaks TLS first (for a TLS listener).
 
     The result maps each API key the broker advertises to its ``(min_version,
     max_version)``. Raises :class:`~coopconsumer.BrokerConnectionError` when the
@@ -51,7 +57,10 @@ def probe_api_versions(address: str, *, timeout_s: float = 5.0) -> Mapping[int, 
     """
     host, port = split_address(address)
     try:
-        with socket.create_connection((host, port), timeout=timeout_s) as sock:
+        with contextlib.ExitStack() as stack:
+            sock = stack.enter_context(socket.create_connection((host, port), timeout=timeout_s))
+            if ssl_context is not None:
+                sock = stack.enter_context(ssl_context.wrap_socket(sock, server_hostname=host))
             sock.sendall(_api_versions_v0_frame())
             (size,) = struct.unpack(">i", _recv_exact(sock, 4))
             if size < 10 or size > 1 << 20:
@@ -99,6 +108,7 @@ def wait_until_answering(
     *,
     timeout_s: float,
     still_starting: Callable[[], str | None],
+    ssl_context: ssl.SSLContext | None = None,
 ) -> dict[str, Mapping[int, tuple[int, int]]]:
     """Poll every address with ApiVersions v0 until all answer.
 
@@ -115,7 +125,9 @@ def wait_until_answering(
             if address in answers:
                 continue
             try:
-                answers[address] = probe_api_versions(address, timeout_s=1.0)
+                answers[address] = probe_api_versions(
+                    address, timeout_s=1.0, ssl_context=ssl_context
+                )
             except (BrokerConnectionError, RequestTimeoutError, ProtocolError) as exc:
                 last_error = exc
         if len(answers) == len(addresses):

@@ -10,6 +10,7 @@ import importlib.resources
 import importlib.util
 import json
 import os
+import ssl
 import sys
 import time
 from collections.abc import Mapping
@@ -88,22 +89,40 @@ class _TansuBroker(EmbeddedBroker):
         self._process.discard_log()
 
 
-def _command(binary: Path, port: int) -> list[str]:
+def _command(
+    binary: Path, port: int, *, advertised_port: int | None, tls: tuple[str, str] | None
+) -> list[str]:
     url = f"tcp://127.0.0.1:{port}"
-    return [
+    command = [
         str(binary),
         "broker",
         "--listener-url",
         url,
         "--advertised-listener-url",
-        url,
+        f"tcp://127.0.0.1:{advertised_port or port}",
         "--storage-engine",
         "memory://tansu/",
     ]
+    if tls is not None:
+        # Tansu 0.6 wraps its listener in TLS (rustls) when given both; it reads PEM
+        # files and has no client-certificate verification.
+        command += ["--cert", tls[0], "--key", tls[1]]
+    return command
 
 
-def start_tansu(*, startup_timeout_s: float) -> _TansuBroker:
-    """Start Tansu on a free loopback port; return once it answers ApiVersions."""
+def start_tansu(
+    *,
+    startup_timeout_s: float,
+    advertised_port: int | None = None,
+    tls: tuple[str, str] | None = None,
+    probe_ssl_context: ssl.SSLContext | None = None,
+) -> _TansuBroker:
+    """Start Tansu on a free loopback port; return once it answers ApiVersions.
+
+    ``advertised_port`` makes it advertise another port than the one it listens on
+    (a gateway in front of it); ``tls`` is ``(certificate chain file, key file)`` for a
+    TLS listener, probed with ``probe_ssl_context``.
+    """
     binary = find_tansu_binary()
     env = {key: value for key, value in os.environ.items() if key not in _SCRUBBED_ENV}
     deadline = time.monotonic() + startup_timeout_s
@@ -112,7 +131,10 @@ def start_tansu(*, startup_timeout_s: float) -> _TansuBroker:
     for _ in range(_PORT_ATTEMPTS):
         port = free_port()
         process = _ManagedProcess(
-            helper_argv("_supervisor.py", *_command(binary, port)),
+            helper_argv(
+                "_supervisor.py",
+                *_command(binary, port, advertised_port=advertised_port, tls=tls),
+            ),
             env=env,
             label="tansu",
         )
@@ -126,6 +148,7 @@ def start_tansu(*, startup_timeout_s: float) -> _TansuBroker:
                 [address],
                 timeout_s=max(0.1, deadline - time.monotonic()),
                 still_starting=process.exit_reason,
+                ssl_context=probe_ssl_context,
             )
             return _TansuBroker(
                 process, broker_pid, bootstrap=address, api_versions=answers[address]

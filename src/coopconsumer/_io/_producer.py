@@ -9,7 +9,11 @@ Spark driver, long before any executor runs); ``IdempotentProducer`` produces, c
 every delivery report per partition, and ``flush`` waits until each record produced
 was either acknowledged or failed, within a bound derived from ``message.timeout.ms``.
 
-Imports ``_errors`` and ``_types`` of the library and nothing else of it.
+Security keys (``security.protocol``, ``ssl.*``, ``sasl.*``, ``oauth_cb``) are checked by
+the same parser as the consumer's (``_security``), so a contradiction is the same
+``ConfigurationError`` naming the key, and a secret is never quoted.
+
+Imports ``_errors``, ``_security`` and ``_types`` of the library and nothing else of it.
 """
 
 from __future__ import annotations
@@ -19,12 +23,13 @@ import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType, TracebackType
-from typing import TypeAlias
+from typing import Any, TypeAlias
 
 import attrs
 import confluent_kafka
 
 from .._errors import ConfigurationError, DeliveryError
+from .._security import is_security_key, parse_security
 from .._types import TopicPartition
 
 __all__ = [
@@ -104,7 +109,7 @@ def _positive_ms(key: str, value: ConfigValue) -> int:
     return ms
 
 
-def producer_config(config: Mapping[str, object]) -> dict[str, ConfigValue]:
+def producer_config(config: Mapping[str, object]) -> dict[str, Any]:
     """Validate a producer configuration and return it completed.
 
     ``config`` holds librdkafka/Kafka keys with ``str``/``int``/``float``/``bool``
@@ -118,22 +123,31 @@ def producer_config(config: Mapping[str, object]) -> dict[str, ConfigValue]:
     itself then checks every key and value (unknown keys, bad values, settings the
     idempotent producer cannot have such as ``max.in.flight`` > 5) without connecting
     anywhere; what it rejects is a ``ConfigurationError`` carrying its message.
+    Security keys go through coopconsumer's own checks first (``oauth_cb`` may be a
+    callable, as confluent-kafka's); the result holds them in librdkafka's form,
+    secrets included: do not log it.
     """
     if not isinstance(config, Mapping):
         raise ConfigurationError(
             f"producer config must be a mapping of Kafka keys, not {type(config).__name__}"
         )
-    conf: dict[str, ConfigValue] = {}
+    conf: dict[str, Any] = {}
+    security: dict[str, object] = {}
     for key, value in config.items():
         if not isinstance(key, str):
             raise ConfigurationError(f"configuration keys must be strings, not {key!r}")
         if key in _FORBIDDEN:
             raise ConfigurationError(f"{key!r} cannot be set: {_FORBIDDEN[key]}")
+        if is_security_key(key.strip()):
+            security[key.strip()] = value
+            continue
         if not isinstance(value, str | int | float | bool):
             raise ConfigurationError(
                 f"invalid value {value!r} for {key!r}: expected a string, number or boolean"
             )
         conf[key] = value
+    if security:
+        conf.update(parse_security(security).librdkafka_config())
     servers = conf.get("bootstrap.servers")
     if not isinstance(servers, str) or not servers.strip():
         raise ConfigurationError("producer config needs bootstrap.servers ('host:port,...')")
@@ -163,7 +177,7 @@ def producer_config(config: Mapping[str, object]) -> dict[str, ConfigValue]:
     return conf
 
 
-def _check_with_librdkafka(conf: Mapping[str, ConfigValue]) -> None:
+def _check_with_librdkafka(conf: Mapping[str, Any]) -> None:
     # A handle with no bootstrap.servers validates every setting and never connects;
     # log_level 0 hides the warning that no broker is configured.
     probe = {k: v for k, v in conf.items() if k != "bootstrap.servers"}
@@ -177,7 +191,7 @@ def _check_with_librdkafka(conf: Mapping[str, ConfigValue]) -> None:
     handle.close()
 
 
-def _message_timeout_ms(conf: Mapping[str, ConfigValue]) -> int:
+def _message_timeout_ms(conf: Mapping[str, Any]) -> int:
     # Both keys name the same librdkafka property; the later one in the mapping wins
     # there, so it wins here too.
     ms = DEFAULT_MESSAGE_TIMEOUT_MS

@@ -168,16 +168,15 @@ def _load_client_certificate(context: ssl.SSLContext, security: SecurityConfig) 
             context.load_cert_chain(cert_path, key_path, password=password or "")
         except ssl.SSLError as exc:
             reason = getattr(exc, "reason", None) or str(exc)
-            if (
-                password is not None
-                or "PASSWORD" in str(reason).upper()
-                or "BAD_DECRYPT" in str(reason).upper()
-            ):
-                hint = (
-                    "'ssl.key.password' does not decrypt the key"
-                    if password is not None
-                    else "the key is encrypted: set 'ssl.key.password'"
-                )
+            try:
+                with open(key_path, "rb") as handle:
+                    encrypted = b"ENCRYPTED" in handle.read(1 << 20)
+            except OSError:
+                encrypted = password is not None
+            if encrypted and password is None:
+                hint = "the key is encrypted: set 'ssl.key.password'"
+            elif encrypted:
+                hint = "'ssl.key.password' does not decrypt the key"
             else:
                 hint = "the certificate and key do not load or do not match"
             raise ConfigurationError(

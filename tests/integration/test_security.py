@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import datetime
 import json
+import logging
+import pickle
 import subprocess
 import threading
 import time
@@ -528,3 +530,51 @@ def test_reauthentication_keeps_the_connection_and_its_requests(
         assert client._nodes[node].connection is conn, "the connection was replaced"
         assert conn.authentications >= 2
     print(f"\n[security] KIP-368: {conn.authentications} authentications, {answered} requests")
+
+
+# --------------------------------------------------------------------------- secrets
+
+
+def test_the_password_never_reaches_repr_logs_errors_pickles_or_metrics(
+    sasl_ssl_broker: EmbeddedBroker,
+    certs: TestCertificates,
+    caplog: pytest.LogCaptureFixture,
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    """PLAIN puts the password itself on the wire (inside TLS): the one mechanism where a
+    logged request would leak it. Everything a user or an operator sees is searched."""
+    password = USERS["alice"]
+    wrong = "wrong-" + password[::-1]
+    topic = unique_name("secret-topic")
+    sasl_ssl_broker.create_topic(topic, 1)
+    seen: list[str] = []
+    with caplog.at_level(logging.DEBUG):
+        good = _consumer(sasl_ssl_broker.bootstrap, unique_name("g"), _sasl_ssl(certs, "PLAIN"))
+        try:
+            good.subscribe([topic])
+            end = time.monotonic() + 4
+            while time.monotonic() < end:
+                good.poll(0.1)
+            seen += [repr(good), str(good.metrics()), repr(good._config)]
+        finally:
+            good.close()
+        bad_settings = {**_sasl_ssl(certs, "PLAIN"), "sasl.password": wrong}
+        bad = _consumer(sasl_ssl_broker.bootstrap, unique_name("g"), bad_settings)
+        try:
+            bad.subscribe([topic])
+            error, _ = _time_to_error(lambda: _poll_until_error(bad, FAIL_FAST_S))
+            seen += [repr(bad), str(bad.metrics())]
+        finally:
+            bad.close()
+    assert isinstance(error, AuthenticationError)
+    copy = pickle.loads(pickle.dumps(error))
+    seen += [str(error), repr(error), str(vars(error)), str(copy), str(vars(copy))]
+    seen += [pickle.dumps(error).decode("latin-1")]
+    seen += [record.getMessage() for record in caplog.records]
+    seen += [str(record.exc_info[1]) for record in caplog.records if record.exc_info is not None]
+    captured = capfd.readouterr()  # librdkafka logs to stderr
+    seen += [captured.out, captured.err]
+    assert len(caplog.records) > 10  # DEBUG was on and things were logged
+    for text in seen:
+        assert password not in text
+        assert wrong not in text

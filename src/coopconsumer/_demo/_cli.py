@@ -68,6 +68,15 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--bootstrap", metavar="HOST:PORT", help="use this cluster instead of an embedded Tansu"
     )
+    parser.add_argument(
+        "--config",
+        metavar="KEY=VALUE",
+        action="append",
+        type=_config_item,
+        default=[],
+        help="a client setting for every consumer, producer and admin call of --bootstrap "
+        "mode, e.g. security.protocol=sasl_ssl (repeatable; see docs/security.md)",
+    )
     parser.add_argument("--partitions", type=int, default=12, help="topic partitions (12)")
     parser.add_argument("--rate", type=float, help="records produced per second")
     parser.add_argument(
@@ -79,6 +88,14 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _config_item(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        # The value is not echoed: it may be a password.
+        raise argparse.ArgumentTypeError("expected KEY=VALUE")
+    return key.strip(), value
+
+
 def _progress(line: str) -> None:
     print(line, flush=True)
 
@@ -88,6 +105,9 @@ def run_demo(argv: Sequence[str] | None = None) -> int:
     (0 done, 1 the scenario failed, 2 bad arguments or no broker, 130 interrupted)."""
     args = _parser().parse_args(argv)
     options = QUICK if args.quick else STANDARD
+    if args.config and not args.bootstrap:
+        print("coopconsumer demo: --config needs --bootstrap", file=sys.stderr)
+        return 2
     if args.partitions < 4:
         print("coopconsumer demo: --partitions must be at least 4", file=sys.stderr)
         return 2
@@ -107,7 +127,7 @@ def run_demo(argv: Sequence[str] | None = None) -> int:
         with ExitStack() as stack:
             broker: EmbeddedBroker
             if args.bootstrap:
-                broker = external_broker(args.bootstrap)
+                broker = external_broker(args.bootstrap, client_config=dict(args.config))
                 _progress(f"using the cluster at {broker.bootstrap}")
             else:
                 broker = stack.enter_context(embedded_broker("tansu"))

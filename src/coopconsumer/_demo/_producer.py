@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Mapping
 
 from confluent_kafka import KafkaError, Message, Producer
 
@@ -29,9 +30,21 @@ class SteadyProducer:
     to be consumed. Thread-safe reads of the counters; start and stop from one thread.
     """
 
-    def __init__(self, bootstrap: str, topic: str, partitions: int, rate: float) -> None:
+    def __init__(
+        self,
+        bootstrap: str,
+        topic: str,
+        partitions: int,
+        rate: float,
+        client_config: Mapping[str, object] | None = None,
+    ) -> None:
         self._producer = Producer(
-            {"bootstrap.servers": bootstrap, "linger.ms": 5, "client.id": "coopconsumer-demo"}
+            {
+                **(client_config or {}),
+                "bootstrap.servers": bootstrap,
+                "linger.ms": 5,
+                "client.id": "coopconsumer-demo",
+            }
         )
         self._topic = topic
         self._partitions = partitions

@@ -328,7 +328,9 @@ def run_scenario(
     group = unique_name(f"demo-{label}")
     broker.create_topic(topic, partitions=options.partitions)
     recorder = Recorder(options.partitions)
-    producer = SteadyProducer(broker.bootstrap, topic, options.partitions, options.rate)
+    producer = SteadyProducer(
+        broker.bootstrap, topic, options.partitions, options.rate, broker.client_config
+    )
     members: dict[str, _Member] = {}
     stopped: list[_Member] = []
     started = time.monotonic()
@@ -338,6 +340,7 @@ def run_scenario(
 
     def member_config(name: str) -> dict[str, object]:
         return {
+            **broker.client_config,  # security keys of --config (issue 10)
             "bootstrap.servers": broker.bootstrap,
             "group.id": group,
             # Member ids start with client.id on Kafka and Tansu, and range orders

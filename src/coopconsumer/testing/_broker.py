@@ -15,6 +15,7 @@ import json
 import os
 import queue
 import signal
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -250,21 +251,52 @@ class EmbeddedBroker:
 class _ExternalBroker(EmbeddedBroker):
     kind: BrokerKind = "external"
 
+    def __init__(
+        self,
+        *,
+        bootstrap: str,
+        api_versions: Mapping[int, tuple[int, int]],
+        client_config: Mapping[str, object] | None = None,
+    ) -> None:
+        super().__init__(bootstrap=bootstrap, api_versions=api_versions)
+        self._client_config = dict(client_config or {})
 
-def external_broker(bootstrap: str, *, timeout_s: float = 30.0) -> EmbeddedBroker:
+    @property
+    def client_config(self) -> dict[str, object]:
+        return dict(self._client_config)
+
+
+def external_broker(
+    bootstrap: str,
+    *,
+    timeout_s: float = 30.0,
+    client_config: Mapping[str, object] | None = None,
+) -> EmbeddedBroker:
     """Wrap an already-running cluster (a real Kafka, testcontainers, ...) for tests.
 
     Waits until the first bootstrap address answers ApiVersions v0, then returns an
     :class:`EmbeddedBroker` of kind ``"external"`` (no fault injection; nothing to
     stop). Raises :class:`BrokerStartupError` when it does not answer in ``timeout_s``.
+    ``client_config`` holds the security keys its clients need (``security.protocol``,
+    ``ssl.*``, ``sasl.*``): the harness uses them itself (the readiness probe speaks TLS
+    when asked to, ``create_topic`` authenticates) and ``client_config`` returns them.
     """
     addresses = [part.strip() for part in bootstrap.split(",") if part.strip()]
     if not addresses:
         raise ConfigurationError(f"empty bootstrap {bootstrap!r}")
     deadline = time.monotonic() + timeout_s
+    probe_ssl: ssl.SSLContext | None = None
+    protocol = str((client_config or {}).get("security.protocol", "plaintext")).lower()
+    if protocol in ("ssl", "sasl_ssl"):
+        # The probe only checks that something answers; clients verify the broker.
+        probe_ssl = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        probe_ssl.check_hostname = False
+        probe_ssl.verify_mode = ssl.CERT_NONE
     while True:
         try:
-            versions = probe_api_versions(addresses[0], timeout_s=min(5.0, timeout_s))
+            versions = probe_api_versions(
+                addresses[0], timeout_s=min(5.0, timeout_s), ssl_context=probe_ssl
+            )
         except CoopConsumerError as exc:
             if time.monotonic() >= deadline:
                 raise BrokerStartupError(
@@ -272,7 +304,9 @@ def external_broker(bootstrap: str, *, timeout_s: float = 30.0) -> EmbeddedBroke
                 ) from exc
             time.sleep(0.2)
             continue
-        return _ExternalBroker(bootstrap=",".join(addresses), api_versions=versions)
+        return _ExternalBroker(
+            bootstrap=",".join(addresses), api_versions=versions, client_config=client_config
+        )
 
 
 def _admin_create_topic(

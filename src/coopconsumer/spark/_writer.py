@@ -162,8 +162,9 @@ class KafkaWriter:
     ``ConfigurationError``), ``message.timeout.ms`` (alias ``delivery.timeout.ms``)
     defaults to 30000 so an unreachable cluster fails the task within about that time
     instead of librdkafka's 5 minutes, ``partitioner`` defaults to Java's
-    ``murmur2_random``, and ``transactional.id`` and callback keys are refused. Every
-    other key is checked by librdkafka itself.
+    ``murmur2_random``, and ``transactional.id`` and callback keys are refused. Security
+    keys (``security.protocol``, ``ssl.*``, ``sasl.*``, ``oauth_cb``) are checked as the
+    consumer's are (docs/security.md). Every other key is checked by librdkafka itself.
 
     Columns: ``value_column`` (default ``"value"``) is required; ``key_column``,
     ``partition_column`` (an integer column; null lets the partitioner choose) and

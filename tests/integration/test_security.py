@@ -293,6 +293,28 @@ def test_wrong_password_fails_poll_promptly(
     assert elapsed < FAIL_FAST_S
 
 
+def test_an_untrusted_broker_fails_poll_promptly(
+    sasl_ssl_broker: EmbeddedBroker, certs: TestCertificates, tmp_path: Path
+) -> None:
+    other = write_test_certificates(tmp_path / "other")
+    security = {**_sasl_ssl(certs, "SCRAM-SHA-512"), "ssl.ca.location": str(other.ca)}
+    consumer = _consumer(sasl_ssl_broker.bootstrap, unique_name("g"), security)
+    try:
+        started = time.monotonic()
+        consumer.subscribe([unique_name("t")])
+        error, _ = _time_to_error(lambda: _poll_until_error(consumer, FAIL_FAST_S))
+        elapsed = time.monotonic() - started
+        # Fatal: every later poll() says the same, nothing reconnects in a loop.
+        again, _ = _time_to_error(lambda: consumer.poll(0.1))
+    finally:
+        consumer.close()
+    _report("wrong CA, subscribe()+poll()", error, elapsed)
+    assert isinstance(error, AuthenticationError)
+    assert again is error
+    assert error.mechanism == "SSL"
+    assert elapsed < FAIL_FAST_S
+
+
 def _metadata_error(bootstrap: str, settings: Mapping[str, object]) -> tuple[BaseException, float]:
     config = ClientConfig(bootstrap_servers=bootstrap, security=parse_security(settings))
     with KafkaClient(config) as client:

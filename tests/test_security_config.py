@@ -239,6 +239,11 @@ def test_secret_equality_hash_and_pickle() -> None:
     assert repr(config.sasl_password) == "Secret('***')"
 
 
+def test_a_misspelt_security_key_gets_a_suggestion() -> None:
+    with pytest.raises(ConfigurationError, match=r"did you mean 'sasl\.password'"):
+        ConsumerConfig.from_mapping({**BASE, "sasl.pasword": PASSWORD})
+
+
 def test_plaintext_stays_the_default() -> None:
     config = ConsumerConfig.from_mapping(BASE)
     assert config.security == SecurityConfig()

@@ -188,7 +188,10 @@ class AuthenticationError(CoopConsumerError):
         error_code: int | None = None,
         enabled_mechanisms: tuple[str, ...] = (),
     ) -> None:
-        what = f"{mechanism} authentication" if mechanism not in (None, "SSL") else "TLS"
+        if mechanism == "SSL":
+            what = "TLS"
+        else:
+            what = f"{mechanism} authentication" if mechanism else "authentication"
         where = f" with broker {broker}" if broker else ""
         text = f"{what} failed{where}: {message}"
         if broker_message:

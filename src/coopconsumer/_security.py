@@ -16,6 +16,7 @@ Pure: imports attrs, the standard library and ``_errors``; no I/O (files named b
 
 from __future__ import annotations
 
+import difflib
 import hmac
 import re
 from collections.abc import Callable, Mapping
@@ -522,9 +523,11 @@ def parse_security(settings: Mapping[str, object]) -> SecurityConfig:
         canonical = SECURITY_SYNONYMS.get(key, key)
         spec = SECURITY_KEYS.get(canonical)
         if spec is None:
+            close = difflib.get_close_matches(key, [*SECURITY_KEYS, *SECURITY_SYNONYMS], n=1)
+            hint = f"did you mean {close[0]!r}? " if close else ""
             known = ", ".join(sorted(SECURITY_KEYS))
             raise ConfigurationError(
-                f"unknown security key {key!r}; the supported ones are: {known}"
+                f"unknown security key {key!r}; {hint}the supported ones are: {known}"
             )
         if value is None:
             continue

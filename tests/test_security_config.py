@@ -244,6 +244,15 @@ def test_a_misspelt_security_key_gets_a_suggestion() -> None:
         ConsumerConfig.from_mapping({**BASE, "sasl.pasword": PASSWORD})
 
 
+def test_a_listener_prefix_in_bootstrap_must_agree_with_the_protocol() -> None:
+    config = ConsumerConfig.from_mapping(
+        {**BASE, **SCRAM, "bootstrap.servers": "SASL_SSL://b1:9096,b2:9096"}
+    )
+    assert config.bootstrap_servers == (("b1", 9096), ("b2", 9096))
+    with pytest.raises(ConfigurationError, match=r"names ssl but .security\.protocol. is"):
+        ConsumerConfig.from_mapping({**BASE, "bootstrap.servers": "ssl://b1:9093"})
+
+
 def test_plaintext_stays_the_default() -> None:
     config = ConsumerConfig.from_mapping(BASE)
     assert config.security == SecurityConfig()

@@ -166,9 +166,11 @@ def _bootstrap(key: str, value: object) -> BootstrapServers:
             # Java's ClientUtils.parseAndValidateAddresses skips blank entries, so a
             # trailing comma copied from a Java config is harmless.
             continue
-        # Java and librdkafka both accept a listener-style prefix.
-        if entry.lower().startswith("plaintext://"):
-            entry = entry[len("plaintext://") :]
+        # Java and librdkafka both accept a listener-style prefix; it must agree with
+        # security.protocol (checked once that is known, in _check_listener_schemes).
+        scheme, sep, rest = entry.partition("://")
+        if sep and scheme.lower() in _LISTENER_SCHEMES:
+            entry = rest
         match = _HOST_PORT.match(entry)
         port_text = match.group("port") if match else None
         if match is None or port_text is None:
@@ -181,6 +183,27 @@ def _bootstrap(key: str, value: object) -> BootstrapServers:
     if not servers:
         raise _fail(key, value, "at least one 'host:port'")
     return tuple(servers)
+
+
+_LISTENER_SCHEMES = frozenset({"plaintext", "ssl", "sasl_plaintext", "sasl_ssl"})
+
+
+def _check_listener_schemes(value: object, security: SecurityConfig) -> None:
+    """A ``scheme://`` prefix in bootstrap.servers must name security.protocol: a
+    prefix that says ``sasl_ssl`` while the connections would be plaintext is a
+    mistake to report, not to follow silently."""
+    entries = value.split(",") if isinstance(value, str) else value
+    if not isinstance(entries, Sequence):
+        return
+    for raw in entries:
+        if not isinstance(raw, str):
+            continue
+        scheme, sep, _rest = raw.strip().partition("://")
+        if sep and scheme.lower() != security.security_protocol:
+            raise ConfigurationError(
+                f"'bootstrap.servers' entry {raw.strip()!r} names {scheme.lower()} but "
+                f"'security.protocol' is {security.security_protocol!r}; make them agree"
+            )
 
 
 _INSTANCE_ID = re.compile(r"[a-zA-Z0-9._-]{1,249}")
@@ -689,6 +712,9 @@ class ConsumerConfig:
             resolved["client_rack"] = None
         _check_relations(resolved)
         resolved["security"] = parse_security(security)
+        for key in ("bootstrap.servers", "metadata.broker.list"):
+            if key in settings:
+                _check_listener_schemes(settings[key], resolved["security"])
 
         connection = ConnectionConfig(
             **{field.name: resolved.pop(field.name) for field in attrs.fields(ConnectionConfig)}

@@ -488,7 +488,7 @@ def test_config_from_bootstrap_parses_and_validates() -> None:
         ("h:0", {}),
         ("h:70000", {}),
         ("h:x", {}),
-        ("SSL://h:1", {}),
+        ("https://h:1", {}),
         ("h:1", {"request_timeout_ms": 0}),
         ("h:1", {"reconnect_backoff_ms": -1}),
         ("h:1", {"request_timeout_ms": 1.5}),

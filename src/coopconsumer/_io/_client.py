@@ -95,11 +95,13 @@ _COORDINATOR_ID_BASE: Final = 2**31 - 1
 def _parse_server(text: str) -> tuple[str, int]:
     item = text.strip()
     if "://" in item:
-        # Listener-style "PLAINTEXT://host:port": only plaintext is spoken here.
+        # Listener-style "SASL_SSL://host:port": the scheme is informative only, how
+        # connections are secured is ClientConfig.security (ConsumerConfig checks that
+        # the two agree).
         scheme, _, item = item.partition("://")
-        if scheme.upper() not in ("PLAINTEXT", "TCP"):
+        if scheme.upper() not in ("PLAINTEXT", "TCP", "SSL", "SASL_PLAINTEXT", "SASL_SSL"):
             raise ConfigurationError(
-                f"bootstrap server {text!r}: only PLAINTEXT is supported, not {scheme}"
+                f"bootstrap server {text!r}: unknown listener scheme {scheme!r}"
             )
     host, sep, port_text = item.rpartition(":")
     if host.startswith("[") and host.endswith("]"):

@@ -600,3 +600,37 @@ def test_the_password_never_reaches_repr_logs_errors_pickles_or_metrics(
     for text in seen:
         assert password not in text
         assert wrong not in text
+
+
+def test_a_consumer_with_oauth_cb_reads_through_both_of_its_clients(
+    certs: TestCertificates,
+) -> None:
+    """The group member (our wire client) and the fetcher (librdkafka, handed the same
+    oauth_cb) both authenticate with OAUTHBEARER; records arrive."""
+    token = "consumer-token"
+    server = SaslServer(mechanisms=("OAUTHBEARER",), tokens={token: time.time() + 600})
+    with embedded_broker("tansu", tls=certs.tls_files(), sasl=server) as broker:
+        topic = unique_name("oauth-topic")
+        broker.create_topic(topic, 1)
+        security: dict[str, Any] = {
+            "security.protocol": "sasl_ssl",
+            "ssl.ca.location": str(certs.ca),
+            "sasl.mechanism": "OAUTHBEARER",
+            "oauth_cb": lambda _config: (token, time.time() + 600),
+        }
+        _produce(broker.bootstrap, topic, security, 10, partitions=1)
+        consumer = _consumer(broker.bootstrap, unique_name("g"), security)
+        got = 0
+        try:
+            consumer.subscribe([topic])
+            deadline = time.monotonic() + 30
+            while got < 10:
+                if consumer.poll(0.2) is not None:
+                    got += 1
+                assert time.monotonic() < deadline, f"only {got} records"
+        finally:
+            consumer.close()
+        stats = broker.gateway.stats  # type: ignore[attr-defined]
+        # Harness admin, producer, group member, fetcher: all OAUTHBEARER.
+        assert set(stats.mechanisms) == {"OAUTHBEARER"}
+        assert stats.authentications >= 3

@@ -8,6 +8,8 @@ import hmac
 
 import pytest
 import scramp
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from coopconsumer import AuthenticationError
 from coopconsumer._sasl import (
@@ -159,3 +161,33 @@ def test_oauthbearer_refuses_tokens_that_would_break_the_message() -> None:
     for token in ("", "a b", "a\x01b"):
         with pytest.raises(AuthenticationError):
             OAuthBearerMechanism(token)
+
+
+@settings(max_examples=300, deadline=None)
+@given(server_first=st.binary(max_size=200), server_final=st.binary(max_size=200))
+def test_any_server_bytes_are_either_accepted_or_an_authentication_error(
+    server_first: bytes, server_final: bytes
+) -> None:
+    scram = ScramMechanism("SCRAM-SHA-256", "user", "pencil", nonce=RFC7677_NONCE)
+    scram.start()
+    error: AuthenticationError | None = None
+    try:
+        scram.step(server_first)
+        scram.step(server_final)
+    except AuthenticationError as exc:
+        error = exc
+    if error is None:  # only a server that knows the password gets here
+        assert scram.complete
+    else:
+        assert "pencil" not in str(error)
+
+
+@settings(max_examples=100, deadline=None)
+@given(nonce_suffix=st.text(alphabet="abcXYZ019+/", min_size=1, max_size=20))
+def test_scram_accepts_only_the_matching_signature(nonce_suffix: str) -> None:
+    server_first = f"r={RFC7677_NONCE}{nonce_suffix},s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096"
+    scram = ScramMechanism("SCRAM-SHA-256", "user", "pencil", nonce=RFC7677_NONCE)
+    scram.start()
+    assert scram.step(server_first.encode()) is not None
+    with pytest.raises(AuthenticationError):
+        scram.step(RFC7677_SERVER_FINAL)  # the signature of another exchange

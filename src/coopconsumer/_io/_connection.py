@@ -938,6 +938,7 @@ class BrokerConnection:
             except (BlockingIOError, InterruptedError, ssl.SSLWantWriteError, ssl.SSLWantReadError):
                 return
             except OSError as exc:
+                self._read_tls_alert()
                 raise _StreamFailure(
                     BrokerConnectionError(f"send failed: {exc}", broker=self.broker), None
                 ) from exc
@@ -945,6 +946,23 @@ class BrokerConnection:
                 return
             del self._out[:sent]
             self._last_activity = self._clock()
+
+    def _read_tls_alert(self) -> None:
+        """After a failed send on a new TLS connection, read what the broker sent first.
+
+        TLS 1.3: the server judges the client's certificate after the client finished its
+        handshake, so a refusal is an alert followed by a hang-up; whether our first
+        write or our first read meets it first is a race. Reading the alert turns it into
+        the same ``AuthenticationError`` either way (``_receive`` raises it)."""
+        sock = self._sock
+        if isinstance(sock, ssl.SSLSocket) and self.state is ConnectionState.NEGOTIATING:
+            try:
+                self._receive(sock, _READ_CHUNK)
+            except _StreamFailure as failure:
+                if isinstance(failure.error, AuthenticationError):
+                    raise
+            except OSError:
+                pass
 
     # ------------------------------------------------------------------ reading
 

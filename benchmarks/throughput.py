@@ -7,7 +7,8 @@ Starts an embedded Tansu broker, pre-produces ``N`` records (default 1,000,000 o
 bytes over 4 partitions), then reads the whole topic, alternating, ``R`` times each:
 
 * **raw**: a ``confluent_kafka.Consumer`` with every partition assigned manually from
-  the beginning, ``consume(batch)`` in a loop (the ceiling: librdkafka with no group);
+  the beginning, ``consume(batch)`` in a loop (the ceiling: librdkafka with no group,
+  with the fetcher's ``fetch.queue.backoff.ms`` so that only coopconsumer's own work differs);
 * **coopconsumer**: ``coopconsumer.Consumer`` subscribed as the only member of a fresh
   group (``cooperative-sticky``, ``auto.offset.reset=earliest``), ``consume(batch)`` in
   a loop.
@@ -17,7 +18,7 @@ An untimed raw pass warms the broker up first. Each pass touches every record
 record to the last, so group joining (coopconsumer) and the first fetch are not part of
 it; the time to the first record is printed apart.
 Prints every pass, the best rate of each side, the ratio of the bests and the median of
-the per-round ratios coopconsumer / raw (the project's target is >= 0.9; on a shared
+the per-round ratios coopconsumer / raw (issue 15's target is >= 1.0x; on a shared
 machine the per-round median is the steadier figure), and records per CPU-second of
 this process (all threads), which other processes' load disturbs much less.
 """
@@ -34,6 +35,7 @@ import confluent_kafka
 from _common import describe_machine, print_table, produce, tansu
 
 import coopconsumer
+from coopconsumer._io._fetcher import _FETCH_QUEUE_BACKOFF_MS
 
 BATCH = 1000
 
@@ -92,6 +94,10 @@ def raw_pass(bootstrap: str, topic: str, partitions: int, total: int) -> Pass:
             "group.id": f"raw-{uuid.uuid4().hex}",
             "enable.auto.commit": False,
             "enable.partition.eof": False,
+            # coopconsumer's fetcher lowers librdkafka's 1 s fetch.queue.backoff.ms (see
+            # _io/_fetcher.py); the raw side gets the same value, or the comparison
+            # would measure that setting instead of coopconsumer's own overhead.
+            "fetch.queue.backoff.ms": _FETCH_QUEUE_BACKOFF_MS,
         }
     )
     try:
@@ -177,7 +183,7 @@ def main() -> None:
     print()
     print(f"best raw confluent-kafka : {best_raw:,.0f} records/s")
     print(f"best coopconsumer        : {best_coop:,.0f} records/s")
-    print(f"ratio of the bests       : {best_coop / best_raw:.2f}x (target >= 0.9x)")
+    print(f"ratio of the bests       : {best_coop / best_raw:.2f}x (target >= 1.0x)")
     # Each round reads raw then coopconsumer back to back, so a round's ratio compares
     # passes under the same background load; the median resists a noisy neighbour.
     raws = [p.rate for p in passes if p.side == "raw"]

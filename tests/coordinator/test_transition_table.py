@@ -37,17 +37,15 @@ from coopconsumer._coordinator import (
     Unassign,
 )
 from coopconsumer._coordinator._error_actions import Api
-from coopconsumer._coordinator._member import (
-    IGNORED,
-    REJECTED,
-    TRANSITIONS,
+from coopconsumer._coordinator._outcomes import (
     HeartbeatOutcome,
     JoinGroupOutcome,
     LeaveGroupOutcome,
     OffsetCommitOutcome,
+    Pending,
     SyncGroupOutcome,
-    _Pending,
 )
+from coopconsumer._coordinator._table import IGNORED, REJECTED, TRANSITIONS
 from coopconsumer._protocol.messages import (
     HeartbeatResponse,
     LeaveGroupResponse,
@@ -134,7 +132,7 @@ EXPECTED: dict[tuple[MemberState, type], MemberState] = {
 
 def _canonical(script: Script, input_type: type) -> object:
     m = script.member
-    pending = _Pending(
+    pending = Pending(
         api=Api.OFFSET_COMMIT,
         sent_at=script.now,
         generation_id=m.generation_id,

@@ -34,6 +34,7 @@ Inputs the driver feeds besides answers: ``Subscribe``, ``PollCalled`` (at every
 and ``Tick`` at ``next_deadline``.
 """
 
+from ._core import MemberConfig as MemberConfig
 from ._diff import AssignmentDiff as AssignmentDiff
 from ._diff import diff_assignment as diff_assignment
 from ._diff import revoke_before_join as revoke_before_join
@@ -55,6 +56,7 @@ from ._effects import Unassign as Unassign
 from ._error_actions import Api as Api
 from ._error_actions import ErrorAction as ErrorAction
 from ._error_actions import action_for as action_for
+from ._errors import IllegalTransition as IllegalTransition
 from ._inputs import CloseRequested as CloseRequested
 from ._inputs import CommitRequested as CommitRequested
 from ._inputs import CoordinatorFound as CoordinatorFound
@@ -70,8 +72,6 @@ from ._inputs import ResponseReceived as ResponseReceived
 from ._inputs import Subscribe as Subscribe
 from ._inputs import Tick as Tick
 from ._member import GroupMember as GroupMember
-from ._member import IllegalTransition as IllegalTransition
-from ._member import MemberConfig as MemberConfig
 from ._states import MemberState as MemberState
 
 __all__ = [

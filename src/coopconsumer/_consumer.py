@@ -306,6 +306,9 @@ class Consumer:
                     group_instance_id=cfg.group_instance_id,
                     client_rack=cfg.client_rack,
                     enable_auto_commit=cfg.enable_auto_commit,
+                    # KIP-447: as Java, read_committed consumers start after open
+                    # transactions' offsets are settled.
+                    require_stable=cfg.isolation_level == "read_committed",
                 ),
                 assignors,
             )
@@ -314,7 +317,6 @@ class Consumer:
                 member,
                 client,
                 self._metrics,
-                group_id=cfg.group_id,
                 metadata_max_age_ms=cfg.metadata_max_age_ms,
                 request_timeout_ms=cfg.connection.request_timeout_ms,
                 retry_backoff_ms=cfg.connection.retry_backoff_ms,

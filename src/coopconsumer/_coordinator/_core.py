@@ -14,7 +14,7 @@ Pure: no sockets, threads, clocks, ``confluent_kafka`` or ``coopconsumer._io``.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 import attrs
@@ -28,6 +28,7 @@ from ..assignors._loading import select_rebalance_protocol
 from ._effects import (
     CommitBeforeRevoke,
     CommitDone,
+    CommittedOffsetsDone,
     Effect,
     Fatal,
     FindCoordinator,
@@ -36,6 +37,7 @@ from ._effects import (
     Log,
     Observation,
     Observe,
+    OffsetAndMetadata,
     Send,
     Unassign,
 )
@@ -44,10 +46,12 @@ from ._errors import IllegalTransition
 from ._inputs import ListenerDone, RequestFailed, ResponseReceived, Subscribe
 from ._outcomes import (
     RESPONSE_TYPES,
+    FindCoordinatorOutcome,
     HeartbeatOutcome,
     JoinGroupOutcome,
     LeaveGroupOutcome,
     OffsetCommitOutcome,
+    OffsetFetchOutcome,
     Outcome,
     Pending,
     SyncGroupOutcome,
@@ -99,7 +103,9 @@ class MemberConfig:
 
     The rebalance timeout sent in JoinGroup is ``max_poll_interval_ms`` (as Java).
     ``enable_auto_commit`` only makes the member emit ``CommitBeforeRevoke`` before
-    each REVOKED listener.
+    each REVOKED listener. ``require_stable`` (KIP-447; Java sets it for
+    ``isolation.level=read_committed``) makes offset fetches wait out transactions
+    that still hold offsets (UNSTABLE_OFFSET_COMMIT is retried).
     """
 
     group_id: str
@@ -111,9 +117,23 @@ class MemberConfig:
     group_instance_id: str | None = None
     client_rack: str | None = None
     enable_auto_commit: bool = False
+    require_stable: bool = False
 
     def __attrs_post_init__(self) -> None:
         _check_config(self)
+
+
+@attrs.define(kw_only=True)
+class FetchJob:
+    """A committed-offsets request being served (see ``_fetch``): what was asked, by
+    when, and where its OffsetFetch is (in flight, or waiting for ``retry_at``)."""
+
+    partitions: frozenset[TopicPartition]
+    token: object
+    deadline: float
+    retry_at: float | None = None
+    request_id: int | None = None
+    last_error: CoopConsumerError | None = None
 
 
 def ms(value_ms: int) -> float:
@@ -207,6 +227,9 @@ class MemberCore:
         self.leave_group: bool | None = None  # LEAVING: CloseRequested.leave_group
         self.leave_reason = ""  # LEAVING
         self.fatal_error: CoopConsumerError | None = None  # FATAL
+        # Committed-offset fetches in progress, by fetch id (any live state).
+        self.fetches: dict[int, FetchJob] = {}
+        self.next_fetch_id = 1
 
         self.fx: list[Effect] = []
 
@@ -255,6 +278,14 @@ class MemberCore:
         candidates: list[float] = []
         if self.lookup is CoordinatorLookup.BACKING_OFF and self.lookup_retry_at is not None:
             candidates.append(self.lookup_retry_at)
+        for job in self.fetches.values():
+            candidates.append(job.deadline)
+            if (
+                job.request_id is None
+                and job.retry_at is not None
+                and self.coordinator_id is not None
+            ):
+                candidates.append(job.retry_at)
         if (
             self.state is MemberState.JOINING
             and self.join_retry_at is not None
@@ -280,7 +311,7 @@ class MemberCore:
         pending = self.pending.pop(event.request_id, None)
         superseded = self.superseded.pop(event.request_id, None)
         sent = pending if pending is not None else superseded
-        if sent is not None and sent.node_id == self.coordinator_id:
+        if sent is not None and sent.node_id is not None and sent.node_id == self.coordinator_id:
             self.live_node = sent.node_id if isinstance(event, ResponseReceived) else None
         if pending is None:
             if superseded is not None:
@@ -313,6 +344,15 @@ class MemberCore:
             return HeartbeatOutcome(pending=pending, response=response, error=error)
         if pending.api is Api.LEAVE_GROUP:
             return LeaveGroupOutcome(pending=pending, response=response, error=error)
+        version = event.api_version if isinstance(event, ResponseReceived) else None
+        if pending.api is Api.FIND_COORDINATOR:
+            return FindCoordinatorOutcome(
+                pending=pending, response=response, error=error, api_version=version
+            )
+        if pending.api is Api.OFFSET_FETCH:
+            return OffsetFetchOutcome(
+                pending=pending, response=response, error=error, api_version=version
+            )
         return OffsetCommitOutcome(pending=pending, response=response, error=error)
 
     def observe_round_trip(
@@ -396,8 +436,8 @@ class MemberCore:
             if pending.api is Api.HEARTBEAT:
                 self.superseded[request_id] = pending
 
-    def send(self, api: Api, request: object, now: float, *, token: object = None) -> None:
-        assert self.coordinator_id is not None
+    def track(self, api: Api, now: float, *, token: object, node_id: int | None) -> int:
+        """A new request id, remembered with what the request was until its answer."""
         request_id = self.next_request_id
         self.next_request_id += 1
         self.pending[request_id] = Pending(
@@ -406,8 +446,14 @@ class MemberCore:
             generation_id=self.generation_id,
             member_id=self.member_id,
             token=token,
-            node_id=self.coordinator_id,
+            node_id=node_id,
         )
+        return request_id
+
+    def send(self, api: Api, request: object, now: float, *, token: object = None) -> int:
+        """Send ``request`` to the coordinator; returns its request id."""
+        assert self.coordinator_id is not None
+        request_id = self.track(api, now, token=token, node_id=self.coordinator_id)
         timeout: float | None = None
         if api in (Api.JOIN_GROUP, Api.SYNC_GROUP):
             timeout = max(
@@ -422,6 +468,7 @@ class MemberCore:
                 timeout_s=timeout,
             )
         )
+        return request_id
 
     def invoke(
         self,
@@ -484,7 +531,8 @@ class MemberCore:
         if self.lookup is CoordinatorLookup.IDLE:
             self.lookup = CoordinatorLookup.LOOKING
             self.lookup_retry_at = None
-            self.emit(FindCoordinator(group_id=self.config.group_id))
+            request_id = self.track(Api.FIND_COORDINATOR, now, token=None, node_id=None)
+            self.emit(FindCoordinator(group_id=self.config.group_id, request_id=request_id))
 
     def ensure_coordinator_if_unknown(self, now: float) -> None:
         if self.coordinator_id is None:
@@ -507,6 +555,7 @@ class MemberCore:
         self.log(logging.ERROR, f"fatal group error: {error}")
         self.lose()
         self.fail_commits(error)
+        self.fail_fetches(error)
         self.pending.clear()
         self.enter(MemberState.FATAL)
         self.fatal_error = error
@@ -517,6 +566,28 @@ class MemberCore:
             if pending.api is Api.OFFSET_COMMIT:
                 del self.pending[request_id]
                 self.emit(CommitDone(token=pending.token, error=error))
+
+    def fail_fetches(self, error: CoopConsumerError) -> None:
+        """Answer every committed-offsets request in progress with ``error``."""
+        for fetch_id in list(self.fetches):
+            self.finish_fetch(fetch_id, error=error)
+
+    def finish_fetch(
+        self,
+        fetch_id: int,
+        *,
+        offsets: Mapping[TopicPartition, OffsetAndMetadata | None] | None = None,
+        error: CoopConsumerError | None = None,
+    ) -> None:
+        """Answer fetch ``fetch_id`` (exactly once) and forget its request in flight."""
+        job = self.fetches.pop(fetch_id)
+        if job.request_id is not None:
+            self.pending.pop(job.request_id, None)
+        self.emit(
+            CommittedOffsetsDone(
+                token=job.token, offsets=offsets if offsets is not None else {}, error=error
+            )
+        )
 
     def metadata_snapshot(self, topics: frozenset[str]) -> dict[str, int | None]:
         md = self.metadata

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 
-from .._errors import CommitFailedError
+from .._errors import CommitFailedError, CoopConsumerError
 from .._protocol import errors
 from .._protocol.messages import LeaveGroupRequest, MemberIdentity
 from ._core import MemberCore
@@ -86,6 +86,7 @@ def close_fatal(m: MemberCore, event: CloseRequested, now: float) -> None:
 
 def close_unjoined(m: MemberCore, event: CloseRequested, now: float) -> None:
     m.fail_commits(CommitFailedError("the consumer was closed"))
+    m.fail_fetches(CoopConsumerError("the consumer was closed"))
     m.pending.clear()
     m.enter(MemberState.CLOSED)
 
@@ -145,6 +146,7 @@ def finish_leave(m: MemberCore, now: float) -> None:
     m.rebalance_started_at = None
     if m.leave_then is MemberState.CLOSED:
         m.fail_commits(CommitFailedError("the consumer was closed"))
+        m.fail_fetches(CoopConsumerError("the consumer was closed"))
         m.pending.clear()
         m.enter(MemberState.CLOSED)
     else:

@@ -14,20 +14,24 @@ import attrs
 
 from .._errors import CoopConsumerError
 from .._protocol.messages import (
+    FindCoordinatorResponse,
     HeartbeatResponse,
     JoinGroupResponse,
     LeaveGroupResponse,
     OffsetCommitResponse,
+    OffsetFetchResponse,
     SyncGroupResponse,
 )
 from ._error_actions import Api
 
 __all__ = [
     "RESPONSE_TYPES",
+    "FindCoordinatorOutcome",
     "HeartbeatOutcome",
     "JoinGroupOutcome",
     "LeaveGroupOutcome",
     "OffsetCommitOutcome",
+    "OffsetFetchOutcome",
     "Outcome",
     "Pending",
     "SyncGroupOutcome",
@@ -43,7 +47,7 @@ class Pending:
     generation_id: int
     member_id: str
     token: object = None
-    node_id: int | None = None  # the coordinator it was sent to
+    node_id: int | None = None  # the coordinator it was sent to (None: any broker)
 
 
 @attrs.frozen(kw_only=True)
@@ -91,8 +95,35 @@ class OffsetCommitOutcome:
     error: CoopConsumerError | None = None
 
 
+@attrs.frozen(kw_only=True)
+class FindCoordinatorOutcome:
+    """Routed input: the answer or failure of our coordinator lookup."""
+
+    pending: Pending
+    response: FindCoordinatorResponse | None = None
+    error: CoopConsumerError | None = None
+    api_version: int | None = None
+
+
+@attrs.frozen(kw_only=True)
+class OffsetFetchOutcome:
+    """Routed input: the answer or failure of an OffsetFetch (``pending.token`` is the
+    fetch it serves)."""
+
+    pending: Pending
+    response: OffsetFetchResponse | None = None
+    error: CoopConsumerError | None = None
+    api_version: int | None = None
+
+
 Outcome = (
-    JoinGroupOutcome | SyncGroupOutcome | HeartbeatOutcome | LeaveGroupOutcome | OffsetCommitOutcome
+    JoinGroupOutcome
+    | SyncGroupOutcome
+    | HeartbeatOutcome
+    | LeaveGroupOutcome
+    | OffsetCommitOutcome
+    | FindCoordinatorOutcome
+    | OffsetFetchOutcome
 )
 
 #: The response type each API's answer must have (anything else is a ProtocolError).
@@ -102,4 +133,6 @@ RESPONSE_TYPES: Mapping[Api, type] = {
     Api.HEARTBEAT: HeartbeatResponse,
     Api.LEAVE_GROUP: LeaveGroupResponse,
     Api.OFFSET_COMMIT: OffsetCommitResponse,
+    Api.FIND_COORDINATOR: FindCoordinatorResponse,
+    Api.OFFSET_FETCH: OffsetFetchResponse,
 }

@@ -1,25 +1,26 @@
 """The stable phase and what every live state watches: heartbeats, timers, the
-coordinator, the subscription and cluster metadata.
+subscription and cluster metadata.
 
-``drive`` runs whatever is due at ``now`` (coordinator lookups, session and poll expiry,
-heartbeats, JoinGroup retries); subscription and metadata changes decide whether a
+``drive`` runs whatever is due at ``now`` (offset fetches, coordinator lookups, session
+and poll expiry, heartbeats, JoinGroup retries); subscription and metadata changes decide whether a
 STABLE member must rejoin (Java's ``rejoinNeededOrPending``). ``_table.py`` says which
 state and input each handler serves and where it may move the member.
 
-Pure: imports the core and the join and leave phases; never I/O, threads or clocks.
+Pure: imports the core, the offset fetches and the join and leave phases; never I/O,
+threads or clocks.
 """
 
 from __future__ import annotations
 
 import logging
 
-from .._errors import KafkaError
 from .._protocol import errors
 from .._protocol.messages import HeartbeatRequest
 from ._core import MemberCore, ms
 from ._effects import MetadataNeeded, Observation
 from ._error_actions import Api, ErrorAction, action_for
-from ._inputs import CoordinatorFound, CoordinatorUnavailable, MetadataUpdate, PollCalled, Subscribe
+from ._fetch import drive_fetches
+from ._inputs import MetadataUpdate, PollCalled, Subscribe
 from ._join import enter_prepare, leader_assign, maybe_send_join
 from ._leave import poll_expired
 from ._outcomes import HeartbeatOutcome
@@ -120,42 +121,14 @@ def check_rejoin_needed(m: MemberCore, now: float) -> None:
             )
 
 
-def on_coordinator_found(m: MemberCore, event: CoordinatorFound, now: float) -> None:
-    if event.node_id != m.live_node:
-        m.live_node = None
-    m.coordinator_id = event.node_id
-    m.lookup = CoordinatorLookup.KNOWN
-    m.lookup_retry_at = None
-    if m.heartbeating():
-        m.heartbeat_due = now
-    drive(m, now)
-
-
-def on_coordinator_unavailable(m: MemberCore, event: CoordinatorUnavailable, now: float) -> None:
-    error = event.error
-    if (
-        isinstance(error, KafkaError)
-        and action_for(Api.FIND_COORDINATOR, error.code) is ErrorAction.FATAL
-    ):
-        # e.g. GROUP_AUTHORIZATION_FAILED: no retry can succeed (Java raises it from
-        # poll() instead of looking up again).
-        m.fatal(error, now)
-        return
-    m.coordinator_id = None
-    m.live_node = None
-    m.lookup = CoordinatorLookup.BACKING_OFF
-    m.lookup_retry_at = now + ms(m.config.retry_backoff_ms)
-    if event.error is not None:
-        m.log(logging.DEBUG, f"coordinator lookup failed: {event.error}")
-
-
 def on_tick(m: MemberCore, event: object, now: float) -> None:
     drive(m, now)
 
 
 def drive(m: MemberCore, now: float) -> None:
-    """Do whatever is due at ``now``: lookups, session/poll expiry, heartbeats and
-    (re)sending JoinGroup."""
+    """Do whatever is due at ``now``: offset fetches, lookups, session/poll expiry,
+    heartbeats and (re)sending JoinGroup."""
+    drive_fetches(m, now)
     if m.lookup is CoordinatorLookup.BACKING_OFF:
         m.ensure_coordinator(now)
     # Checked even while the coordinator is unknown (Java checks only when it is

@@ -23,11 +23,12 @@ from typing import Any, Final
 
 import attrs
 
-from . import _commit, _join, _leave, _stable, _sync
+from . import _commit, _discovery, _fetch, _join, _leave, _stable, _sync
 from ._core import MemberCore
 from ._inputs import (
     CloseRequested,
     CommitRequested,
+    CommittedOffsetsRequested,
     CoordinatorFound,
     CoordinatorUnavailable,
     LeaveRequested,
@@ -38,10 +39,12 @@ from ._inputs import (
     Tick,
 )
 from ._outcomes import (
+    FindCoordinatorOutcome,
     HeartbeatOutcome,
     JoinGroupOutcome,
     LeaveGroupOutcome,
     OffsetCommitOutcome,
+    OffsetFetchOutcome,
     SyncGroupOutcome,
 )
 from ._states import MemberState
@@ -96,6 +99,9 @@ INPUT_TYPES: tuple[type, ...] = (
     HeartbeatOutcome,
     LeaveGroupOutcome,
     OffsetCommitOutcome,
+    CommittedOffsetsRequested,
+    FindCoordinatorOutcome,
+    OffsetFetchOutcome,
 )
 
 UNJOINED = MemberState.UNJOINED
@@ -164,8 +170,9 @@ _ROWS: tuple[tuple[Iterable[MemberState], type, Handler, Iterable[MemberState]],
         (AWAITING_SYNC, JOINING),
     ),
     # The coordinator, timers and polls.
-    *(((s,), CoordinatorFound, _stable.on_coordinator_found, _DRIVE[s]) for s in _LIVE),
-    (_LIVE, CoordinatorUnavailable, _stable.on_coordinator_unavailable, (FATAL,)),
+    *(((s,), CoordinatorFound, _discovery.on_coordinator_found, _DRIVE[s]) for s in _LIVE),
+    (_LIVE, CoordinatorUnavailable, _discovery.on_coordinator_unavailable, (FATAL,)),
+    (_LIVE, FindCoordinatorOutcome, _discovery.lookup_outcome, (FATAL,)),
     *(((s,), Tick, _stable.on_tick, _DRIVE[s]) for s in _LIVE),
     ((s for s in _LIVE if s is not POLL_EXPIRED), PollCalled, _stable.on_poll, ()),
     ((POLL_EXPIRED,), PollCalled, _leave.rejoin_after_poll, _REJOIN),
@@ -197,6 +204,11 @@ _ROWS: tuple[tuple[Iterable[MemberState], type, Handler, Iterable[MemberState]],
         _commit.commit_outcome,
         (*_REJOIN, FATAL),
     ),
+    # Committed offsets.
+    (_LIVE, CommittedOffsetsRequested, _fetch.fetch_committed, ()),
+    ((FATAL,), CommittedOffsetsRequested, _fetch.fetch_fatal, ()),
+    ((CLOSED,), CommittedOffsetsRequested, _fetch.fetch_closed, ()),
+    (_LIVE, OffsetFetchOutcome, _fetch.fetch_outcome, ()),
     # Leaving and closing.
     (_IN_GROUP, LeaveRequested, _leave.unsubscribe, (LEAVING, UNJOINED)),
     (_IN_GROUP, CloseRequested, _leave.close, (LEAVING, CLOSED)),
@@ -251,6 +263,8 @@ IGNORED: frozenset[tuple[MemberState, type]] = frozenset(
                 HeartbeatOutcome,
                 LeaveGroupOutcome,
                 OffsetCommitOutcome,
+                FindCoordinatorOutcome,
+                OffsetFetchOutcome,
             )
         ),
     }

@@ -56,7 +56,13 @@ from ._outcomes import (
     Pending,
     SyncGroupOutcome,
 )
-from ._states import HEARTBEAT_STATES, JOIN_REQUEST_STATES, CoordinatorLookup, MemberState
+from ._states import (
+    HEARTBEAT_STATES,
+    JOIN_REQUEST_STATES,
+    JOIN_STAGE_STATES,
+    CoordinatorLookup,
+    MemberState,
+)
 
 __all__ = [
     "COOPERATIVE_STICKY",
@@ -134,6 +140,18 @@ class FetchJob:
     retry_at: float | None = None
     request_id: int | None = None
     last_error: CoopConsumerError | None = None
+
+
+@attrs.frozen(kw_only=True)
+class PendingLeave:
+    """A leave asked for while a JoinGroup/SyncGroup was under way, held until the
+    SyncGroup answer lets the member commit first, or until ``deadline``."""
+
+    then: MemberState
+    leave_group: bool | None
+    reason: str
+    asked_at: float
+    deadline: float
 
 
 def ms(value_ms: int) -> float:
@@ -226,6 +244,9 @@ class MemberCore:
         self.leave_then = MemberState.CLOSED  # LEAVING: CLOSED or UNJOINED
         self.leave_group: bool | None = None  # LEAVING: CloseRequested.leave_group
         self.leave_reason = ""  # LEAVING
+        # JOINING/LEADER_AWAITING_METADATA/AWAITING_SYNC: a leave waiting for the
+        # SyncGroup answer (see _leave.defer_leave).
+        self.leave_pending: PendingLeave | None = None
         self.fatal_error: CoopConsumerError | None = None  # FATAL
         # Committed-offset fetches in progress, by fetch id (any live state).
         self.fetches: dict[int, FetchJob] = {}
@@ -278,6 +299,10 @@ class MemberCore:
         candidates: list[float] = []
         if self.lookup is CoordinatorLookup.BACKING_OFF and self.lookup_retry_at is not None:
             candidates.append(self.lookup_retry_at)
+        if self.leave_pending is not None:
+            # Due at its deadline, or at once when there is nothing left to commit.
+            leave = self.leave_pending
+            candidates.append(leave.deadline if self.leave_worth_waiting() else leave.asked_at)
         for job in self.fetches.values():
             candidates.append(job.deadline)
             if (
@@ -379,6 +404,15 @@ class MemberCore:
 
     def observe(self, event: Observation, now: float, latency_s: float | None = None) -> None:
         self.fx.append(Observe(event=event, now=now, latency_s=latency_s))
+
+    def leave_worth_waiting(self) -> bool:
+        """Whether a pending leave still has something to commit by waiting: a join
+        under way, a generation, and partitions not yet handed to a listener."""
+        return (
+            self.state in JOIN_STAGE_STATES
+            and self.has_generation()
+            and bool(frozenset(self.owned) - self.revoking())
+        )
 
     def has_generation(self) -> bool:
         return self.generation_id != NO_GENERATION and bool(self.member_id)

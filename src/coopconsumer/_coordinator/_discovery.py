@@ -6,8 +6,9 @@ FindCoordinator), backs off ``retry.backoff.ms`` after a failure, fails for good
 error no retry can cure, and asks the driver to connect to the coordinator it found
 (``AddCoordinator``); ``CoordinatorFound`` then resumes whatever waited for it. Where
 the lookup stands is ``CoordinatorLookup``, beside the member state, not part of it
-(docs/architecture.md, "Why two small enums are not states"). ``_table.py`` says which
-state and input each handler serves and where it may move the member.
+(docs/architecture.md, "Why two small enums and a pending leave are not states").
+``_table.py`` says which state and input each handler serves and where it may move
+the member.
 
 Pure: imports the core and the stable phase; never I/O, threads or clocks.
 """

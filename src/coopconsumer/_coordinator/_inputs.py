@@ -162,18 +162,27 @@ class CommittedOffsetsRequested:
 
 @attrs.frozen(kw_only=True)
 class LeaveRequested:
-    """Unsubscribe: leave the group (listeners first) and return to UNJOINED."""
+    """Unsubscribe: leave the group (listeners first) and return to UNJOINED.
+
+    ``commit_wait_s``: with ``enable_auto_commit``, a member whose JoinGroup/SyncGroup
+    is under way waits up to this long for the SyncGroup answer, so that it can commit
+    the positions of its partitions (``CommitBeforeRevoke``) before leaving instead of
+    reporting them lost uncommitted (docs/architecture.md, "Leaving in the middle of a
+    rebalance"); 0 leaves at once, as Java's ``onLeavePrepare``."""
 
     reason: str = "the consumer unsubscribed"
+    commit_wait_s: float = 0.0
 
 
 @attrs.frozen(kw_only=True)
 class CloseRequested:
     """Close: listeners, LeaveGroup, CLOSED. ``leave_group`` None means Java's default:
-    a dynamic member leaves, a static member (``group.instance.id``) does not."""
+    a dynamic member leaves, a static member (``group.instance.id``) does not.
+    ``commit_wait_s`` as for ``LeaveRequested``."""
 
     leave_group: bool | None = None
     reason: str = "the consumer is being closed"
+    commit_wait_s: float = 0.0
 
 
 Input = (

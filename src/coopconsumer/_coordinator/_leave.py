@@ -12,15 +12,17 @@ from __future__ import annotations
 
 import logging
 
+import attrs
+
 from .._errors import CommitFailedError, CoopConsumerError
 from .._protocol import errors
 from .._protocol.messages import LeaveGroupRequest, MemberIdentity
-from ._core import MemberCore
+from ._core import MemberCore, PendingLeave
 from ._error_actions import Api
 from ._inputs import CloseRequested, LeaveRequested, ListenerDone, PollCalled
 from ._join import enter_prepare
 from ._outcomes import LeaveGroupOutcome
-from ._states import MemberState
+from ._states import JOIN_STAGE_STATES, MemberState
 
 
 def poll_expired(m: MemberCore, now: float) -> None:
@@ -67,11 +69,72 @@ def rejoin_after_poll(m: MemberCore, event: PollCalled, now: float) -> None:
 
 
 def unsubscribe(m: MemberCore, event: LeaveRequested, now: float) -> None:
-    enter_leaving(m, MemberState.UNJOINED, None, event.reason, now)
+    if m.leave_pending is not None:
+        return  # already leaving once the SyncGroup answers
+    if not defer_leave(m, MemberState.UNJOINED, None, event.reason, event.commit_wait_s, now):
+        enter_leaving(m, MemberState.UNJOINED, None, event.reason, now)
 
 
 def close(m: MemberCore, event: CloseRequested, now: float) -> None:
-    enter_leaving(m, MemberState.CLOSED, event.leave_group, event.reason, now)
+    pending = m.leave_pending
+    if pending is not None:  # an unsubscribe waiting for the SyncGroup answer: close
+        leave_group = pending.leave_group if event.leave_group is None else event.leave_group
+        m.leave_pending = attrs.evolve(
+            pending, then=MemberState.CLOSED, leave_group=leave_group, reason=event.reason
+        )
+        return
+    if not defer_leave(
+        m, MemberState.CLOSED, event.leave_group, event.reason, event.commit_wait_s, now
+    ):
+        enter_leaving(m, MemberState.CLOSED, event.leave_group, event.reason, now)
+
+
+def defer_leave(
+    m: MemberCore,
+    then: MemberState,
+    leave_group: bool | None,
+    reason: str,
+    wait_s: float,
+    now: float,
+) -> bool:
+    """Leaving now, in the middle of a join, would report the owned partitions lost
+    and commit nothing (Java's ``onLeavePrepare``), although a cooperative member kept
+    returning their records all along (KIP-429); a commit cannot be slipped in either,
+    since it would queue behind the parked JoinGroup/SyncGroup and reach a generation
+    that is gone. With auto-commit, wait up to ``wait_s`` for the SyncGroup answer and
+    leave from there, committing first (docs/architecture.md, "Leaving in the middle
+    of a rebalance"). True if the leave now waits."""
+    if not (wait_s > 0 and m.config.enable_auto_commit and m.leave_worth_waiting()):
+        return False
+    m.leave_pending = PendingLeave(
+        then=then, leave_group=leave_group, reason=reason, asked_at=now, deadline=now + wait_s
+    )
+    m.log(
+        logging.INFO,
+        f"leaving once the rebalance under way reaches the SyncGroup answer (at most "
+        f"{wait_s:.1f}s), to commit the positions of "
+        f"{len(m.owned)} partition(s) first",
+    )
+    return True
+
+
+def leave_if_pending(m: MemberCore, now: float, *, synced: bool = False) -> bool:
+    """Carry out a pending leave that is due: at the SyncGroup answer (``synced``: the
+    generation is valid and no join is under way, so the partitions are revoked with a
+    commit), at its deadline, or once waiting can commit nothing. True if it left."""
+    pending = m.leave_pending
+    if pending is None:
+        return False
+    if not synced and now < pending.deadline and m.leave_worth_waiting():
+        return False
+    if not synced and m.leave_worth_waiting():
+        m.log(
+            logging.WARNING,
+            f"leaving in the middle of a rebalance: {len(m.owned)} partition(s) left "
+            f"uncommitted; their next owner may process records again",
+        )
+    enter_leaving(m, pending.then, pending.leave_group, pending.reason, now, rebalancing=not synced)
+    return True
 
 
 def close_while_leaving(m: MemberCore, event: CloseRequested, now: float) -> None:
@@ -92,16 +155,23 @@ def close_unjoined(m: MemberCore, event: CloseRequested, now: float) -> None:
 
 
 def enter_leaving(
-    m: MemberCore, then: MemberState, leave_group: bool | None, reason: str, now: float
+    m: MemberCore,
+    then: MemberState,
+    leave_group: bool | None,
+    reason: str,
+    now: float,
+    *,
+    rebalancing: bool = True,
 ) -> None:
-    # Java's onLeavePrepare: LOST when the generation is gone or a rebalance is in
-    # progress (JoinGroup/SyncGroup stage), REVOKED otherwise.
-    lost = not m.has_generation() or m.state in (
-        MemberState.JOINING,
-        MemberState.AWAITING_SYNC,
-        MemberState.LEADER_AWAITING_METADATA,
-        MemberState.POLL_EXPIRED,
+    """Leave: REVOKED, or LOST as Java's ``onLeavePrepare`` when the generation is gone
+    or (unless not ``rebalancing``: the SyncGroup just answered) a JoinGroup/SyncGroup
+    is under way; then LeaveGroup."""
+    lost = (
+        not m.has_generation()
+        or m.state is MemberState.POLL_EXPIRED
+        or (rebalancing and m.state in JOIN_STAGE_STATES)
     )
+    m.leave_pending = None
     m.cancel(Api.JOIN_GROUP, Api.SYNC_GROUP, Api.HEARTBEAT)
     m.enter(MemberState.LEAVING)
     m.leave_then = then
@@ -144,6 +214,7 @@ def finish_leave(m: MemberCore, now: float) -> None:
     m.joined_subscription = None
     m.join_started_counts = None  # the next join starts afresh
     m.rebalance_started_at = None
+    m.leave_pending = None
     if m.leave_then is MemberState.CLOSED:
         m.fail_commits(CommitFailedError("the consumer was closed"))
         m.fail_fetches(CoopConsumerError("the consumer was closed"))

@@ -22,7 +22,7 @@ from ._error_actions import Api, ErrorAction, action_for
 from ._fetch import drive_fetches
 from ._inputs import MetadataUpdate, PollCalled, Subscribe
 from ._join import enter_prepare, leader_assign, maybe_send_join
-from ._leave import poll_expired
+from ._leave import leave_if_pending, poll_expired
 from ._outcomes import HeartbeatOutcome
 from ._states import CoordinatorLookup, MemberState
 
@@ -126,9 +126,11 @@ def on_tick(m: MemberCore, event: object, now: float) -> None:
 
 
 def drive(m: MemberCore, now: float) -> None:
-    """Do whatever is due at ``now``: offset fetches, lookups, session/poll expiry,
-    heartbeats and (re)sending JoinGroup."""
+    """Do whatever is due at ``now``: offset fetches, a pending leave, lookups,
+    session/poll expiry, heartbeats and (re)sending JoinGroup."""
     drive_fetches(m, now)
+    if leave_if_pending(m, now):
+        return
     if m.lookup is CoordinatorLookup.BACKING_OFF:
         m.ensure_coordinator(now)
     # Checked even while the coordinator is unknown (Java checks only when it is

@@ -12,6 +12,7 @@ import enum
 __all__ = [
     "HEARTBEAT_STATES",
     "JOIN_REQUEST_STATES",
+    "JOIN_STAGE_STATES",
     "REBALANCING_STATES",
     "TERMINAL_STATES",
     "CoordinatorLookup",
@@ -88,6 +89,13 @@ HEARTBEAT_STATES = frozenset(
 #: coordinator, a lookup or a retry backoff).
 JOIN_REQUEST_STATES = frozenset({MemberState.JOINING, MemberState.AWAITING_SYNC})
 
+#: States in which a JoinGroup or SyncGroup is under way (Java's PREPARING_REBALANCE and
+#: COMPLETING_REBALANCE): leaving from one reports the partitions lost, and a commit
+#: cannot be made with a generation until the SyncGroup answer.
+JOIN_STAGE_STATES = frozenset(
+    {MemberState.JOINING, MemberState.LEADER_AWAITING_METADATA, MemberState.AWAITING_SYNC}
+)
+
 #: States in which a rebalance is in progress (commits get RebalanceInProgressError
 #: unless the generation is still valid, see ``_commit``).
 REBALANCING_STATES = frozenset(
@@ -109,7 +117,8 @@ class CoordinatorLookup(enum.Enum):
     Not a ``MemberState``: a member in any live state can lose its coordinator and
     look it up again without its group state changing (Java's ``coordinatorUnknown()``
     sits beside ``MemberState`` likewise). Folding the two would multiply every live
-    state by these four (docs/architecture.md, "Why two small enums are not states").
+    state by these four (docs/architecture.md, "Why two small enums and a pending
+    leave are not states").
     """
 
     KNOWN = "known"

@@ -5,7 +5,7 @@ taken away (KIP-429 3.3, a follow-up rebalance under COOPERATIVE), ``on_assignme
 then Assign and ASSIGNED for what is added, and STABLE. ``_table.py`` says which state
 and input each handler serves and where it may move the member.
 
-Pure: imports the core and the join and stable phases; never I/O, threads or clocks.
+Pure: imports the core and the join, leave and stable phases; never I/O, threads or clocks.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from ._effects import Assign, ListenerKind, Observation, ReportError
 from ._error_actions import Api, ErrorAction, action_for
 from ._inputs import ListenerDone
 from ._join import enter_prepare, rejoin_now
+from ._leave import leave_if_pending
 from ._outcomes import SyncGroupOutcome
 from ._stable import check_rejoin_needed
 from ._states import MemberState
@@ -67,6 +68,8 @@ def sync_outcome(m: MemberCore, event: SyncGroupOutcome, now: float) -> None:
         m.fatal(m.inconsistent(Api.SYNC_GROUP, f"protocol {response.protocol_name!r}"), now)
         return
     m.session_ok_at = now
+    if leave_if_pending(m, now, synced=True):
+        return  # the generation is valid: leave from here, committing first
     try:
         assignment = consumer_protocol.decode_assignment(response.assignment, member_id=m.member_id)
     except Exception as exc:

@@ -131,13 +131,17 @@ _IN_GROUP = (
 _HEARTBEAT_OUTCOME_STATES = (PREPARING_JOIN, LEADER_AWAITING_METADATA, ASSIGNING, STABLE)
 #: A rejoin: PREPARING_JOIN, and JOINING at once when no listener is outstanding.
 _REJOIN = (PREPARING_JOIN, JOINING)
-#: What timers (``drive``: session and poll expiry) may do in each state.
+#: A leave carried out within one input: LEAVING, and UNJOINED or CLOSED at once when
+#: no listener and no LeaveGroup is needed.
+_LEAVE = (LEAVING, UNJOINED, CLOSED)
+#: What timers (``drive``: session and poll expiry, a leave waiting for the SyncGroup
+#: answer, see _leave.defer_leave) may do in each state.
 _DRIVE: Mapping[MemberState, tuple[MemberState, ...]] = {
     UNJOINED: (),
-    PREPARING_JOIN: (JOINING, POLL_EXPIRED),
-    JOINING: _REJOIN,
-    LEADER_AWAITING_METADATA: (*_REJOIN, POLL_EXPIRED),
-    AWAITING_SYNC: _REJOIN,
+    PREPARING_JOIN: (JOINING, POLL_EXPIRED, *_LEAVE),
+    JOINING: (*_REJOIN, *_LEAVE),
+    LEADER_AWAITING_METADATA: (*_REJOIN, POLL_EXPIRED, *_LEAVE),
+    AWAITING_SYNC: (*_REJOIN, *_LEAVE),
     ASSIGNING: (*_REJOIN, POLL_EXPIRED),
     STABLE: (*_REJOIN, POLL_EXPIRED),
     POLL_EXPIRED: (),
@@ -185,7 +189,12 @@ _ROWS: tuple[tuple[Iterable[MemberState], type, Handler, Iterable[MemberState]],
         _join.join_outcome,
         (*_REJOIN, LEADER_AWAITING_METADATA, AWAITING_SYNC, FATAL),
     ),
-    ((AWAITING_SYNC,), SyncGroupOutcome, _sync.sync_outcome, (*_REJOIN, ASSIGNING, FATAL)),
+    (
+        (AWAITING_SYNC,),
+        SyncGroupOutcome,
+        _sync.sync_outcome,
+        (*_REJOIN, ASSIGNING, FATAL, *_LEAVE),
+    ),
     ((ASSIGNING,), ListenerDone, _sync.assign_listener_done, (*_REJOIN, STABLE)),
     # Commits.
     ((STABLE, ASSIGNING, PREPARING_JOIN, LEAVING), CommitRequested, _commit.commit_send, ()),

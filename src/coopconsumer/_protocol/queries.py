@@ -13,7 +13,7 @@ Pure: imports only the messages and the error table.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Final, Protocol
 
@@ -30,6 +30,8 @@ from .messages import (
     OffsetFetchRequestTopic,
     OffsetFetchRequestTopics,
     OffsetFetchResponse,
+    OffsetFetchResponseTopic,
+    OffsetFetchResponseTopics,
 )
 
 __all__ = [
@@ -217,28 +219,24 @@ def offset_fetch_answer(
 ) -> OffsetFetchAnswer:
     """Read ``group_id``'s part of an OffsetFetch response of ``api_version`` (v8+
     answers per group; a v8+ answer without the group has no rows and no error)."""
-    rows: dict[tuple[str, int], CommittedOffset] = {}
+    topics: Sequence[OffsetFetchResponseTopics | OffsetFetchResponseTopic]
     if api_version >= 8:
         group = next((g for g in response.groups if g.group_id == group_id), None)
         if group is None and len(response.groups) == 1:
             group = response.groups[0]  # brokers that do not echo the id
         if group is None:
             return OffsetFetchAnswer(error_code=errors.NONE, partitions={})
-        for topic in group.topics:
-            for p in topic.partitions:
-                rows[(topic.name, p.partition_index)] = CommittedOffset(
-                    offset=p.committed_offset,
-                    leader_epoch=p.committed_leader_epoch,
-                    metadata=p.metadata,
-                    error_code=p.error_code,
-                )
-        return OffsetFetchAnswer(error_code=group.error_code, partitions=rows)
-    for old_topic in response.topics:
-        for q in old_topic.partitions:
-            rows[(old_topic.name, q.partition_index)] = CommittedOffset(
-                offset=q.committed_offset,
-                leader_epoch=q.committed_leader_epoch,
-                metadata=q.metadata,
-                error_code=q.error_code,
-            )
-    return OffsetFetchAnswer(error_code=response.error_code, partitions=rows)
+        code, topics = group.error_code, group.topics
+    else:
+        code, topics = response.error_code, response.topics
+    rows = {
+        (topic.name, p.partition_index): CommittedOffset(
+            offset=p.committed_offset,
+            leader_epoch=p.committed_leader_epoch,
+            metadata=p.metadata,
+            error_code=p.error_code,
+        )
+        for topic in topics
+        for p in topic.partitions
+    }
+    return OffsetFetchAnswer(error_code=code, partitions=rows)

@@ -88,16 +88,6 @@ _OFFSET_END: Final = -1
 #: Delay before poll() retries a failed committed-offset lookup of new partitions.
 _POSITION_RETRY_S: Final = 1.0
 _STOPPED_STATES: Final = frozenset({MemberState.CLOSED, MemberState.FATAL})
-#: A JoinGroup or SyncGroup is parked at the coordinator: a commit sent now would wait
-#: behind it on the coordinator connection (brokers answer a connection's requests in
-#: order) and reach the group after the join completed, for a generation that is gone.
-_MID_JOIN_STATES: Final = frozenset(
-    {MemberState.JOINING, MemberState.LEADER_AWAITING_METADATA, MemberState.AWAITING_SYNC}
-)
-#: The member left the group or stopped: nothing can be committed any more.
-_OUT_OF_GROUP_STATES: Final = frozenset(
-    {MemberState.UNJOINED, MemberState.POLL_EXPIRED, MemberState.LEAVING, *_STOPPED_STATES}
-)
 
 
 class FetcherLike(Protocol):
@@ -313,6 +303,9 @@ class Consumer:
                     group_instance_id=cfg.group_instance_id,
                     client_rack=cfg.client_rack,
                     enable_auto_commit=cfg.enable_auto_commit,
+                    # KIP-447: as Java, read_committed consumers start after open
+                    # transactions' offsets are settled.
+                    require_stable=cfg.isolation_level == "read_committed",
                 ),
                 assignors,
             )
@@ -321,7 +314,6 @@ class Consumer:
                 member,
                 client,
                 self._metrics,
-                group_id=cfg.group_id,
                 metadata_max_age_ms=cfg.metadata_max_age_ms,
                 request_timeout_ms=cfg.connection.request_timeout_ms,
                 retry_backoff_ms=cfg.connection.retry_backoff_ms,
@@ -383,8 +375,10 @@ class Consumer:
         """
         self._check_usable()
         deadline = time.monotonic() + self._api_timeout_s
-        self._commit_before_leaving(deadline)
-        self._driver.request(LeaveRequested(), max(0.0, deadline - time.monotonic()))
+        # Half the time may go to waiting for a rebalance under way to reach the
+        # SyncGroup answer, so that the member commits before leaving (its decision).
+        leave = LeaveRequested(commit_wait_s=self._api_timeout_s / 2)
+        self._driver.request(leave, max(0.0, deadline - time.monotonic()))
         self._run_until(
             lambda: self._driver.state in (MemberState.UNJOINED, *_STOPPED_STATES),
             max(0.0, deadline - time.monotonic()),
@@ -660,69 +654,6 @@ class Consumer:
                 continue
             self._last_auto_commit.update({tp: om.offset for tp, om in offsets.items()})
             return None
-
-    def _commit_before_leaving(self, deadline: float) -> None:
-        """close()/unsubscribe() in the middle of a rebalance, with auto-commit.
-
-        Leaving while a JoinGroup or SyncGroup is parked reports the owned partitions
-        lost (Java's ``onLeavePrepare``) and commits nothing, although a cooperative
-        member has been returning records of them all along (KIP-429) and auto-commit
-        cannot run in that state: their next owner would read those records again
-        (seen in the demo). A commit cannot be slipped in either: it would wait behind
-        the parked request on the coordinator connection and arrive for a generation
-        that is gone. So let the rebalance reach a state in which the broker takes a
-        commit -- the SyncGroup answered (assigning or stable), or a rejoin not yet
-        sent -- running the queued rebalance work as poll() would, and commit the
-        consumed positions there; the leave that follows then has nothing left to
-        lose. Bounded by half the time left, so that leaving still fits; when the
-        rebalance does not get there in time, the partitions are left uncommitted and
-        their next owner starts from the last committed offset (records may be
-        processed twice, none lost).
-        """
-        driver = self._driver
-        if not self._auto_commit or driver.state not in _MID_JOIN_STATES:
-            return  # leaving revokes (with a commit) or has nothing left to commit
-        now = time.monotonic()
-        give_up_at = now + max(0.0, deadline - now) / 2
-        while True:
-            pending = self._uncommitted(frozenset(self._assigned))
-            state = driver.state
-            if not pending or state in _OUT_OF_GROUP_STATES or driver.failure is not None:
-                return
-            if state not in _MID_JOIN_STATES:
-                error = self._commit_sync(pending, give_up_at)
-                if error is None:
-                    return
-                if not isinstance(error, RebalanceInProgressError):
-                    log.warning(
-                        "committing before leaving failed; the next owner of %d partition(s) "
-                        "may process records again: %s",
-                        len(pending),
-                        error,
-                    )
-                    return
-                # The member went back to joining before the commit reached it: wait on.
-            remaining = give_up_at - time.monotonic()
-            if remaining <= 0:
-                log.warning(
-                    "leaving in the middle of a rebalance: %d partition(s) left uncommitted; "
-                    "their next owner may process records again",
-                    len(pending),
-                )
-                return
-            driver.wait_for(
-                lambda: (
-                    driver.has_app_work
-                    or driver.failure is not None
-                    or driver.state not in _MID_JOIN_STATES
-                ),
-                min(remaining, 0.5),
-            )
-            # The state is read before running the queued work: the SyncGroup answer
-            # leaves the member assigning until its callbacks ran here, and a commit
-            # made then goes out before any follow-up JoinGroup.
-            if driver.state in _MID_JOIN_STATES:
-                self._run_app_work()
 
     def _auto_commit_async(self, now: float) -> None:
         self._next_auto_commit = now + self._auto_commit_interval_s
@@ -1058,8 +989,7 @@ class Consumer:
         try:
             if driver.failure is None and driver.alive:
                 try:
-                    self._commit_before_leaving(deadline)
-                    driver.submit(CloseRequested())
+                    driver.submit(CloseRequested(commit_wait_s=timeout_s / 2))
                     self._run_until(
                         lambda: driver.state in _STOPPED_STATES,
                         max(0.0, deadline - time.monotonic()),

@@ -1,6 +1,7 @@
-"""The driver thread's I/O duties: lookups, OffsetFetch, metadata translation.
+"""The driver thread against the fake cluster: lookups, OffsetFetch, metadata translation.
 
-Pure helpers are tested directly; the retry paths run the real driver on the fake
+The member parses what the driver feeds back (transcripts in
+tests/coordinator/test_lookup_and_fetch.py); here the real driver runs on the fake
 cluster of ``_consumer_fakes`` with faults injected through its public API.
 """
 
@@ -13,98 +14,20 @@ from collections.abc import Iterator
 import pytest
 from _consumer_fakes import FakeCluster
 
-from coopconsumer import KafkaError, OffsetAndMetadata, TopicPartition
+from coopconsumer import KafkaError, TopicPartition
 from coopconsumer._io._client import ClusterSnapshot
-from coopconsumer._io._driver import _metadata_update, _parse_offset_fetch
+from coopconsumer._io._driver import _metadata_update
 from coopconsumer._protocol import errors
 from coopconsumer._protocol.messages import (
     MetadataResponse,
     MetadataResponseBroker,
     MetadataResponsePartition,
     MetadataResponseTopic,
-    OffsetFetchResponse,
-    OffsetFetchResponseGroup,
-    OffsetFetchResponsePartition,
-    OffsetFetchResponsePartitions,
-    OffsetFetchResponseTopic,
-    OffsetFetchResponseTopics,
 )
 
 TP0 = TopicPartition("t", 0)
 TP1 = TopicPartition("t", 1)
 TP2 = TopicPartition("t", 2)
-
-
-def test_offset_fetch_single_group_form() -> None:
-    response = OffsetFetchResponse(
-        topics=(
-            OffsetFetchResponseTopic(
-                name="t",
-                partitions=(
-                    OffsetFetchResponsePartition(
-                        partition_index=0,
-                        committed_offset=7,
-                        metadata="m",
-                        committed_leader_epoch=3,
-                    ),
-                    OffsetFetchResponsePartition(partition_index=1, committed_offset=-1),
-                    OffsetFetchResponsePartition(partition_index=9, committed_offset=5),
-                ),
-            ),
-        )
-    )
-    got = _parse_offset_fetch(response, frozenset({TP0, TP1, TP2}), version=7)
-    # Not asked (partition 9) is ignored; -1 and missing mean "nothing committed".
-    assert got == {
-        TP0: OffsetAndMetadata(offset=7, metadata="m", leader_epoch=3),
-        TP1: None,
-        TP2: None,
-    }
-
-
-def test_offset_fetch_batched_form_and_errors() -> None:
-    ok = OffsetFetchResponse(
-        groups=(
-            OffsetFetchResponseGroup(
-                group_id="g",
-                topics=(
-                    OffsetFetchResponseTopics(
-                        name="t",
-                        partitions=(
-                            OffsetFetchResponsePartitions(partition_index=0, committed_offset=4),
-                        ),
-                    ),
-                ),
-            ),
-        )
-    )
-    assert _parse_offset_fetch(ok, frozenset({TP0}), version=8) == {
-        TP0: OffsetAndMetadata(offset=4)
-    }
-    group_error = OffsetFetchResponse(
-        groups=(OffsetFetchResponseGroup(group_id="g", error_code=errors.NOT_COORDINATOR),)
-    )
-    with pytest.raises(KafkaError) as info:
-        _parse_offset_fetch(group_error, frozenset({TP0}), version=8)
-    assert info.value.code == errors.NOT_COORDINATOR
-    top_error = OffsetFetchResponse(error_code=errors.GROUP_AUTHORIZATION_FAILED)
-    with pytest.raises(KafkaError):
-        _parse_offset_fetch(top_error, frozenset({TP0}), version=7)
-    partition_error = OffsetFetchResponse(
-        topics=(
-            OffsetFetchResponseTopic(
-                name="t",
-                partitions=(
-                    OffsetFetchResponsePartition(
-                        partition_index=0, error_code=errors.UNSTABLE_OFFSET_COMMIT
-                    ),
-                ),
-            ),
-        )
-    )
-    with pytest.raises(KafkaError) as info:
-        _parse_offset_fetch(partition_error, frozenset({TP0}), version=7)
-    assert info.value.code == errors.UNSTABLE_OFFSET_COMMIT
 
 
 def test_metadata_update_flags_internal_topics_and_skips_errors() -> None:

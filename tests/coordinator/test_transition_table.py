@@ -14,6 +14,7 @@ import sys
 from collections.abc import Iterable
 from pathlib import Path
 
+import attrs
 import pytest
 from _coord_script import Script, in_state, tps
 
@@ -21,6 +22,7 @@ from coopconsumer import consumer_protocol
 from coopconsumer._coordinator import (
     CloseRequested,
     CommitRequested,
+    CommittedOffsetsRequested,
     CoordinatorFound,
     CoordinatorUnavailable,
     IllegalTransition,
@@ -37,21 +39,23 @@ from coopconsumer._coordinator import (
     Unassign,
 )
 from coopconsumer._coordinator._error_actions import Api
-from coopconsumer._coordinator._member import (
-    IGNORED,
-    REJECTED,
-    TRANSITIONS,
+from coopconsumer._coordinator._outcomes import (
+    FindCoordinatorOutcome,
     HeartbeatOutcome,
     JoinGroupOutcome,
     LeaveGroupOutcome,
     OffsetCommitOutcome,
+    OffsetFetchOutcome,
+    Pending,
     SyncGroupOutcome,
-    _Pending,
 )
+from coopconsumer._coordinator._table import IGNORED, REJECTED, TRANSITIONS
 from coopconsumer._protocol.messages import (
+    FindCoordinatorResponse,
     HeartbeatResponse,
     LeaveGroupResponse,
     OffsetCommitResponse,
+    OffsetFetchResponse,
     SyncGroupResponse,
 )
 from coopconsumer.assignors import Assignment, ClusterMetadata
@@ -74,6 +78,9 @@ INPUT_TYPES: tuple[type, ...] = (
     HeartbeatOutcome,
     LeaveGroupOutcome,
     OffsetCommitOutcome,
+    CommittedOffsetsRequested,
+    FindCoordinatorOutcome,
+    OffsetFetchOutcome,
 )
 
 ALL_PAIRS = [(s, t) for s in MemberState for t in INPUT_TYPES]
@@ -87,6 +94,9 @@ _SAME = {
     CommitRequested,
     LeaveGroupOutcome,
     OffsetCommitOutcome,
+    CommittedOffsetsRequested,
+    FindCoordinatorOutcome,
+    OffsetFetchOutcome,
 }
 
 #: The state each handled row leads to, for the canonical inputs below.
@@ -134,7 +144,7 @@ EXPECTED: dict[tuple[MemberState, type], MemberState] = {
 
 def _canonical(script: Script, input_type: type) -> object:
     m = script.member
-    pending = _Pending(
+    pending = Pending(
         api=Api.OFFSET_COMMIT,
         sent_at=script.now,
         generation_id=m.generation_id,
@@ -180,6 +190,20 @@ def _canonical(script: Script, input_type: type) -> object:
         return HeartbeatOutcome(pending=pending, response=HeartbeatResponse())
     if input_type is LeaveGroupOutcome:
         return LeaveGroupOutcome(pending=pending, response=LeaveGroupResponse())
+    if input_type is CommittedOffsetsRequested:
+        return CommittedOffsetsRequested(partitions=tps("t-0"), token="f", timeout_s=5.0)
+    if input_type is FindCoordinatorOutcome:
+        return FindCoordinatorOutcome(
+            pending=attrs.evolve(pending, api=Api.FIND_COORDINATOR),
+            response=FindCoordinatorResponse(node_id=1, host="broker", port=9092),
+            api_version=3,
+        )
+    if input_type is OffsetFetchOutcome:
+        return OffsetFetchOutcome(
+            pending=attrs.evolve(pending, api=Api.OFFSET_FETCH, token=0),
+            response=OffsetFetchResponse(),
+            api_version=7,
+        )
     assert input_type is OffsetCommitOutcome
     return OffsetCommitOutcome(pending=pending, response=OffsetCommitResponse())
 

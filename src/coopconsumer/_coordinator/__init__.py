@@ -7,10 +7,14 @@ starts a thread, reads a clock or imports ``confluent_kafka``/``coopconsumer._io
 The driver's contract, effect by effect (execute each batch in order):
 
 - ``Send(request_id, request, node_id, timeout_s)``: send to broker ``node_id`` at the
-  negotiated version; feed ``ResponseReceived`` or ``RequestFailed`` (timeout:
+  negotiated version (a ``_protocol.queries`` query is built at that version, and the
+  answer carries it as ``api_version``); feed ``ResponseReceived`` or ``RequestFailed`` (timeout:
   ``RequestTimeoutError`` after ``timeout_s``, or ``request.timeout.ms`` when None).
-- ``FindCoordinator(group_id)``: FindCoordinator (key type GROUP); feed
-  ``CoordinatorFound(node_id)`` or ``CoordinatorUnavailable(error)``.
+- ``FindCoordinator(group_id, request_id)``: send ``FindCoordinatorQuery(key=group_id)``
+  (``_protocol.queries``) built at the negotiated version to any ready broker; feed
+  ``ResponseReceived(request_id, response, api_version)`` or ``RequestFailed``.
+- ``AddCoordinator(node_id, host, port)``: open a connection of its own to the
+  coordinator; feed ``CoordinatorFound(node_id)`` with that connection's id.
 - ``MetadataNeeded(topics)``: fetch metadata (None = all topics); feed ``MetadataUpdate``.
   Also refresh ``member.metadata_topics`` periodically (``metadata.max.age.ms``).
 - ``InvokeListener(invocation_id, kind, partitions)``: run the callback on the thread
@@ -23,6 +27,8 @@ The driver's contract, effect by effect (execute each batch in order):
   offsets of ``partitions`` (``CommitRequested``) before running the REVOKED callback
   that follows; the member accepts commits in the state that emitted it.
 - ``CommitDone(token, error)``: complete the commit identified by ``token``.
+- ``CommittedOffsetsDone(token, offsets, error)``: complete the committed-offsets
+  request identified by ``token``.
 - ``Observe(event, now, latency_s)``: forward to ``CoordinatorMetrics`` (see
   ``Observation``).
 - ``Log(level, message)``: log it.
@@ -30,16 +36,19 @@ The driver's contract, effect by effect (execute each batch in order):
 - ``Fatal(error)``: raise from ``poll()`` and every later call until ``close()``.
 
 Inputs the driver feeds besides answers: ``Subscribe``, ``PollCalled`` (at every
-``poll()``), ``CommitRequested``, ``LeaveRequested`` (unsubscribe), ``CloseRequested``,
-and ``Tick`` at ``next_deadline``.
+``poll()``), ``CommitRequested``, ``CommittedOffsetsRequested``, ``LeaveRequested``
+(unsubscribe), ``CloseRequested``, and ``Tick`` at ``next_deadline``.
 """
 
+from ._core import MemberConfig as MemberConfig
 from ._diff import AssignmentDiff as AssignmentDiff
 from ._diff import diff_assignment as diff_assignment
 from ._diff import revoke_before_join as revoke_before_join
+from ._effects import AddCoordinator as AddCoordinator
 from ._effects import Assign as Assign
 from ._effects import CommitBeforeRevoke as CommitBeforeRevoke
 from ._effects import CommitDone as CommitDone
+from ._effects import CommittedOffsetsDone as CommittedOffsetsDone
 from ._effects import Effect as Effect
 from ._effects import Fatal as Fatal
 from ._effects import FindCoordinator as FindCoordinator
@@ -55,8 +64,10 @@ from ._effects import Unassign as Unassign
 from ._error_actions import Api as Api
 from ._error_actions import ErrorAction as ErrorAction
 from ._error_actions import action_for as action_for
+from ._errors import IllegalTransition as IllegalTransition
 from ._inputs import CloseRequested as CloseRequested
 from ._inputs import CommitRequested as CommitRequested
+from ._inputs import CommittedOffsetsRequested as CommittedOffsetsRequested
 from ._inputs import CoordinatorFound as CoordinatorFound
 from ._inputs import CoordinatorUnavailable as CoordinatorUnavailable
 from ._inputs import Input as Input
@@ -70,11 +81,10 @@ from ._inputs import ResponseReceived as ResponseReceived
 from ._inputs import Subscribe as Subscribe
 from ._inputs import Tick as Tick
 from ._member import GroupMember as GroupMember
-from ._member import IllegalTransition as IllegalTransition
-from ._member import MemberConfig as MemberConfig
 from ._states import MemberState as MemberState
 
 __all__ = [
+    "AddCoordinator",
     "Api",
     "Assign",
     "AssignmentDiff",
@@ -82,6 +92,8 @@ __all__ = [
     "CommitBeforeRevoke",
     "CommitDone",
     "CommitRequested",
+    "CommittedOffsetsDone",
+    "CommittedOffsetsRequested",
     "CoordinatorFound",
     "CoordinatorUnavailable",
     "Effect",

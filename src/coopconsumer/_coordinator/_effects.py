@@ -7,17 +7,20 @@ Pure data (frozen attrs classes). Must not import sockets, threads, clocks,
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from types import MappingProxyType
 
 import attrs
 
-from .._errors import CoopConsumerError
+from .._errors import ConfigurationError, CoopConsumerError
 from .._types import TopicPartition
 
 __all__ = [
+    "AddCoordinator",
     "Assign",
     "CommitBeforeRevoke",
     "CommitDone",
+    "CommittedOffsetsDone",
     "Effect",
     "Fatal",
     "FindCoordinator",
@@ -27,6 +30,7 @@ __all__ = [
     "MetadataNeeded",
     "Observation",
     "Observe",
+    "OffsetAndMetadata",
     "ReportError",
     "Send",
     "Unassign",
@@ -86,9 +90,10 @@ def _optional_topics(values: Iterable[str] | None) -> frozenset[str] | None:
 
 @attrs.frozen(kw_only=True)
 class Send:
-    """Send ``request`` (a ``coopconsumer._protocol.messages`` request object) to broker
-    ``node_id`` (always the group coordinator). The I/O layer picks the negotiated
-    version. Answer with ``ResponseReceived(request_id, response)`` or
+    """Send ``request`` to broker ``node_id`` (always the group coordinator): a
+    ``coopconsumer._protocol.messages`` request sent at the negotiated version, or a
+    ``_protocol.queries`` query whose ``build(version)`` writes it once the version is
+    known. Answer with ``ResponseReceived(request_id, response, api_version)`` or
     ``RequestFailed(request_id, error)``; ``timeout_s`` (None = the client's
     ``request.timeout.ms``) is how long to wait before failing it with
     ``RequestTimeoutError``."""
@@ -101,10 +106,26 @@ class Send:
 
 @attrs.frozen(kw_only=True)
 class FindCoordinator:
-    """Look up the group coordinator (FindCoordinator, key type GROUP); answer with
-    ``CoordinatorFound(node_id)`` or ``CoordinatorUnavailable(error)``."""
+    """Look up the group coordinator: send ``FindCoordinatorQuery(key=group_id)``
+    (``_protocol.queries``, built at the negotiated version) to any ready broker and
+    feed ``ResponseReceived(request_id, response, api_version)`` or
+    ``RequestFailed(request_id, error)``; the member reads the answer and asks for
+    ``AddCoordinator``. (A test harness may instead answer ``CoordinatorFound`` or
+    ``CoordinatorUnavailable`` directly.)"""
 
     group_id: str
+    request_id: int
+
+
+@attrs.frozen(kw_only=True)
+class AddCoordinator:
+    """FindCoordinator named broker ``node_id`` at ``host:port``: open a connection of
+    its own for group traffic (the coordinator parks JoinGroup/SyncGroup, and nothing
+    may queue behind them) and feed ``CoordinatorFound`` with that connection's id."""
+
+    node_id: int
+    host: str
+    port: int
 
 
 @attrs.frozen(kw_only=True)
@@ -162,6 +183,40 @@ class CommitDone:
     error: CoopConsumerError | None = None
 
 
+def _check_offset(instance: OffsetAndMetadata, attribute: object, value: int) -> None:
+    if value < 0:
+        raise ConfigurationError(f"invalid offset to commit: {value}")
+
+
+@attrs.frozen(kw_only=True)
+class OffsetAndMetadata:
+    """An offset to commit (the next record to read), with optional metadata and the
+    leader epoch of the last consumed record (-1 when unknown)."""
+
+    offset: int = attrs.field(validator=_check_offset)
+    metadata: str = ""
+    leader_epoch: int = -1
+
+
+def _offsets(
+    values: Mapping[TopicPartition, OffsetAndMetadata | None],
+) -> Mapping[TopicPartition, OffsetAndMetadata | None]:
+    return MappingProxyType(dict(values))
+
+
+@attrs.frozen(kw_only=True)
+class CommittedOffsetsDone:
+    """The committed-offsets request ``token`` finished: ``offsets`` maps every asked
+    partition to its ``OffsetAndMetadata`` (None: nothing committed), or ``error``
+    says why not (``KafkaError``, ``RequestTimeoutError``, ...)."""
+
+    token: object
+    offsets: Mapping[TopicPartition, OffsetAndMetadata | None] = attrs.field(
+        factory=lambda: MappingProxyType({}), converter=_offsets
+    )
+    error: CoopConsumerError | None = None
+
+
 @attrs.frozen(kw_only=True)
 class Observe:
     """A metrics observation (see ``Observation`` for the ``CoordinatorMetrics`` call)."""
@@ -197,12 +252,14 @@ class Fatal:
 Effect = (
     Send
     | FindCoordinator
+    | AddCoordinator
     | MetadataNeeded
     | InvokeListener
     | Assign
     | Unassign
     | CommitBeforeRevoke
     | CommitDone
+    | CommittedOffsetsDone
     | Observe
     | Log
     | ReportError

@@ -17,11 +17,10 @@ __all__ = ["Api", "ErrorAction", "action_for"]
 
 
 class Api(enum.Enum):
-    """The group APIs whose error codes the member acts on (value = Kafka API key).
-    FindCoordinator is looked up by the driver; its error comes back in
-    ``CoordinatorUnavailable``."""
+    """The group APIs whose error codes the member acts on (value = Kafka API key)."""
 
     OFFSET_COMMIT = 8
+    OFFSET_FETCH = 9
     FIND_COORDINATOR = 10
     JOIN_GROUP = 11
     HEARTBEAT = 12
@@ -97,6 +96,21 @@ _OVERRIDES: Mapping[tuple[Api, int], ErrorAction] = MappingProxyType(
         (Api.OFFSET_COMMIT, errors.INVALID_COMMIT_OFFSET_SIZE): ErrorAction.FAIL_REQUEST,
         (Api.OFFSET_COMMIT, errors.TOPIC_AUTHORIZATION_FAILED): ErrorAction.FAIL_REQUEST,
         (Api.OFFSET_COMMIT, errors.UNSTABLE_OFFSET_COMMIT): ErrorAction.RETRY,
+        # Java's OffsetFetch handler: a pending transactional offset (KIP-447) and a
+        # coordinator still loading are retried; errors about the member or the group
+        # only fail this fetch (they reach the group through its own requests).
+        (Api.OFFSET_FETCH, errors.UNSTABLE_OFFSET_COMMIT): ErrorAction.RETRY,
+        **{
+            (Api.OFFSET_FETCH, code): ErrorAction.FAIL_REQUEST
+            for code, action in _DEFAULTS.items()
+            if action
+            in (
+                ErrorAction.RESET_AND_REJOIN,
+                ErrorAction.REJOIN,
+                ErrorAction.MEMBER_ID_REQUIRED,
+                ErrorAction.FATAL,
+            )
+        },
         # A member that is leaving does not care why the coordinator objects.
         **{
             (Api.LEAVE_GROUP, code): ErrorAction.IGNORE
@@ -117,10 +131,11 @@ _OVERRIDES: Mapping[tuple[Api, int], ErrorAction] = MappingProxyType(
 def action_for(api: Api, code: int) -> ErrorAction:
     """The action for error ``code`` (non-zero) answered to ``api``.
 
-    Unlisted codes: a commit fails with the error (retriable or not, as Kafka's table
-    says); a LeaveGroup error is ignored; a retriable code is retried; any other code on
-    JoinGroup/SyncGroup is reported and the member rejoins, and on a heartbeat it only
-    waits for the next heartbeat (Java's heartbeat thread logs it and carries on).
+    Unlisted codes: a commit or an offset fetch fails with the error (retriable or
+    not, as Kafka's table says); a LeaveGroup error is ignored; a retriable code is
+    retried; any other code on JoinGroup/SyncGroup is reported and the member rejoins,
+    and on a heartbeat it only waits for the next heartbeat (Java's heartbeat thread
+    logs it and carries on).
     """
     found = _OVERRIDES.get((api, code))
     if found is not None:
@@ -128,7 +143,7 @@ def action_for(api: Api, code: int) -> ErrorAction:
     found = _DEFAULTS.get(code)
     if found is not None:
         return found
-    if api is Api.OFFSET_COMMIT:
+    if api in (Api.OFFSET_COMMIT, Api.OFFSET_FETCH):
         return ErrorAction.RETRY if errors.is_retriable(code) else ErrorAction.FAIL_REQUEST
     if api is Api.LEAVE_GROUP:
         return ErrorAction.IGNORE

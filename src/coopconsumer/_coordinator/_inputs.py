@@ -15,11 +15,12 @@ import attrs
 from .._errors import ConfigurationError, CoopConsumerError
 from .._types import TopicPartition
 from ..assignors._api import ClusterMetadata
-from ._effects import ListenerKind
+from ._effects import ListenerKind, OffsetAndMetadata
 
 __all__ = [
     "CloseRequested",
     "CommitRequested",
+    "CommittedOffsetsRequested",
     "CoordinatorFound",
     "CoordinatorUnavailable",
     "Input",
@@ -76,25 +77,30 @@ class MetadataUpdate:
 
 @attrs.frozen(kw_only=True)
 class CoordinatorFound:
-    """FindCoordinator answered: the group coordinator is broker ``node_id``."""
+    """The group coordinator is reachable as node ``node_id`` (the driver's answer to
+    ``AddCoordinator``, or a test harness answering ``FindCoordinator`` itself)."""
 
     node_id: int
 
 
 @attrs.frozen(kw_only=True)
 class CoordinatorUnavailable:
-    """FindCoordinator failed (error code or connection failure); the member retries
-    after ``retry.backoff.ms``."""
+    """The coordinator could not be found (a harness answering ``FindCoordinator``
+    itself says so with this; the member reads the driver's raw answers itself). The
+    member retries after ``retry.backoff.ms``."""
 
     error: CoopConsumerError | None = None
 
 
 @attrs.frozen(kw_only=True)
 class ResponseReceived:
-    """The answer to ``Send(request_id, ...)``: a ``_protocol.messages`` response."""
+    """The answer to ``Send(request_id, ...)`` or ``FindCoordinator(request_id, ...)``:
+    a ``_protocol.messages`` response, read at ``api_version`` (None: not said; an
+    answer whose layout depends on the version is then read by the layout it has)."""
 
     request_id: int
     response: object
+    api_version: int | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -124,21 +130,6 @@ class ListenerDone:
     kind: ListenerKind
 
 
-def _check_offset(instance: OffsetAndMetadata, attribute: object, value: int) -> None:
-    if value < 0:
-        raise ConfigurationError(f"invalid offset to commit: {value}")
-
-
-@attrs.frozen(kw_only=True)
-class OffsetAndMetadata:
-    """An offset to commit (the next record to read), with optional metadata and the
-    leader epoch of the last consumed record (-1 when unknown)."""
-
-    offset: int = attrs.field(validator=_check_offset)
-    metadata: str = ""
-    leader_epoch: int = -1
-
-
 def _offsets(
     values: Mapping[TopicPartition, OffsetAndMetadata],
 ) -> Mapping[TopicPartition, OffsetAndMetadata]:
@@ -154,20 +145,44 @@ class CommitRequested:
     token: object
 
 
+def _partitions(values: Iterable[TopicPartition]) -> frozenset[TopicPartition]:
+    return frozenset(values)
+
+
+@attrs.frozen(kw_only=True)
+class CommittedOffsetsRequested:
+    """The application asked for the group's committed offsets of ``partitions``; the
+    answer is exactly one ``CommittedOffsetsDone(token, ...)`` within ``timeout_s``
+    (OffsetFetch through the coordinator, retried on retriable errors until then)."""
+
+    partitions: frozenset[TopicPartition] = attrs.field(converter=_partitions)
+    token: object
+    timeout_s: float
+
+
 @attrs.frozen(kw_only=True)
 class LeaveRequested:
-    """Unsubscribe: leave the group (listeners first) and return to UNJOINED."""
+    """Unsubscribe: leave the group (listeners first) and return to UNJOINED.
+
+    ``commit_wait_s``: with ``enable_auto_commit``, a member whose JoinGroup/SyncGroup
+    is under way waits up to this long for the SyncGroup answer, so that it can commit
+    the positions of its partitions (``CommitBeforeRevoke``) before leaving instead of
+    reporting them lost uncommitted (docs/architecture.md, "Leaving in the middle of a
+    rebalance"); 0 leaves at once, as Java's ``onLeavePrepare``."""
 
     reason: str = "the consumer unsubscribed"
+    commit_wait_s: float = 0.0
 
 
 @attrs.frozen(kw_only=True)
 class CloseRequested:
     """Close: listeners, LeaveGroup, CLOSED. ``leave_group`` None means Java's default:
-    a dynamic member leaves, a static member (``group.instance.id``) does not."""
+    a dynamic member leaves, a static member (``group.instance.id``) does not.
+    ``commit_wait_s`` as for ``LeaveRequested``."""
 
     leave_group: bool | None = None
     reason: str = "the consumer is being closed"
+    commit_wait_s: float = 0.0
 
 
 Input = (
@@ -181,6 +196,7 @@ Input = (
     | PollCalled
     | ListenerDone
     | CommitRequested
+    | CommittedOffsetsRequested
     | LeaveRequested
     | CloseRequested
 )

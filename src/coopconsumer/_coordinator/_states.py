@@ -1,7 +1,8 @@
 """The group member's states (one enum, one docstring per state).
 
-Pure: imports nothing but ``enum``. Each docstring names the valid predecessors, in the
-manner of Kafka's ``MemberState.java``.
+Pure: imports nothing but ``enum``. Each docstring says what the state means; which
+states may follow which is the transition table's business (``_table.py``), from which
+the predecessors of every state are derived and drawn in docs/architecture.md.
 """
 
 from __future__ import annotations
@@ -11,8 +12,10 @@ import enum
 __all__ = [
     "HEARTBEAT_STATES",
     "JOIN_REQUEST_STATES",
+    "JOIN_STAGE_STATES",
     "REBALANCING_STATES",
     "TERMINAL_STATES",
+    "CoordinatorLookup",
     "MemberState",
 ]
 
@@ -21,76 +24,52 @@ class MemberState(enum.Enum):
     """Where a ``GroupMember`` is in the classic group protocol."""
 
     UNJOINED = "unjoined"
-    """Not subscribed (initial state), or unsubscribed after a ``LeaveRequested``.
-
-    Predecessors: none (initial), LEAVING (after an unsubscribe)."""
+    """Not subscribed (initial state), or unsubscribed after a ``LeaveRequested``."""
 
     PREPARING_JOIN = "preparing-join"
     """A (re)join is due. Runs the pre-join listeners first: LOST for every owned
     partition when the generation was reset, then REVOKED for every owned partition
     (EAGER) or for owned partitions no longer subscribed (COOPERATIVE), and waits for
-    every outstanding listener to complete before JoinGroup. Carries the rejoin reason.
-
-    Predecessors: UNJOINED (subscribe), STABLE, ASSIGNING (follow-up rebalance or a
-    reset), JOINING/AWAITING_SYNC/LEADER_AWAITING_METADATA (a reset generation),
-    POLL_EXPIRED (the next poll)."""
+    every outstanding listener to complete before JoinGroup. Carries the rejoin reason."""
 
     JOINING = "joining"
     """A JoinGroup is in flight, or waits for the coordinator or a retry backoff.
     While none is in flight and it still has a generation, it times its session: at
-    expiry its partitions are LOST and it rejoins as a new member (PREPARING_JOIN).
-
-    Predecessors: PREPARING_JOIN, JOINING (MEMBER_ID_REQUIRED, retriable errors),
-    AWAITING_SYNC and LEADER_AWAITING_METADATA (REBALANCE_IN_PROGRESS, coordinator
-    loss, an assignment failure)."""
+    expiry its partitions are LOST and it rejoins as a new member (PREPARING_JOIN)."""
 
     LEADER_AWAITING_METADATA = "leader-awaiting-metadata"
     """The leader's metadata lacks topics of the group subscription: it asked for
     metadata (``MetadataNeeded``) and assigns when the next ``MetadataUpdate`` arrives
-    (Java's leader refreshes metadata before assigning).
-
-    Predecessors: JOINING."""
+    (Java's leader refreshes metadata before assigning)."""
 
     AWAITING_SYNC = "awaiting-sync"
     """A SyncGroup is in flight (the leader's carries every member's assignment); the
-    coordinator holds it, so the session is not timed locally.
-
-    Predecessors: JOINING, LEADER_AWAITING_METADATA."""
+    coordinator holds it, so the session is not timed locally."""
 
     ASSIGNING = "assigning"
     """SyncGroup succeeded: applying the assignment. COOPERATIVE: REVOKED for owned
     partitions not assigned any more (then Unassign, and a follow-up rebalance is
-    owed), then ``on_assignment``, then Assign + ASSIGNED for the added partitions.
-
-    Predecessors: AWAITING_SYNC."""
+    owed), then ``on_assignment``, then Assign + ASSIGNED for the added partitions."""
 
     STABLE = "stable"
-    """In a generation with an applied assignment; heartbeating.
-
-    Predecessors: ASSIGNING."""
+    """In a generation with an applied assignment; heartbeating."""
 
     POLL_EXPIRED = "poll-expired"
     """``max.poll.interval.ms`` passed without a poll: the member left the group (a
     dynamic member sent LeaveGroup), dropped its partitions as LOST and waits for the
-    next ``PollCalled`` to rejoin with a reset generation.
-
-    Predecessors: PREPARING_JOIN, LEADER_AWAITING_METADATA, ASSIGNING, STABLE."""
+    next ``PollCalled`` to rejoin with a reset generation."""
 
     LEAVING = "leaving"
     """Closing or unsubscribing: REVOKED (or LOST when the generation is gone or a
     rebalance is in progress, as Java's ``onLeavePrepare``) for owned partitions, then
-    LeaveGroup unless this is a static member closing without ``leave_group``.
-
-    Predecessors: every state but CLOSED and FATAL."""
+    LeaveGroup unless this is a static member closing without ``leave_group``."""
 
     CLOSED = "closed"
-    """Terminal: the member is closed. Predecessors: LEAVING, FATAL, UNJOINED."""
+    """Terminal: the member is closed."""
 
     FATAL = "fatal"
     """Terminal: a non-recoverable error (``Fatal`` effect) such as FENCED_INSTANCE_ID
-    or GROUP_AUTHORIZATION_FAILED. Only ``CloseRequested`` leaves it (to CLOSED).
-
-    Predecessors: every state but CLOSED."""
+    or GROUP_AUTHORIZATION_FAILED. Only ``CloseRequested`` leaves it (to CLOSED)."""
 
 
 #: States in which the member heartbeats and watches the session and poll timeouts.
@@ -110,8 +89,15 @@ HEARTBEAT_STATES = frozenset(
 #: coordinator, a lookup or a retry backoff).
 JOIN_REQUEST_STATES = frozenset({MemberState.JOINING, MemberState.AWAITING_SYNC})
 
+#: States in which a JoinGroup or SyncGroup is under way (Java's PREPARING_REBALANCE and
+#: COMPLETING_REBALANCE): leaving from one reports the partitions lost, and a commit
+#: cannot be made with a generation until the SyncGroup answer.
+JOIN_STAGE_STATES = frozenset(
+    {MemberState.JOINING, MemberState.LEADER_AWAITING_METADATA, MemberState.AWAITING_SYNC}
+)
+
 #: States in which a rebalance is in progress (commits get RebalanceInProgressError
-#: unless the generation is still valid, see ``GroupMember`` commit rules).
+#: unless the generation is still valid, see ``_commit``).
 REBALANCING_STATES = frozenset(
     {
         MemberState.PREPARING_JOIN,
@@ -123,3 +109,26 @@ REBALANCING_STATES = frozenset(
 )
 
 TERMINAL_STATES = frozenset({MemberState.CLOSED, MemberState.FATAL})
+
+
+class CoordinatorLookup(enum.Enum):
+    """Where the member is in finding its group coordinator.
+
+    Not a ``MemberState``: a member in any live state can lose its coordinator and
+    look it up again without its group state changing (Java's ``coordinatorUnknown()``
+    sits beside ``MemberState`` likewise). Folding the two would multiply every live
+    state by these four (docs/architecture.md, "Why two small enums and a pending
+    leave are not states").
+    """
+
+    KNOWN = "known"
+    """The coordinator's node id is known (``coordinator_id`` is set)."""
+
+    IDLE = "idle"
+    """Unknown, and no lookup asked for yet."""
+
+    LOOKING = "looking"
+    """A ``FindCoordinator`` effect was emitted and has no answer yet."""
+
+    BACKING_OFF = "backing-off"
+    """The last lookup failed; the next one is due ``retry.backoff.ms`` after it."""

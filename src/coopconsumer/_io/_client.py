@@ -50,6 +50,12 @@ from .._protocol.messages import (
     MetadataRequestTopic,
     MetadataResponse,
 )
+from .._protocol.queries import (
+    GROUP_KEY_TYPE,
+    CoordinatorAnswer,
+    FindCoordinatorQuery,
+    coordinator_answer,
+)
 from .._security import SecurityConfig
 from .._types import TopicPartition
 from ._backoff import ExponentialBackoff
@@ -83,7 +89,6 @@ COORDINATOR_RETRIABLE: Final = frozenset(
     }
 )
 
-_GROUP_KEY_TYPE: Final = 0
 #: Coordinator connections get the node id ``_COORDINATOR_ID_BASE - node_id``, as in
 #: Java's AbstractCoordinator (``Integer.MAX_VALUE - nodeId``).
 _COORDINATOR_ID_BASE: Final = 2**31 - 1
@@ -342,70 +347,12 @@ def raise_for_error(
     )
 
 
-@attrs.frozen(kw_only=True)
-class CoordinatorAnswer:
-    """One key's answer from FindCoordinator, whichever version carried it."""
-
-    key: str
-    error_code: int
-    error_message: str | None
-    node_id: int
-    host: str
-    port: int
-
-
 def find_coordinator_request(
-    group_id: str, api_version: int, *, key_type: int = _GROUP_KEY_TYPE
+    group_id: str, api_version: int, *, key_type: int = GROUP_KEY_TYPE
 ) -> FindCoordinatorRequest:
-    """The FindCoordinator request for one key at ``api_version``.
-
-    v4+ carries a batch of ``coordinator_keys`` (KIP-699); v0-3 a single ``key``
-    (``key_type`` exists from v1; v0 only knows groups).
-    """
-    if api_version >= 4:
-        return FindCoordinatorRequest(key_type=key_type, coordinator_keys=(group_id,))
-    if api_version >= 1:
-        return FindCoordinatorRequest(key=group_id, key_type=key_type)
-    if key_type != _GROUP_KEY_TYPE:
-        raise ConfigurationError("FindCoordinator v0 can only look up group coordinators")
-    return FindCoordinatorRequest(key=group_id)
-
-
-def coordinator_answer(
-    response: FindCoordinatorResponse, key: str, api_version: int
-) -> CoordinatorAnswer:
-    """Extract ``key``'s answer from a FindCoordinator response of ``api_version``.
-
-    A v4+ answer that lacks ``key`` reads as UNKNOWN_SERVER_ERROR (the broker broke
-    the protocol; retrying elsewhere is the only sensible reaction).
-    """
-    if api_version >= 4:
-        entry = next((c for c in response.coordinators if c.key == key), None)
-        if entry is None:
-            return CoordinatorAnswer(
-                key=key,
-                error_code=errors.UNKNOWN_SERVER_ERROR,
-                error_message=f"FindCoordinator answer lacks key {key!r}",
-                node_id=-1,
-                host="",
-                port=-1,
-            )
-        return CoordinatorAnswer(
-            key=key,
-            error_code=entry.error_code,
-            error_message=entry.error_message,
-            node_id=entry.node_id,
-            host=entry.host,
-            port=entry.port,
-        )
-    return CoordinatorAnswer(
-        key=key,
-        error_code=response.error_code,
-        error_message=response.error_message,
-        node_id=response.node_id,
-        host=response.host,
-        port=response.port,
-    )
+    """The FindCoordinator request for one key at ``api_version`` (see
+    ``FindCoordinatorQuery``, which the group member uses too)."""
+    return FindCoordinatorQuery(key=group_id, key_type=key_type).build(api_version)
 
 
 # ===================================================================== the client

@@ -3,8 +3,11 @@
 One loop: drain the commands the application thread queued, poll the wire client until
 the member's next deadline, turn completed requests into ``ResponseReceived`` /
 ``RequestFailed``, feed ``Tick`` when a deadline passes, call ``member.handle`` and
-execute the effects. It never branches on protocol state: ``Send`` goes to the socket,
-``FindCoordinator``/``MetadataNeeded`` become lookups whose answers are fed back,
+execute the effects. It never branches on protocol state and reads no answer: ``Send``
+and ``FindCoordinator`` go to a socket (a version-dependent query is built at the
+negotiated version) and their answers go back to the member, which parses them;
+``AddCoordinator`` opens the coordinator's connection; ``MetadataNeeded`` becomes a
+metadata refresh whose answer is fed back;
 listener and fetcher work (``InvokeListener``, ``Assign``, ``Unassign``,
 ``CommitBeforeRevoke``, ``ReportError``, ``Fatal``) is queued *in order* for the thread
 that calls ``poll()``, and ``CommitDone`` completes the caller's future.
@@ -27,19 +30,22 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future
-from typing import Any, Final, NamedTuple, Protocol
+from typing import Any, Final, Protocol
 
 from .._coordinator import (
+    AddCoordinator,
     Assign,
     CommitBeforeRevoke,
     CommitDone,
     CommitRequested,
+    CommittedOffsetsDone,
+    CommittedOffsetsRequested,
     CoordinatorFound,
-    CoordinatorUnavailable,
     Effect,
     Fatal,
     FindCoordinator,
     GroupMember,
+    IllegalTransition,
     InvokeListener,
     Log,
     MemberState,
@@ -55,24 +61,15 @@ from .._coordinator import (
     Tick,
     Unassign,
 )
-from .._errors import BrokerConnectionError, CoopConsumerError, KafkaError, RequestTimeoutError
+from .._errors import BrokerConnectionError, CoopConsumerError, RequestTimeoutError
 from .._metrics import CoordinatorMetrics
-from .._protocol import errors
 from .._protocol._schema import Request
 from .._protocol.messages import (
-    FindCoordinatorRequest,
-    FindCoordinatorResponse,
     MetadataRequest,
     MetadataRequestTopic,
     MetadataResponse,
-    OffsetFetchRequest,
-    OffsetFetchRequestGroup,
-    OffsetFetchRequestTopic,
-    OffsetFetchRequestTopics,
-    OffsetFetchResponse,
-    OffsetFetchResponseTopic,
-    OffsetFetchResponseTopics,
 )
+from .._protocol.queries import FindCoordinatorQuery, Query
 from .._types import ConsumerGroupMetadata, TopicPartition
 from ..assignors._api import ClusterMetadata
 from ._client import ClusterSnapshot
@@ -100,18 +97,6 @@ _MIN_WAIT_S: Final = 0.001
 _POLL_WAKEUP_S: Final = 1.0
 #: Sleep while a lookup waits for a connection to finish its ApiVersions handshake.
 _CONNECT_POLL_S: Final = 0.02
-#: FindCoordinator key type of a consumer group.
-_GROUP_KEY_TYPE: Final = 0
-#: OffsetFetch answers worth retrying until the caller's deadline (Java's
-#: ``ConsumerCoordinator.fetchCommittedOffsets`` retries these).
-_OFFSET_FETCH_RETRIABLE: Final = frozenset(
-    {
-        errors.COORDINATOR_LOAD_IN_PROGRESS,
-        errors.COORDINATOR_NOT_AVAILABLE,
-        errors.NOT_COORDINATOR,
-        errors.UNSTABLE_OFFSET_COMMIT,
-    }
-)
 
 
 def _describe(message: object, fields: Sequence[str]) -> str:
@@ -213,7 +198,6 @@ class Driver:
         client: ClientLike,
         metrics: CoordinatorMetrics,
         *,
-        group_id: str | None,
         metadata_max_age_ms: int,
         request_timeout_ms: int,
         retry_backoff_ms: int,
@@ -223,7 +207,6 @@ class Driver:
         self._member = member
         self._client = client
         self._metrics = metrics
-        self._group_id = group_id
         self._metadata_max_age_s = metadata_max_age_ms / 1000.0
         self._request_timeout_s = request_timeout_ms / 1000.0
         self._retry_backoff_s = retry_backoff_ms / 1000.0
@@ -246,7 +229,9 @@ class Driver:
         self._metadata_wanted = False
         self._metadata_in_flight = False
         self._metadata_next: float | None = None
-        self._lookup_in_flight = False
+        # Inputs that answer an effect (CoordinatorFound for AddCoordinator), fed once
+        # the batch that asked for them has been executed.
+        self._later: collections.deque[object] = collections.deque()
         # Published for the application thread (replaced, never mutated).
         self._state = member.state
         self._group_metadata = member.group_metadata
@@ -314,6 +299,11 @@ class Driver:
         def run() -> None:
             try:
                 effects = self._member.handle(event, self._clock())
+            except IllegalTransition as exc:
+                future.set_exception(exc)
+                if exc.target is not None:
+                    raise  # a move its row forbids: the member is broken, stop
+                return
             except CoopConsumerError as exc:
                 future.set_exception(exc)
                 return
@@ -350,11 +340,19 @@ class Driver:
     def fetch_committed(
         self, partitions: Iterable[TopicPartition], timeout_s: float
     ) -> Future[CommittedOffsets]:
-        """The group's committed offsets of ``partitions`` (OffsetFetch through the
-        coordinator, retried on coordinator errors until ``timeout_s``)."""
-        wanted = frozenset(partitions)
-        future: Future[CommittedOffsets] = Future()
-        self._command(lambda: self._start_offset_fetch(wanted, future, timeout_s), future)
+        """The group's committed offsets of ``partitions``: the member's OffsetFetch
+        (retried on the errors it retries until ``timeout_s``), as its
+        ``CommittedOffsetsDone`` answers them."""
+        request = CommittedOffsetsRequested(
+            partitions=frozenset(partitions), token=Future(), timeout_s=timeout_s
+        )
+        future: Future[CommittedOffsets] = request.token  # type: ignore[assignment]
+
+        def run() -> None:
+            self._fetch_futures.add(future)
+            self._feed(request)
+
+        self._command(run, future)
         return future
 
     def take_app_work(self) -> list[AppWork]:
@@ -502,6 +500,8 @@ class Driver:
             self._protocol_name = member.protocol_name
             self._is_leader = member.is_leader
             self._cond.notify_all()
+        while self._later:
+            self._feed(self._later.popleft())
 
     def _execute(self, effect: Effect) -> None:
         if isinstance(effect, Send):
@@ -512,8 +512,17 @@ class Driver:
             log.log(effect.level, "%s", effect.message)
         elif isinstance(effect, CommitDone):
             self._complete_commit(effect)
+        elif isinstance(effect, CommittedOffsetsDone):
+            self._complete_fetch(effect)
         elif isinstance(effect, FindCoordinator):
-            self._start_lookup(effect.group_id)
+            self._start_lookup(effect)
+        elif isinstance(effect, AddCoordinator):
+            # Group traffic gets a connection of its own: the coordinator parks
+            # JoinGroup/SyncGroup for up to the rebalance timeout, and a request queued
+            # behind it on a shared connection would time out and take it down (Java
+            # does the same).
+            node_id = self._client.add_coordinator(effect.node_id, effect.host, effect.port)
+            self._later.append(CoordinatorFound(node_id=node_id))
         elif isinstance(effect, MetadataNeeded):
             self._want_metadata(effect.topics)
         else:  # pragma: no cover - every Effect type is listed above or app work
@@ -551,10 +560,16 @@ class Driver:
     # ------------------------------------------------------------------ effects
 
     def _send(self, effect: Send) -> None:
-        timeout_ms = None if effect.timeout_s is None else effect.timeout_s * 1000.0
-        request: Request = effect.request  # type: ignore[assignment]
-        pending = self._client.send(effect.node_id, request, timeout_ms=timeout_ms)
         request_id = effect.request_id
+        if not isinstance(effect.request, Request):
+            query: Query = effect.request  # type: ignore[assignment]
+            node_id = effect.node_id
+            timeout_s = self._request_timeout_s if effect.timeout_s is None else effect.timeout_s
+            self._add_call(self._answering_call(request_id, query, lambda: node_id, timeout_s))
+            return
+        timeout_ms = None if effect.timeout_s is None else effect.timeout_s * 1000.0
+        request = effect.request
+        pending = self._client.send(effect.node_id, request, timeout_ms=timeout_ms)
         if trace.isEnabledFor(logging.DEBUG):
             trace.debug(
                 "-> #%d %s %s",
@@ -563,6 +578,48 @@ class Driver:
                 _describe(request, ("member_id", "generation_id")),
             )
         pending.add_done_callback(lambda p: self._answers.append((request_id, p)))
+
+    def _answering_call(
+        self,
+        request_id: int,
+        query: Query,
+        node: Callable[[], int | None],
+        timeout_s: float,
+    ) -> _Call:
+        """A call for ``query`` whose answer (with its version) or failure goes back to
+        the member as the answer to ``request_id``."""
+
+        def on_answer(response: object, version: int) -> None:
+            trace.debug("<- #%d %s v%d", request_id, type(response).__name__, version)
+            self._feed(
+                ResponseReceived(request_id=request_id, response=response, api_version=version)
+            )
+
+        def on_error(error: CoopConsumerError) -> None:
+            self._feed(RequestFailed(request_id=request_id, error=error))
+
+        return _Call(
+            api=query.api,
+            node=node,
+            build=query.build,
+            on_answer=on_answer,
+            on_error=on_error,
+            deadline=self._clock() + timeout_s,
+        )
+
+    def _complete_fetch(self, effect: CommittedOffsetsDone) -> None:
+        future = effect.token
+        if not isinstance(future, Future):
+            raise TypeError(
+                f"CommittedOffsetsDone for a token the driver did not issue: {future!r}"
+            )
+        self._fetch_futures.discard(future)
+        if future.done():
+            return
+        if effect.error is None:
+            future.set_result(dict(effect.offsets))
+        else:
+            future.set_exception(effect.error)
 
     def _complete_commit(self, effect: CommitDone) -> None:
         future = effect.token
@@ -617,70 +674,14 @@ class Driver:
 
     # ------------------------------------------------------------------ FindCoordinator
 
-    def _start_lookup(self, group_id: str) -> None:
-        if self._lookup_in_flight:
-            return  # the answer in flight serves this lookup too
-        self._lookup_in_flight = True
-
-        def build(version: int) -> Request:
-            if version >= 4:  # KIP-699 batched form
-                return FindCoordinatorRequest(
-                    key_type=_GROUP_KEY_TYPE, coordinator_keys=(group_id,)
-                )
-            return FindCoordinatorRequest(key=group_id)
-
-        def on_answer(response: FindCoordinatorResponse, version: int) -> None:
-            self._lookup_in_flight = False
-            if version >= 4:
-                entry = next((c for c in response.coordinators if c.key == group_id), None)
-                if entry is None:
-                    self._feed(
-                        CoordinatorUnavailable(
-                            error=errors.to_exception(
-                                errors.UNKNOWN_SERVER_ERROR,
-                                api_key=FindCoordinatorRequest.API_KEY,
-                                message=f"the answer lacks key {group_id!r}",
-                            )
-                        )
-                    )
-                    return
-                code, message = entry.error_code, entry.error_message
-                node_id, host, port = entry.node_id, entry.host, entry.port
-            else:
-                code, message = response.error_code, response.error_message
-                node_id, host, port = response.node_id, response.host, response.port
-            if code != errors.NONE:
-                # The member decides: retry after retry.backoff.ms, or fail for good on
-                # a code no retry can cure (GROUP_AUTHORIZATION_FAILED).
-                error = errors.to_exception(
-                    code,
-                    api_key=FindCoordinatorRequest.API_KEY,
-                    api_version=version,
-                    message=message,
-                )
-                level = logging.DEBUG if error.retriable else logging.WARNING
-                log.log(level, "FindCoordinator for %r: %s", group_id, error)
-                self._feed(CoordinatorUnavailable(error=error))
-                return
-            # Group traffic gets a connection of its own: the coordinator parks
-            # JoinGroup/SyncGroup for up to the rebalance timeout, and a lookup queued
-            # behind it on a shared connection would time out and take it down (Java
-            # does the same).
-            coordinator_id = self._client.add_coordinator(node_id, host, port)
-            self._feed(CoordinatorFound(node_id=coordinator_id))
-
-        def on_error(error: CoopConsumerError) -> None:
-            self._lookup_in_flight = False
-            self._feed(CoordinatorUnavailable(error=error))
-
+    def _start_lookup(self, effect: FindCoordinator) -> None:
+        query = FindCoordinatorQuery(key=effect.group_id)
         self._add_call(
-            _Call(
-                api=FindCoordinatorRequest,
-                node=self._client.least_loaded_node,
-                build=build,
-                on_answer=on_answer,
-                on_error=on_error,
-                deadline=self._clock() + self._request_timeout_s,
+            self._answering_call(
+                effect.request_id,
+                query,
+                self._client.least_loaded_node,
+                self._request_timeout_s,
             )
         )
 
@@ -740,128 +741,6 @@ class Driver:
             )
         )
 
-    # ------------------------------------------------------------------ OffsetFetch
-
-    def _start_offset_fetch(
-        self,
-        partitions: frozenset[TopicPartition],
-        future: Future[CommittedOffsets],
-        timeout_s: float,
-    ) -> None:
-        if self._group_id is None:
-            future.set_exception(
-                CoopConsumerError("committed offsets need a group.id in the configuration")
-            )
-            return
-        if not partitions:
-            future.set_result({})
-            return
-        self._fetch_futures.add(future)
-        deadline = self._clock() + timeout_s
-        group_id = self._group_id
-        self._offset_fetch_attempt(group_id, partitions, future, deadline)
-
-    def _offset_fetch_attempt(
-        self,
-        group_id: str,
-        partitions: frozenset[TopicPartition],
-        future: Future[CommittedOffsets],
-        deadline: float,
-    ) -> None:
-        by_topic: dict[str, list[int]] = {}
-        for tp in sorted(partitions):
-            by_topic.setdefault(tp.topic, []).append(tp.partition)
-
-        def node() -> int | None:
-            coordinator = self._member.coordinator_id
-            if coordinator is None:
-                self._start_lookup(group_id)
-            return coordinator
-
-        def build(version: int) -> Request:
-            if version >= 8:
-                return OffsetFetchRequest(
-                    groups=(
-                        OffsetFetchRequestGroup(
-                            group_id=group_id,
-                            topics=tuple(
-                                OffsetFetchRequestTopics(name=t, partition_indexes=tuple(ps))
-                                for t, ps in by_topic.items()
-                            ),
-                        ),
-                    )
-                )
-            return OffsetFetchRequest(
-                group_id=group_id,
-                topics=tuple(
-                    OffsetFetchRequestTopic(name=t, partition_indexes=tuple(ps))
-                    for t, ps in by_topic.items()
-                ),
-            )
-
-        def retry(error: CoopConsumerError) -> None:
-            if self._clock() + self._retry_backoff_s >= deadline:
-                self._finish_fetch(future, error=error)
-                return
-            log.debug("OffsetFetch retry: %s", error)
-            retry_at = self._clock() + self._retry_backoff_s
-            self._add_call(
-                _Call(
-                    api=OffsetFetchRequest,
-                    node=lambda: node() if self._clock() >= retry_at else None,
-                    build=build,
-                    on_answer=on_answer,
-                    on_error=on_error,
-                    deadline=deadline,
-                )
-            )
-
-        def on_answer(response: OffsetFetchResponse, version: int) -> None:
-            try:
-                offsets = _parse_offset_fetch(response, partitions, version)
-            except KafkaError as exc:
-                if exc.code in _OFFSET_FETCH_RETRIABLE:
-                    if exc.code == errors.NOT_COORDINATOR:
-                        # Our coordinator moved: let the member find the new one.
-                        self._feed(CoordinatorUnavailable(error=exc))
-                    retry(exc)
-                else:
-                    self._finish_fetch(future, error=exc)
-                return
-            self._finish_fetch(future, result=offsets)
-
-        def on_error(error: CoopConsumerError) -> None:
-            if isinstance(error, BrokerConnectionError | RequestTimeoutError):
-                retry(error)
-            else:
-                self._finish_fetch(future, error=error)
-
-        self._add_call(
-            _Call(
-                api=OffsetFetchRequest,
-                node=node,
-                build=build,
-                on_answer=on_answer,
-                on_error=on_error,
-                deadline=deadline,
-            )
-        )
-
-    def _finish_fetch(
-        self,
-        future: Future[CommittedOffsets],
-        *,
-        result: CommittedOffsets | None = None,
-        error: CoopConsumerError | None = None,
-    ) -> None:
-        self._fetch_futures.discard(future)
-        if future.done():
-            return
-        if error is not None:
-            future.set_exception(error)
-        else:
-            future.set_result(result or {})
-
 
 def _as_error(exc: BaseException) -> CoopConsumerError:
     if isinstance(exc, CoopConsumerError):
@@ -878,56 +757,3 @@ def _metadata_update(snapshot: ClusterSnapshot) -> MetadataUpdate:
     )
     internal = frozenset(name for name, info in snapshot.topics.items() if info.is_internal)
     return MetadataUpdate(metadata=metadata, internal_topics=internal)
-
-
-class _Row(NamedTuple):
-    topic: str
-    partition: int
-    offset: int
-    leader_epoch: int
-    metadata: str | None
-    error_code: int
-
-
-def _parse_offset_fetch(
-    response: OffsetFetchResponse, partitions: frozenset[TopicPartition], version: int
-) -> CommittedOffsets:
-    """Offsets per asked partition; raises ``KafkaError`` for a group-level or
-    partition-level error code (the first one found)."""
-    if version >= 8:
-        group = response.groups[0] if response.groups else None
-        if group is not None and group.error_code != errors.NONE:
-            raise errors.to_exception(group.error_code, api_key=OffsetFetchRequest.API_KEY)
-        topics: Sequence[OffsetFetchResponseTopics | OffsetFetchResponseTopic] = (
-            group.topics if group is not None else ()
-        )
-    else:
-        if response.error_code != errors.NONE:
-            raise errors.to_exception(response.error_code, api_key=OffsetFetchRequest.API_KEY)
-        topics = response.topics
-    rows = [
-        (
-            t.name,
-            p.partition_index,
-            p.committed_offset,
-            p.committed_leader_epoch,
-            p.metadata,
-            p.error_code,
-        )
-        for t in topics
-        for p in t.partitions
-    ]
-    result: CommittedOffsets = dict.fromkeys(partitions)
-    for topic, index, offset, epoch, metadata, code in rows:
-        tp = TopicPartition(topic, index)
-        if tp not in result:
-            continue
-        if code != errors.NONE:
-            if code == errors.UNKNOWN_TOPIC_OR_PARTITION:
-                continue  # nothing committed for a partition the broker does not know
-            raise errors.to_exception(code, api_key=OffsetFetchRequest.API_KEY)
-        if offset >= 0:
-            result[tp] = OffsetAndMetadata(
-                offset=offset, metadata=metadata or "", leader_epoch=epoch
-            )
-    return result

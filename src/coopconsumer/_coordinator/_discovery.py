@@ -1,0 +1,90 @@
+"""Finding the group coordinator, in every live state.
+
+The member asks for a lookup (``FindCoordinator``, from ``MemberCore.ensure_coordinator``),
+reads the raw answer itself (``_protocol.queries.coordinator_answer``, the one reader of
+FindCoordinator), backs off ``retry.backoff.ms`` after a failure, fails for good on an
+error no retry can cure, and asks the driver to connect to the coordinator it found
+(``AddCoordinator``); ``CoordinatorFound`` then resumes whatever waited for it. Where
+the lookup stands is ``CoordinatorLookup``, beside the member state, not part of it
+(docs/architecture.md, "Why two small enums and a pending leave are not states").
+``_table.py`` says which state and input each handler serves and where it may move
+the member.
+
+Pure: imports the core and the stable phase; never I/O, threads or clocks.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from .._errors import CoopConsumerError, KafkaError
+from .._protocol import errors
+from .._protocol.messages import FindCoordinatorRequest
+from .._protocol.queries import coordinator_answer
+from ._core import MemberCore, ms
+from ._effects import AddCoordinator
+from ._error_actions import Api, ErrorAction, action_for
+from ._inputs import CoordinatorFound, CoordinatorUnavailable
+from ._outcomes import FindCoordinatorOutcome
+from ._stable import drive
+from ._states import CoordinatorLookup
+
+
+def on_coordinator_found(m: MemberCore, event: CoordinatorFound, now: float) -> None:
+    if event.node_id != m.live_node:
+        m.live_node = None
+    m.cancel(Api.FIND_COORDINATOR)  # a harness may answer before our lookup does
+    m.coordinator_id = event.node_id
+    m.lookup = CoordinatorLookup.KNOWN
+    m.lookup_retry_at = None
+    if m.heartbeating():
+        m.heartbeat_due = now
+    drive(m, now)
+
+
+def on_coordinator_unavailable(m: MemberCore, event: CoordinatorUnavailable, now: float) -> None:
+    m.cancel(Api.FIND_COORDINATOR)
+    lookup_failed(m, event.error, now)
+
+
+def lookup_failed(m: MemberCore, error: CoopConsumerError | None, now: float) -> None:
+    """The lookup failed: retry after ``retry.backoff.ms``, or fail for good."""
+    if (
+        isinstance(error, KafkaError)
+        and action_for(Api.FIND_COORDINATOR, error.code) is ErrorAction.FATAL
+    ):
+        # e.g. GROUP_AUTHORIZATION_FAILED: no retry can succeed (Java raises it from
+        # poll() instead of looking up again).
+        m.fatal(error, now)
+        return
+    m.coordinator_id = None
+    m.live_node = None
+    m.lookup = CoordinatorLookup.BACKING_OFF
+    m.lookup_retry_at = now + ms(m.config.retry_backoff_ms)
+    if error is not None:
+        m.log(logging.DEBUG, f"coordinator lookup failed: {error}")
+
+
+def lookup_outcome(m: MemberCore, event: FindCoordinatorOutcome, now: float) -> None:
+    """Read the FindCoordinator answer (of whichever version) for our group."""
+    response = event.response
+    if event.error is not None or response is None:
+        lookup_failed(m, event.error, now)
+        return
+    version = event.api_version
+    if version is None:  # not said: read the layout the answer has
+        version = 4 if response.coordinators else 3
+    group_id = m.config.group_id
+    answer = coordinator_answer(response, group_id, version)
+    if answer.error_code != errors.NONE:
+        error = errors.to_exception(
+            answer.error_code,
+            api_key=FindCoordinatorRequest.API_KEY,
+            api_version=version,
+            message=answer.error_message,
+        )
+        level = logging.DEBUG if error.retriable else logging.WARNING
+        m.log(level, f"FindCoordinator for {group_id!r}: {error}")
+        lookup_failed(m, error, now)
+        return
+    m.emit(AddCoordinator(node_id=answer.node_id, host=answer.host, port=answer.port))

@@ -1,4 +1,5 @@
-"""Real Kafka-protocol brokers for tests: Tansu and librdkafka's mock cluster.
+"""Real Kafka-protocol brokers for tests: Tansu, librdkafka's mock cluster, and a
+multi-broker replication cluster for admin tests (``replication_cluster``).
 
 ``coopconsumer.testing`` starts a throwaway broker on a loopback port, waits until it
 answers an ApiVersions request, and stops it (its whole process group) when the ``with``
@@ -77,8 +78,9 @@ Fault injection (mock only; ``broker.supports_faults`` says whether it is there)
 from __future__ import annotations
 
 import re
+import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Literal
 
@@ -88,6 +90,12 @@ from ._broker import BrokerStartupError as BrokerStartupError
 from ._broker import EmbeddedBroker as EmbeddedBroker
 from ._broker import MockRequest as MockRequest
 from ._broker import external_broker as external_broker
+from ._cluster._model import BrokerSpec as BrokerSpec
+from ._cluster._model import BrokerState as BrokerState
+from ._cluster._model import PartitionView as PartitionView
+from ._cluster._server import ClusterCommandError as ClusterCommandError
+from ._cluster._server import ManualClock as ManualClock
+from ._cluster._server import ReplicationCluster as ReplicationCluster
 from ._mock import start_mock
 from ._ports import free_port as free_port
 from ._probe import probe_api_versions as probe_api_versions
@@ -103,10 +111,16 @@ from ._tansu import start_tansu
 __all__ = [
     "BOOTSTRAP_ENV",
     "BrokerKind",
+    "BrokerSpec",
     "BrokerStartupError",
+    "BrokerState",
+    "ClusterCommandError",
     "EmbeddedBroker",
     "GatewayStats",
+    "ManualClock",
     "MockRequest",
+    "PartitionView",
+    "ReplicationCluster",
     "SaslServer",
     "TestCertificates",
     "TlsFiles",
@@ -115,6 +129,7 @@ __all__ = [
     "find_tansu_binary",
     "free_port",
     "probe_api_versions",
+    "replication_cluster",
     "unique_name",
     "write_test_certificates",
 ]
@@ -169,6 +184,56 @@ def embedded_broker(
         yield broker
     finally:
         broker.stop()
+
+
+@contextmanager
+def replication_cluster(
+    num_brokers: int = 3,
+    *,
+    racks: Sequence[str | None] | None = None,
+    brokers: Sequence[BrokerSpec] | None = None,
+    manual_clock: bool = False,
+    replica_lag_time_max_s: float = 30.0,
+) -> Iterator[ReplicationCluster]:
+    """Start a multi-broker test cluster with Kafka's replication model, in this
+    process, on loopback ports (one per broker); stop it when the block ends.
+
+    Brokers get ids ``1..num_brokers`` and racks from ``racks`` (cycled), or pass
+    ``brokers`` (:class:`BrokerSpec`: id, rack, replication byte rate, storage size).
+    With ``manual_clock`` replication moves only through
+    :meth:`ReplicationCluster.advance_time`; otherwise it follows the real clock.
+    It answers the admin APIs, Metadata and ApiVersions, not produce, fetch or group
+    APIs (docs/testing.md, "The replication test cluster")::
+
+        with replication_cluster(4, racks=["a", "b"], manual_clock=True) as cluster:
+            cluster.create_topic("orders", [[1, 2], [2, 3]])
+            cluster.set_partition_size("orders", 0, 10_000_000)
+            ...  # point an admin client at cluster.bootstrap
+            cluster.kill_broker(2)
+            cluster.advance_time(5.0)
+
+    Raises :class:`~coopconsumer.ConfigurationError` for bad arguments.
+    """
+    if brokers is None:
+        if isinstance(num_brokers, bool) or not isinstance(num_brokers, int) or num_brokers < 1:
+            raise ConfigurationError(f"num_brokers must be an int >= 1, not {num_brokers!r}")
+        cycle = list(racks) if racks else [None]
+        brokers = [
+            BrokerSpec(node_id=i, rack=cycle[(i - 1) % len(cycle)])
+            for i in range(1, num_brokers + 1)
+        ]
+    elif racks is not None:
+        raise ConfigurationError("give racks through brokers=[BrokerSpec(...)], not both")
+    try:
+        cluster = ReplicationCluster(
+            brokers,
+            clock=ManualClock() if manual_clock else time.monotonic,
+            replica_lag_time_max_s=replica_lag_time_max_s,
+        )
+    except ValueError as exc:
+        raise ConfigurationError(str(exc)) from None
+    with cluster:
+        yield cluster
 
 
 _UNSAFE = re.compile(r"[^a-zA-Z0-9._-]+")

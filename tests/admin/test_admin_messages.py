@@ -92,3 +92,41 @@ def test_brokers_decode_admin_requests_with_the_merged_registry(cls: type[Reques
     assert decoded == request
     with pytest.raises(ProtocolError, match="unknown API key"):
         decode_request(frame)  # the consumer-only registry does not know admin keys
+
+
+# --------------------------------------------------------------------------- layering
+
+_PKG = Path(__file__).resolve().parents[2] / "src" / "coopconsumer"
+_BLOCKING = {"socket", "selectors", "threading", "time", "asyncio", "subprocess"}
+
+
+def _imported(path: Path) -> set[str]:
+    import ast
+
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names.add(node.module.split(".")[0])
+        elif isinstance(node, ast.ImportFrom) and node.level:
+            names.add("." * node.level + (node.module or ""))
+    return names
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        _PKG / "admin" / "_assignor.py",
+        _PKG / "admin" / "_default.py",
+        _PKG / "admin" / "_balanced.py",
+        _PKG / "admin" / "_types.py",
+        _PKG / "testing" / "_cluster" / "_model.py",
+        _PKG / "testing" / "_cluster" / "_handlers.py",
+    ],
+    ids=lambda p: f"{p.parent.name}/{p.name}",
+)
+def test_assignors_and_the_cluster_model_are_sans_io(path: Path) -> None:
+    imported = _imported(path)
+    assert not imported & _BLOCKING, imported & _BLOCKING
+    assert not any(name.startswith(("..._io", ".._io", "confluent_kafka")) for name in imported)

@@ -203,7 +203,7 @@ def replication_cluster(
     With ``manual_clock`` replication moves only through
     :meth:`ReplicationCluster.advance_time`; otherwise it follows the real clock.
     It answers the admin APIs, Metadata and ApiVersions, not produce, fetch or group
-    APIs (docs/testing.md, "The replication test cluster")::
+    APIs (docs/admin.md, "The replication test cluster")::
 
         with replication_cluster(4, racks=["a", "b"], manual_clock=True) as cluster:
             cluster.create_topic("orders", [[1, 2], [2, 3]])

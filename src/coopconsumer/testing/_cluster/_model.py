@@ -1,7 +1,7 @@
 """The test cluster's replication model: brokers, partitions, replicas, ISR, leaders.
 
-Sans-I/O and table-driven (docs/admin.md, "The test cluster"): a :class:`ClusterModel`
-holds the state of every broker and partition and changes only through
+Sans-I/O and table-driven (docs/admin.md, "The replication test cluster"): a
+:class:`ClusterModel` holds the state of every broker and partition and changes only through
 :meth:`ClusterModel.apply`, which looks the command's type up in one table, and
 :meth:`ClusterModel.advance`, which moves replication forward to a given time. Nothing
 here reads a clock, opens a socket or starts a thread; time is an argument in seconds.

@@ -101,7 +101,7 @@ class _Connection:
 
 
 class ReplicationCluster:
-    """A running multi-broker test cluster (see docs/testing.md and docs/admin.md).
+    """A running multi-broker test cluster (docs/admin.md, "The replication test cluster").
 
     Start it with :func:`coopconsumer.testing.replication_cluster`. ``bootstrap`` lists
     every broker. The methods change the cluster as the test needs; each raises

@@ -33,9 +33,10 @@ pytestmark = pytest.mark.integration
 TOPIC = ConfigResource(ConfigResourceType.TOPIC, "t")
 
 
-@pytest.fixture
-def cluster() -> Iterator[ReplicationCluster]:
-    with replication_cluster(4, racks=["a", "b"], manual_clock=True) as c:
+@pytest.fixture(params=["thread", "subprocess"])
+def cluster(request: pytest.FixtureRequest) -> Iterator[ReplicationCluster]:
+    subprocess = request.param == "subprocess"
+    with replication_cluster(4, racks=["a", "b"], manual_clock=True, subprocess=subprocess) as c:
         yield c
 
 

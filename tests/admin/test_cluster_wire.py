@@ -3,6 +3,8 @@ here wrote: confluent-kafka's AdminClient (librdkafka) and kafka-python's."""
 
 from __future__ import annotations
 
+import os
+import signal
 import socket
 import struct
 from collections.abc import Iterator
@@ -16,7 +18,7 @@ from confluent_kafka.cimpl import NewPartitions, NewTopic
 from kafka import TopicPartition as KpTopicPartition
 from kafka.admin import KafkaAdminClient
 
-from coopconsumer._errors import BrokerConnectionError, RequestTimeoutError
+from coopconsumer._errors import BrokerConnectionError, ConfigurationError, RequestTimeoutError
 from coopconsumer._io._client import ClientConfig, KafkaClient
 from coopconsumer._protocol import decode_response, encode_request
 from coopconsumer._protocol.admin_messages import DescribeClusterRequest
@@ -31,9 +33,10 @@ from coopconsumer.testing import (
 pytestmark = pytest.mark.integration
 
 
-@pytest.fixture
-def cluster() -> Iterator[ReplicationCluster]:
-    with replication_cluster(4, racks=["a", "b"], manual_clock=True) as c:
+@pytest.fixture(params=["thread", "subprocess"])
+def cluster(request: pytest.FixtureRequest) -> Iterator[ReplicationCluster]:
+    subprocess = request.param == "subprocess"
+    with replication_cluster(4, racks=["a", "b"], manual_clock=True, subprocess=subprocess) as c:
         yield c
 
 
@@ -240,3 +243,34 @@ def test_unknown_apis_and_garbage_close_the_connection(cluster: ReplicationClust
             client.metadata([], timeout_ms=500)
     finally:
         client.close()
+
+
+def test_cluster_controls_refuse_unknown_things(cluster: ReplicationCluster) -> None:
+    with pytest.raises(ClusterCommandError) as info:
+        cluster.partition("nope", 0)
+    assert info.value.error_code == 3
+    with pytest.raises(ClusterCommandError):
+        cluster.create_topic("t", [[1, 1]])
+    cluster.create_topic("t", [[1, 2]])
+    cluster.kill_broker(2)
+    with pytest.raises(ClusterCommandError):
+        cluster.pause_broker(2)  # a dead broker cannot pause
+    assert cluster.partition("t", 0).isr == (1,)
+    assert [b.state for b in cluster.brokers()][:2] == [BrokerState.ONLINE, BrokerState.DEAD]
+    assert cluster.now == 0.0  # the manual clock has not moved
+    assert cluster.unclean_elections == 0
+
+
+def test_a_real_clock_cluster_refuses_advance_time() -> None:
+    with replication_cluster(1) as c, pytest.raises(ConfigurationError, match="manual_clock"):
+        c.advance_time(1.0)
+    with pytest.raises(ConfigurationError, match="unique"):
+        replication_cluster(brokers=[]).__enter__()
+
+
+def test_the_subprocess_cluster_stops_with_its_parent_and_reports_a_dead_child() -> None:
+    with replication_cluster(2, subprocess=True) as c:
+        pid = c.pid  # type: ignore[attr-defined]
+        os.kill(pid, signal.SIGKILL)
+        with pytest.raises(BrokerConnectionError, match="process is gone"):
+            c.topics()

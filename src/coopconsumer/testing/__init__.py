@@ -90,12 +90,14 @@ from ._broker import BrokerStartupError as BrokerStartupError
 from ._broker import EmbeddedBroker as EmbeddedBroker
 from ._broker import MockRequest as MockRequest
 from ._broker import external_broker as external_broker
+from ._cluster._api import ClusterCommandError as ClusterCommandError
+from ._cluster._api import ReplicationCluster as ReplicationCluster
 from ._cluster._model import BrokerSpec as BrokerSpec
 from ._cluster._model import BrokerState as BrokerState
 from ._cluster._model import PartitionView as PartitionView
-from ._cluster._server import ClusterCommandError as ClusterCommandError
+from ._cluster._process import start_subprocess_cluster
+from ._cluster._server import InProcessCluster
 from ._cluster._server import ManualClock as ManualClock
-from ._cluster._server import ReplicationCluster as ReplicationCluster
 from ._mock import start_mock
 from ._ports import free_port as free_port
 from ._probe import probe_api_versions as probe_api_versions
@@ -194,9 +196,15 @@ def replication_cluster(
     brokers: Sequence[BrokerSpec] | None = None,
     manual_clock: bool = False,
     replica_lag_time_max_s: float = 30.0,
+    subprocess: bool = False,
+    startup_timeout_s: float = 30.0,
 ) -> Iterator[ReplicationCluster]:
-    """Start a multi-broker test cluster with Kafka's replication model, in this
-    process, on loopback ports (one per broker); stop it when the block ends.
+    """Start a multi-broker test cluster with Kafka's replication model on loopback
+    ports (one per broker); stop it when the block ends.
+
+    It runs in this process (a server thread) or, with ``subprocess=True``, in a child
+    process in its own session that exits when this one does; the
+    :class:`ReplicationCluster` methods are the same either way.
 
     Brokers get ids ``1..num_brokers`` and racks from ``racks`` (cycled), or pass
     ``brokers`` (:class:`BrokerSpec`: id, rack, replication byte rate, storage size).
@@ -212,7 +220,8 @@ def replication_cluster(
             cluster.kill_broker(2)
             cluster.advance_time(5.0)
 
-    Raises :class:`~coopconsumer.ConfigurationError` for bad arguments.
+    Raises :class:`~coopconsumer.ConfigurationError` for bad arguments and
+    :class:`BrokerStartupError` when the child process cannot start.
     """
     if brokers is None:
         if isinstance(num_brokers, bool) or not isinstance(num_brokers, int) or num_brokers < 1:
@@ -224,14 +233,25 @@ def replication_cluster(
         ]
     elif racks is not None:
         raise ConfigurationError("give racks through brokers=[BrokerSpec(...)], not both")
-    try:
-        cluster = ReplicationCluster(
+    ids = [b.node_id for b in brokers]
+    if not ids or len(set(ids)) != len(ids):
+        raise ConfigurationError(f"brokers need unique ids, at least one: {ids}")
+    if replica_lag_time_max_s <= 0:
+        raise ConfigurationError("replica_lag_time_max_s must be > 0")
+    cluster: ReplicationCluster
+    if subprocess:
+        cluster = start_subprocess_cluster(
+            brokers,
+            manual_clock=manual_clock,
+            replica_lag_time_max_s=replica_lag_time_max_s,
+            startup_timeout_s=startup_timeout_s,
+        )
+    else:
+        cluster = InProcessCluster(
             brokers,
             clock=ManualClock() if manual_clock else time.monotonic,
             replica_lag_time_max_s=replica_lag_time_max_s,
-        )
-    except ValueError as exc:
-        raise ConfigurationError(str(exc)) from None
+        ).start()
     with cluster:
         yield cluster
 

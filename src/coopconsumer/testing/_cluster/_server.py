@@ -22,15 +22,17 @@ import socket
 import struct
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, TypeVar
 
-from ..._errors import ConfigurationError, CoopConsumerError, ProtocolError
+from ..._errors import ConfigurationError, ProtocolError
 from ..._protocol import Request, decode, encode_response, request_header_version
 from ..._protocol._codec import _Malformed, skip_header_tags
 from ..._protocol.messages import ApiVersionsRequest, ApiVersionsResponse
+from ._api import ClusterCommandError, ReplicationCluster
 from ._handlers import SUPPORTED_APIS, Endpoint, handle, supported_api_versions
 from ._model import (
+    UNKNOWN_TOPIC_OR_PARTITION,
     BrokerSpec,
     BrokerState,
     BrokerView,
@@ -47,7 +49,7 @@ from ._model import (
     SetSize,
 )
 
-__all__ = ["ClusterCommandError", "ManualClock", "ReplicationCluster"]
+__all__ = ["InProcessCluster", "ManualClock"]
 
 log = logging.getLogger(__name__)
 
@@ -58,17 +60,6 @@ _HEADER: Final = struct.Struct(">hhi")
 _I16: Final = struct.Struct(">h")
 _MAX_FRAME: Final = 100 * 1024 * 1024
 _UNSUPPORTED_VERSION: Final = 35
-
-
-class ClusterCommandError(CoopConsumerError):
-    """A test-side change to the cluster was refused (unknown topic, dead broker...).
-
-    ``error_code`` is the Kafka error code the model answered; nothing was changed.
-    """
-
-    def __init__(self, outcome: Outcome) -> None:
-        super().__init__(outcome.message or f"error code {outcome.error_code}")
-        self.error_code = outcome.error_code
 
 
 class ManualClock:
@@ -100,14 +91,9 @@ class _Connection:
         self.outbuf = bytearray()
 
 
-class ReplicationCluster:
-    """A running multi-broker test cluster (docs/admin.md, "The replication test cluster").
-
-    Start it with :func:`coopconsumer.testing.replication_cluster`. ``bootstrap`` lists
-    every broker. The methods change the cluster as the test needs; each raises
-    :class:`ClusterCommandError` when the model refuses (and then changes nothing).
-    After :meth:`stop` every port is closed.
-    """
+class InProcessCluster(ReplicationCluster):
+    """The replication test cluster served by a thread of this process (see
+    :class:`ReplicationCluster` for the methods)."""
 
     def __init__(
         self,
@@ -148,7 +134,7 @@ class ReplicationCluster:
 
     # ------------------------------------------------------------------ lifecycle
 
-    def start(self) -> ReplicationCluster:
+    def start(self) -> InProcessCluster:
         """Start serving (idempotent); returns self."""
         if self._thread is None:
             self._thread = threading.Thread(
@@ -168,14 +154,8 @@ class ReplicationCluster:
             self._thread.join(timeout=10)
         self._close_all()
 
-    def __enter__(self) -> ReplicationCluster:
+    def __enter__(self) -> InProcessCluster:
         return self.start()
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.stop()
-
-    def __repr__(self) -> str:
-        return f"<ReplicationCluster brokers={self.broker_ids} bootstrap={self.bootstrap!r}>"
 
     # ------------------------------------------------------------------ reading
 
@@ -259,16 +239,6 @@ class ReplicationCluster:
         self._clock.advance(seconds)
         self._call(self._advance)
 
-    def wait_for(
-        self, predicate: Callable[[ReplicationCluster], bool], *, timeout_s: float = 10.0
-    ) -> None:
-        """Poll ``predicate(self)`` until true; ``TimeoutError`` after ``timeout_s``."""
-        deadline = time.monotonic() + timeout_s
-        while not predicate(self):
-            if time.monotonic() >= deadline:
-                raise TimeoutError(f"condition not met within {timeout_s} s")
-            time.sleep(0.01)
-
     # ------------------------------------------------------------------ server thread
 
     def _command(self, command: Command) -> None:
@@ -287,7 +257,12 @@ class ReplicationCluster:
 
     def _read_model(self, read: Callable[[ClusterModel], T]) -> T:
         self._advance()
-        return read(self._model)
+        try:
+            return read(self._model)
+        except (KeyError, IndexError) as exc:
+            raise ClusterCommandError(
+                Outcome(error_code=UNKNOWN_TOPIC_OR_PARTITION, message=f"unknown: {exc}")
+            ) from None
 
     def _call(self, fn: Callable[[], T]) -> T:
         if self._thread is None or self._stopping or threading.current_thread() is self._thread:
@@ -496,13 +471,3 @@ def _decode_request_body(frame: bytes, api_key: int, api_version: int) -> Reques
         except _Malformed as exc:
             raise ProtocolError(f"malformed request header: {exc}", api_key=api_key) from None
     return decode(cls, frame[pos:], api_version)
-
-
-@contextlib.contextmanager
-def serve(cluster: ReplicationCluster) -> Iterator[ReplicationCluster]:
-    """Start ``cluster`` and stop it when the block ends."""
-    cluster.start()
-    try:
-        yield cluster
-    finally:
-        cluster.stop()

@@ -534,12 +534,15 @@ class AdminClient:
         )
         response: ListPartitionReassignmentsResponse = self._controller(request, timeout_ms)
         _raise_top_level(response.error_code, response.error_message, request.API_KEY)
+        # An entry that adds and removes nothing is no reassignment (Kafka never sends
+        # one; Tansu lists every partition that way).
         return {
             TopicPartition(t.name, p.partition_index): PartitionReassignment(
                 replicas=p.replicas, adding=p.adding_replicas, removing=p.removing_replicas
             )
             for t in response.topics
             for p in t.partitions
+            if p.adding_replicas or p.removing_replicas
         }
 
     def elect_leaders(

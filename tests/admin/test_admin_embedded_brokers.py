@@ -1,5 +1,7 @@
-"""coopconsumer.admin against Tansu, a Kafka-protocol broker nobody here wrote: the
-requests our encoder writes are accepted and its answers read as a Kafka broker's."""
+"""coopconsumer.admin against brokers nobody here wrote: Tansu (plain and behind the
+SASL test gateway) accepts the requests our encoder writes and its answers read as a
+Kafka broker's; librdkafka's mock cluster, which lacks most admin APIs, gets the
+Metadata fallback and typed UNSUPPORTED_VERSION errors."""
 
 from __future__ import annotations
 
@@ -7,6 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from coopconsumer._errors import AuthenticationError, KafkaError
 from coopconsumer.admin import (
     AdminClient,
     AdminOperationError,
@@ -15,7 +18,7 @@ from coopconsumer.admin import (
     ConfigResourceType,
     NewTopic,
 )
-from coopconsumer.testing import EmbeddedBroker, embedded_broker, unique_name
+from coopconsumer.testing import EmbeddedBroker, SaslServer, embedded_broker, unique_name
 
 pytestmark = pytest.mark.integration
 
@@ -53,3 +56,31 @@ def test_topics_and_configs_on_tansu(tansu: EmbeddedBroker) -> None:
         with pytest.raises(AdminOperationError) as info:
             admin.describe_topics([name])
         assert info.value.errors[name].code == 3  # type: ignore[attr-defined]
+
+
+def test_the_consumer_security_keys_reach_a_sasl_broker() -> None:
+    sasl = SaslServer(mechanisms=("SCRAM-SHA-256",), users={"alice": "alice-secret"})
+    with embedded_broker("tansu", sasl=sasl) as broker:
+        config = {**broker.client_config, "bootstrap.servers": broker.bootstrap}
+        assert config["security.protocol"] == "sasl_plaintext"
+        with AdminClient(config) as admin:
+            assert [b.node_id for b in admin.describe_cluster().brokers] == [111]
+            name = unique_name("secure")
+            assert admin.create_topics([NewTopic(name)]) == {name: {0: (111,)}}
+        wrong = {**config, "sasl.username": "alice", "sasl.password": "not-it"}
+        with AdminClient(wrong) as admin, pytest.raises(AuthenticationError) as info:
+            admin.describe_cluster(timeout_ms=5000)
+        assert "not-it" not in str(info.value)
+
+
+def test_missing_admin_apis_fall_back_or_raise_typed_errors() -> None:
+    with (
+        embedded_broker("mock", num_brokers=3) as mock,
+        AdminClient({"bootstrap.servers": mock.bootstrap}) as admin,
+    ):
+        # No DescribeCluster on the mock: Metadata answers instead.
+        described = admin.describe_cluster()
+        assert [b.node_id for b in described.brokers] == [1, 2, 3]
+        with pytest.raises(KafkaError) as info:
+            admin.create_topics([NewTopic("t", assignment={0: [1]})])
+        assert info.value.code == 35  # UNSUPPORTED_VERSION: no CreateTopics at all

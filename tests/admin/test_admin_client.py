@@ -73,6 +73,14 @@ def test_configuration_uses_the_consumer_keys() -> None:
         AdminClient({"bootstrap.servers": "h:1", "replica.assignor": "nope"})
 
 
+@pytest.mark.parametrize(("partitions", "rf"), [(0, 1), (1, 0), (True, 1)])
+def test_new_topic_counts_must_be_positive(partitions: int, rf: int) -> None:
+    with pytest.raises(ConfigurationError, match=">= 1"):
+        NewTopic("t", num_partitions=partitions, replication_factor=rf)
+    with pytest.raises(ConfigurationError, match="non-empty"):
+        NewTopic("")
+
+
 def test_describe_cluster(admin: AdminClient, cluster: ReplicationCluster) -> None:
     described = admin.describe_cluster()
     assert described.cluster_id == "coopconsumer-test-cluster"

@@ -13,7 +13,7 @@ from typing import Any
 
 import attrs
 
-from .._errors import CoopConsumerError, KafkaError
+from .._errors import ConfigurationError, CoopConsumerError, KafkaError
 
 __all__ = [
     "AdminOperationError",
@@ -121,15 +121,28 @@ class TopicDescription:
         return len(self.partitions[0].replicas) if self.partitions else 0
 
 
+def _positive(instance: object, attribute: attrs.Attribute[int], value: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConfigurationError(f"{attribute.name} must be an int >= 1, not {value!r}")
+
+
+def _topic_name(instance: object, attribute: attrs.Attribute[str], value: str) -> None:
+    if not isinstance(value, str) or not value:
+        raise ConfigurationError(f"a topic name must be a non-empty str, not {value!r}")
+
+
 @attrs.frozen
 class NewTopic:
     """A topic to create. Without ``assignment`` the configured replica assignor
     places ``num_partitions`` x ``replication_factor`` replicas; with it (``{partition:
-    replicas}``, partitions 0..n-1) the counts are taken from it."""
+    replicas}``, partitions 0..n-1) the counts are taken from it.
 
-    name: str
-    num_partitions: int = attrs.field(default=1, kw_only=True)
-    replication_factor: int = attrs.field(default=1, kw_only=True)
+    Raises ``ConfigurationError`` for an empty name or a count below 1.
+    """
+
+    name: str = attrs.field(validator=_topic_name)
+    num_partitions: int = attrs.field(default=1, kw_only=True, validator=_positive)
+    replication_factor: int = attrs.field(default=1, kw_only=True, validator=_positive)
     configs: Mapping[str, str] = attrs.field(factory=dict, converter=_configs, kw_only=True)
     assignment: Mapping[int, tuple[int, ...]] | None = attrs.field(
         default=None, converter=_assignment, kw_only=True

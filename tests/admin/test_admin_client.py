@@ -79,6 +79,11 @@ def test_new_topic_counts_must_be_positive(partitions: int, rf: int) -> None:
         NewTopic("t", num_partitions=partitions, replication_factor=rf)
     with pytest.raises(ConfigurationError, match="non-empty"):
         NewTopic("")
+    for bad in ({}, {1: [1]}, {0: [1], 2: [1]}):
+        with pytest.raises(ConfigurationError, match=r"0\.\.n-1"):
+            NewTopic("t", assignment=bad)
+    with pytest.raises(ConfigurationError, match="needs a replica"):
+        NewTopic("t", assignment={0: []})
 
 
 def test_describe_cluster(admin: AdminClient, cluster: ReplicationCluster) -> None:

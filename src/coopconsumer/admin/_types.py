@@ -131,13 +131,29 @@ def _topic_name(instance: object, attribute: attrs.Attribute[str], value: str) -
         raise ConfigurationError(f"a topic name must be a non-empty str, not {value!r}")
 
 
+def _assignment_shape(
+    instance: object,
+    attribute: attrs.Attribute[Mapping[int, tuple[int, ...]] | None],
+    value: Mapping[int, tuple[int, ...]] | None,
+) -> None:
+    if value is None:
+        return
+    if sorted(value) != list(range(len(value))) or not value:
+        raise ConfigurationError(
+            f"an assignment must place partitions 0..n-1 (n >= 1), not {sorted(value)}"
+        )
+    if any(not replicas for replicas in value.values()):
+        raise ConfigurationError("every partition of an assignment needs a replica")
+
+
 @attrs.frozen
 class NewTopic:
     """A topic to create. Without ``assignment`` the configured replica assignor
     places ``num_partitions`` x ``replication_factor`` replicas; with it (``{partition:
     replicas}``, partitions 0..n-1) the counts are taken from it.
 
-    Raises ``ConfigurationError`` for an empty name or a count below 1.
+    Raises ``ConfigurationError`` for an empty name, a count below 1, or an assignment
+    that does not place partitions 0..n-1 on at least one broker each.
     """
 
     name: str = attrs.field(validator=_topic_name)
@@ -145,7 +161,7 @@ class NewTopic:
     replication_factor: int = attrs.field(default=1, kw_only=True, validator=_positive)
     configs: Mapping[str, str] = attrs.field(factory=dict, converter=_configs, kw_only=True)
     assignment: Mapping[int, tuple[int, ...]] | None = attrs.field(
-        default=None, converter=_assignment, kw_only=True
+        default=None, converter=_assignment, kw_only=True, validator=_assignment_shape
     )
 
 

@@ -15,14 +15,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         from ._demo import run_demo
 
         return run_demo(args[1:])
+    if args[:1] in (["topics"], ["cluster"]):
+        from .admin._cli import run_cluster, run_topics
+
+        return (run_topics if args[0] == "topics" else run_cluster)(args[1:])
     parser = argparse.ArgumentParser(prog="coopconsumer", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser(
         "demo",
         help="eager vs cooperative rebalancing on an embedded broker (coopconsumer demo --help)",
     )
+    sub.add_parser("topics", help="create or describe topics (coopconsumer topics --help)")
+    sub.add_parser("cluster", help="describe the cluster (coopconsumer cluster --help)")
     parser.parse_args(args)
-    return 1  # pragma: no cover - argparse exits for anything but "demo"
+    return 1  # pragma: no cover - argparse exits for anything but the commands above
 
 
 if __name__ == "__main__":

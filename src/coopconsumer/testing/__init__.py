@@ -1,4 +1,5 @@
-"""Real Kafka-protocol brokers for tests: Tansu and librdkafka's mock cluster.
+"""Real Kafka-protocol brokers for tests: Tansu, librdkafka's mock cluster, and a
+multi-broker replication cluster for admin tests (``replication_cluster``).
 
 ``coopconsumer.testing`` starts a throwaway broker on a loopback port, waits until it
 answers an ApiVersions request, and stops it (its whole process group) when the ``with``
@@ -77,8 +78,9 @@ Fault injection (mock only; ``broker.supports_faults`` says whether it is there)
 from __future__ import annotations
 
 import re
+import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Literal
 
@@ -88,6 +90,14 @@ from ._broker import BrokerStartupError as BrokerStartupError
 from ._broker import EmbeddedBroker as EmbeddedBroker
 from ._broker import MockRequest as MockRequest
 from ._broker import external_broker as external_broker
+from ._cluster._api import ClusterCommandError as ClusterCommandError
+from ._cluster._api import ReplicationCluster as ReplicationCluster
+from ._cluster._model import BrokerSpec as BrokerSpec
+from ._cluster._model import BrokerState as BrokerState
+from ._cluster._model import PartitionView as PartitionView
+from ._cluster._process import start_subprocess_cluster
+from ._cluster._server import InProcessCluster
+from ._cluster._server import ManualClock as ManualClock
 from ._mock import start_mock
 from ._ports import free_port as free_port
 from ._probe import probe_api_versions as probe_api_versions
@@ -103,10 +113,16 @@ from ._tansu import start_tansu
 __all__ = [
     "BOOTSTRAP_ENV",
     "BrokerKind",
+    "BrokerSpec",
     "BrokerStartupError",
+    "BrokerState",
+    "ClusterCommandError",
     "EmbeddedBroker",
     "GatewayStats",
+    "ManualClock",
     "MockRequest",
+    "PartitionView",
+    "ReplicationCluster",
     "SaslServer",
     "TestCertificates",
     "TlsFiles",
@@ -115,6 +131,7 @@ __all__ = [
     "find_tansu_binary",
     "free_port",
     "probe_api_versions",
+    "replication_cluster",
     "unique_name",
     "write_test_certificates",
 ]
@@ -169,6 +186,74 @@ def embedded_broker(
         yield broker
     finally:
         broker.stop()
+
+
+@contextmanager
+def replication_cluster(
+    num_brokers: int = 3,
+    *,
+    racks: Sequence[str | None] | None = None,
+    brokers: Sequence[BrokerSpec] | None = None,
+    manual_clock: bool = False,
+    replica_lag_time_max_s: float = 30.0,
+    subprocess: bool = False,
+    startup_timeout_s: float = 30.0,
+) -> Iterator[ReplicationCluster]:
+    """Start a multi-broker test cluster with Kafka's replication model on loopback
+    ports (one per broker); stop it when the block ends.
+
+    It runs in this process (a server thread) or, with ``subprocess=True``, in a child
+    process in its own session that exits when this one does; the
+    :class:`ReplicationCluster` methods are the same either way.
+
+    Brokers get ids ``1..num_brokers`` and racks from ``racks`` (cycled), or pass
+    ``brokers`` (:class:`BrokerSpec`: id, rack, replication byte rate, storage size).
+    With ``manual_clock`` replication moves only through
+    :meth:`ReplicationCluster.advance_time`; otherwise it follows the real clock.
+    It answers the admin APIs, Metadata and ApiVersions, not produce, fetch or group
+    APIs (docs/admin.md, "The replication test cluster")::
+
+        with replication_cluster(4, racks=["a", "b"], manual_clock=True) as cluster:
+            cluster.create_topic("orders", [[1, 2], [2, 3]])
+            cluster.set_partition_size("orders", 0, 10_000_000)
+            ...  # point an admin client at cluster.bootstrap
+            cluster.kill_broker(2)
+            cluster.advance_time(5.0)
+
+    Raises :class:`~coopconsumer.ConfigurationError` for bad arguments and
+    :class:`BrokerStartupError` when the child process cannot start.
+    """
+    if brokers is None:
+        if isinstance(num_brokers, bool) or not isinstance(num_brokers, int) or num_brokers < 1:
+            raise ConfigurationError(f"num_brokers must be an int >= 1, not {num_brokers!r}")
+        cycle = list(racks) if racks else [None]
+        brokers = [
+            BrokerSpec(node_id=i, rack=cycle[(i - 1) % len(cycle)])
+            for i in range(1, num_brokers + 1)
+        ]
+    elif racks is not None:
+        raise ConfigurationError("give racks through brokers=[BrokerSpec(...)], not both")
+    ids = [b.node_id for b in brokers]
+    if not ids or len(set(ids)) != len(ids):
+        raise ConfigurationError(f"brokers need unique ids, at least one: {ids}")
+    if replica_lag_time_max_s <= 0:
+        raise ConfigurationError("replica_lag_time_max_s must be > 0")
+    cluster: ReplicationCluster
+    if subprocess:
+        cluster = start_subprocess_cluster(
+            brokers,
+            manual_clock=manual_clock,
+            replica_lag_time_max_s=replica_lag_time_max_s,
+            startup_timeout_s=startup_timeout_s,
+        )
+    else:
+        cluster = InProcessCluster(
+            brokers,
+            clock=ManualClock() if manual_clock else time.monotonic,
+            replica_lag_time_max_s=replica_lag_time_max_s,
+        ).start()
+    with cluster:
+        yield cluster
 
 
 _UNSAFE = re.compile(r"[^a-zA-Z0-9._-]+")

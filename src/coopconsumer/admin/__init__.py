@@ -1,0 +1,78 @@
+"""Kafka administration from the client side: a blocking admin client and pluggable
+replica assignors (docs/admin.md).
+
+:class:`AdminClient` speaks Kafka's admin APIs over the library's own wire client,
+configured with the consumer's connection and security keys. When it creates topics
+or partitions it places the replicas itself, with a :class:`ReplicaAssignor`
+(``default``: Kafka's own placement; ``balanced``: least-loaded, rack-diverse, skipping
+draining and nearly full brokers, with a per-call rule hook), and sends the explicit
+assignment, so custom placement works against any Kafka >= 2.4 without a broker
+plugin::
+
+    from coopconsumer.admin import AdminClient, NewTopic
+
+    with AdminClient({"bootstrap.servers": "localhost:9092",
+                      "replica.assignor": "balanced"}) as admin:
+        admin.create_topics([NewTopic("orders", num_partitions=12, replication_factor=3)])
+        print(admin.describe_topics(["orders"])["orders"].partitions[0].replicas)
+"""
+
+from ._assignor import BrokerLoad as BrokerLoad
+from ._assignor import ClusterView as ClusterView
+from ._assignor import NewPartitions as NewPartitions
+from ._assignor import ReplicaAssignor as ReplicaAssignor
+from ._assignor import ReplicaAssignorError as ReplicaAssignorError
+from ._balanced import BalancedReplicaAssignor as BalancedReplicaAssignor
+from ._balanced import PlacementRule as PlacementRule
+from ._client import AdminClient as AdminClient
+from ._default import DefaultReplicaAssignor as DefaultReplicaAssignor
+from ._loading import BUILTIN_REPLICA_ASSIGNORS as BUILTIN_REPLICA_ASSIGNORS
+from ._loading import load_replica_assignor as load_replica_assignor
+from ._types import AdminOperationError as AdminOperationError
+from ._types import AlterConfigOp as AlterConfigOp
+from ._types import AlterConfigOpType as AlterConfigOpType
+from ._types import BrokerDescription as BrokerDescription
+from ._types import ClusterDescription as ClusterDescription
+from ._types import ConfigEntry as ConfigEntry
+from ._types import ConfigResource as ConfigResource
+from ._types import ConfigResourceType as ConfigResourceType
+from ._types import ConfigSource as ConfigSource
+from ._types import ElectionResult as ElectionResult
+from ._types import ElectionType as ElectionType
+from ._types import LogDirDescription as LogDirDescription
+from ._types import NewTopic as NewTopic
+from ._types import PartitionDescription as PartitionDescription
+from ._types import PartitionReassignment as PartitionReassignment
+from ._types import ReplicaLogInfo as ReplicaLogInfo
+from ._types import TopicDescription as TopicDescription
+
+__all__ = [
+    "BUILTIN_REPLICA_ASSIGNORS",
+    "AdminClient",
+    "AdminOperationError",
+    "AlterConfigOp",
+    "AlterConfigOpType",
+    "BalancedReplicaAssignor",
+    "BrokerDescription",
+    "BrokerLoad",
+    "ClusterDescription",
+    "ClusterView",
+    "ConfigEntry",
+    "ConfigResource",
+    "ConfigResourceType",
+    "ConfigSource",
+    "DefaultReplicaAssignor",
+    "ElectionResult",
+    "ElectionType",
+    "LogDirDescription",
+    "NewPartitions",
+    "NewTopic",
+    "PartitionDescription",
+    "PartitionReassignment",
+    "PlacementRule",
+    "ReplicaAssignor",
+    "ReplicaAssignorError",
+    "ReplicaLogInfo",
+    "TopicDescription",
+    "load_replica_assignor",
+]

@@ -1,0 +1,168 @@
+"""The ``ReplicaAssignor`` contract (KIP-style, seed 001) and the cluster view it reads.
+
+An assignor computes where the new partitions of one topic go, from a snapshot of the
+cluster (:class:`ClusterView`: brokers, racks, current replicas, bytes per broker), or
+refuses with :class:`ReplicaAssignorError`. It runs on the client, before
+CreateTopics/CreatePartitions, whose requests then carry the explicit assignment
+(docs/admin.md).
+
+Pure: imports the standard library, attrs and ``coopconsumer._errors``/``_types``.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Iterable, Mapping
+from types import MappingProxyType
+from typing import ClassVar
+
+import attrs
+
+from .._errors import CoopConsumerError
+from .._types import TopicPartition
+
+__all__ = [
+    "BrokerLoad",
+    "ClusterView",
+    "NewPartitions",
+    "ReplicaAssignor",
+    "ReplicaAssignorError",
+    "check_assignment",
+]
+
+
+class ReplicaAssignorError(CoopConsumerError):
+    """An assignor could not place the partitions (too few eligible brokers, a rule
+    that matches none...). Raised before anything is sent: no topic or partition is
+    created. Not retriable with the same cluster state."""
+
+
+def _mapping(value: Mapping[str, str]) -> Mapping[str, str]:
+    return MappingProxyType(dict(value))
+
+
+def _ids(value: Iterable[int]) -> tuple[int, ...]:
+    return tuple(value)
+
+
+@attrs.frozen(kw_only=True)
+class NewPartitions:
+    """The partitions to place: ids ``partition_ids`` of ``topic`` (new ones only),
+    each with ``replication_factor`` replicas."""
+
+    topic: str
+    partition_ids: tuple[int, ...] = attrs.field(converter=_ids)
+    replication_factor: int
+    configs: Mapping[str, str] = attrs.field(factory=dict, converter=_mapping)
+
+
+@attrs.frozen(kw_only=True)
+class BrokerLoad:
+    """One broker as an assignor sees it.
+
+    ``replicas``/``leaders`` count what it hosts now (from Metadata).
+    ``used_bytes``/``total_bytes`` come from DescribeLogDirs; None when unknown (an
+    older broker, or not authorised).
+    """
+
+    node_id: int
+    rack: str | None = None
+    replicas: int = 0
+    leaders: int = 0
+    used_bytes: int | None = None
+    total_bytes: int | None = None
+
+    @property
+    def storage_ratio(self) -> float | None:
+        """Used / total storage, None when unknown."""
+        if self.used_bytes is None or not self.total_bytes:
+            return None
+        return self.used_bytes / self.total_bytes
+
+
+def _brokers(value: Iterable[BrokerLoad] | Mapping[int, BrokerLoad]) -> Mapping[int, BrokerLoad]:
+    items = value.values() if isinstance(value, Mapping) else value
+    return MappingProxyType({b.node_id: b for b in sorted(items, key=lambda b: b.node_id)})
+
+
+def _assignments(
+    value: Mapping[TopicPartition, Iterable[int]],
+) -> Mapping[TopicPartition, tuple[int, ...]]:
+    return MappingProxyType({tp: tuple(r) for tp, r in value.items()})
+
+
+@attrs.frozen(kw_only=True)
+class ClusterView:
+    """A snapshot of the cluster for one placement: live brokers with their load, and
+    the current replicas of every partition. Immutable."""
+
+    brokers: Mapping[int, BrokerLoad] = attrs.field(converter=_brokers)
+    assignments: Mapping[TopicPartition, tuple[int, ...]] = attrs.field(
+        factory=dict, converter=_assignments
+    )
+
+    def topic_assignment(self, topic: str) -> dict[int, tuple[int, ...]]:
+        """``{partition: replicas}`` of ``topic`` (empty for a new topic)."""
+        return {tp.partition: r for tp, r in self.assignments.items() if tp.topic == topic}
+
+    @property
+    def racks(self) -> frozenset[str]:
+        return frozenset(b.rack for b in self.brokers.values() if b.rack is not None)
+
+
+class ReplicaAssignor(abc.ABC):
+    """Places the new partitions of one topic (seed 001's ``ReplicaAssignor``).
+
+    Subclass it and implement :meth:`assign`; load it by name or ``module:Class``
+    (``replica.assignor`` in the admin configuration). Instances must not keep state
+    between calls that changes their answers: the same input gives the same output.
+    """
+
+    #: The name it is configured by.
+    name: ClassVar[str] = ""
+
+    @abc.abstractmethod
+    def assign(
+        self, partitions: NewPartitions, cluster: ClusterView
+    ) -> Mapping[int, tuple[int, ...]]:
+        """``{partition id: replicas}`` for every id in ``partitions.partition_ids``;
+        the first replica is the preferred leader. Raise :class:`ReplicaAssignorError`
+        when no valid placement exists."""
+
+
+def check_assignment(
+    assignor: ReplicaAssignor,
+    partitions: NewPartitions,
+    cluster: ClusterView,
+    assignment: Mapping[int, tuple[int, ...]],
+) -> dict[int, tuple[int, ...]]:
+    """Validate an assignor's answer (every id once, the right replica count, distinct
+    live brokers); ``ReplicaAssignorError`` naming the assignor otherwise."""
+    who = type(assignor).__name__
+    if not isinstance(assignment, Mapping):
+        raise ReplicaAssignorError(f"{who} returned {type(assignment).__name__}, not a mapping")
+    if set(assignment) != set(partitions.partition_ids):
+        raise ReplicaAssignorError(
+            f"{who} placed partitions {sorted(assignment)} of {partitions.topic!r}; "
+            f"expected {sorted(partitions.partition_ids)}"
+        )
+    checked: dict[int, tuple[int, ...]] = {}
+    for partition in partitions.partition_ids:
+        replicas = tuple(assignment[partition])
+        if len(replicas) != partitions.replication_factor:
+            raise ReplicaAssignorError(
+                f"{who} gave {partitions.topic}-{partition} {len(replicas)} replicas; "
+                f"the replication factor is {partitions.replication_factor}"
+            )
+        if len(set(replicas)) != len(replicas):
+            raise ReplicaAssignorError(
+                f"{who} put two replicas of {partitions.topic}-{partition} on one broker: "
+                f"{list(replicas)}"
+            )
+        unknown = [r for r in replicas if r not in cluster.brokers]
+        if unknown:
+            raise ReplicaAssignorError(
+                f"{who} placed {partitions.topic}-{partition} on unknown brokers {unknown}"
+            )
+        checked[partition] = replicas
+    return checked

@@ -1,0 +1,1382 @@
+"""The test cluster's replication model: brokers, partitions, replicas, ISR, leaders.
+
+Sans-I/O and table-driven (docs/admin.md, "The replication test cluster"): a
+:class:`ClusterModel` holds the state of every broker and partition and changes only through
+:meth:`ClusterModel.apply`, which looks the command's type up in one table, and
+:meth:`ClusterModel.advance`, which moves replication forward to a given time. Nothing
+here reads a clock, opens a socket or starts a thread; time is an argument in seconds.
+
+What it models, after Kafka's replication design and its KRaft controller:
+
+- Replica states and partition states with their valid predecessors, one table each;
+  an illegal transition raises :class:`IllegalTransition` (a bug in the model).
+- Assigned replicas (the first one is the preferred leader), the in-sync replica set,
+  the leader and its epoch. The epoch grows by one on every leader change, never
+  otherwise. Leaders are elected from the ISR in replica order; a partition whose ISR
+  has no live member goes offline (leader -1) unless its topic sets
+  ``unclean.leader.election.enable``, and the ISR never becomes empty: a dying last
+  member stays in it, as in Kafka.
+- Followers copy the leader's bytes at their broker's ``replication_bytes_per_s``,
+  shared by the replicas it is copying at once, and no faster than the leader and
+  follower replication throttles (``leader.replication.throttled.rate`` /
+  ``follower.replication.throttled.rate`` for the replicas the topic lists in
+  ``*.replication.throttled.replicas``). A follower that holds every byte of its leader
+  joins the ISR. One byte is one offset in this model.
+- KIP-455 reassignment, as in KRaft: the replicas become target + removing; the
+  reassignment completes once every target replica is in the ISR and some ISR member
+  remains after the removing ones are dropped; a cancel drops the adding replicas; a
+  new target is computed against the current replicas (so adding replicas it leaves out
+  become removing ones).
+- Brokers can be killed (fenced: out of every ISR, leaderships move), paused (still
+  registered, but neither fetching nor serving; its followers leave the ISR after
+  ``replica_lag_time_max_s``) and revived.
+
+Imports the standard library and attrs only.
+"""
+
+from __future__ import annotations
+
+import enum
+import random
+import uuid
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from types import MappingProxyType
+from typing import Any, Final
+
+import attrs
+
+__all__ = [
+    "DEFAULT_TOPIC_CONFIGS",
+    "AlterConfigs",
+    "AlterReassignment",
+    "BrokerSpec",
+    "BrokerState",
+    "BrokerView",
+    "ClusterModel",
+    "ConfigOp",
+    "CreatePartitions",
+    "CreateTopic",
+    "DeleteTopic",
+    "ElectLeader",
+    "IllegalTransition",
+    "KillBroker",
+    "Outcome",
+    "PartitionState",
+    "PartitionView",
+    "PauseBroker",
+    "Produce",
+    "ReplicaState",
+    "ReviveBroker",
+    "SetByteRate",
+    "SetSize",
+]
+
+# Kafka error codes the model answers with (the wire layer passes them on).
+NONE: Final = 0
+UNKNOWN_TOPIC_OR_PARTITION: Final = 3
+LEADER_NOT_AVAILABLE: Final = 5
+REQUEST_TIMED_OUT: Final = 7
+NOT_ENOUGH_REPLICAS: Final = 19
+TOPIC_ALREADY_EXISTS: Final = 36
+INVALID_PARTITIONS: Final = 37
+INVALID_REPLICATION_FACTOR: Final = 38
+INVALID_REPLICA_ASSIGNMENT: Final = 39
+INVALID_CONFIG: Final = 40
+INVALID_REQUEST: Final = 42
+BROKER_NOT_AVAILABLE: Final = 8
+PREFERRED_LEADER_NOT_AVAILABLE: Final = 80
+ELIGIBLE_LEADERS_NOT_AVAILABLE: Final = 83
+ELECTION_NOT_NEEDED: Final = 84
+NO_REASSIGNMENT_IN_PROGRESS: Final = 85
+INVALID_TOPIC_EXCEPTION: Final = 17
+
+NO_LEADER: Final = -1
+UNLIMITED: Final = 2**63 - 1
+
+#: Topic configurations the model knows, with Kafka's defaults.
+DEFAULT_TOPIC_CONFIGS: Final[Mapping[str, str]] = MappingProxyType(
+    {
+        "cleanup.policy": "delete",
+        "retention.ms": "604800000",
+        "retention.bytes": "-1",
+        "min.insync.replicas": "1",
+        "unclean.leader.election.enable": "false",
+        "leader.replication.throttled.replicas": "",
+        "follower.replication.throttled.replicas": "",
+    }
+)
+#: Broker configurations the model knows, with Kafka's defaults.
+DEFAULT_BROKER_CONFIGS: Final[Mapping[str, str]] = MappingProxyType(
+    {
+        "leader.replication.throttled.rate": str(UNLIMITED),
+        "follower.replication.throttled.rate": str(UNLIMITED),
+        "min.insync.replicas": "1",
+        "unclean.leader.election.enable": "false",
+    }
+)
+_LIST_CONFIGS: Final = frozenset(
+    {"leader.replication.throttled.replicas", "follower.replication.throttled.replicas"}
+)
+_INT_CONFIGS: Final = frozenset(
+    {
+        "retention.ms",
+        "retention.bytes",
+        "min.insync.replicas",
+        "leader.replication.throttled.rate",
+        "follower.replication.throttled.rate",
+    }
+)
+_BOOL_CONFIGS: Final = frozenset({"unclean.leader.election.enable"})
+
+RESOURCE_TOPIC: Final = 2
+RESOURCE_BROKER: Final = 4
+
+
+class IllegalTransition(Exception):
+    """A replica or partition was moved to a state its current state cannot reach.
+
+    Raised by the model's own bookkeeping; it means a bug in the model, never bad input.
+    """
+
+
+class BrokerState(enum.Enum):
+    """Liveness of a broker as the test sees it."""
+
+    #: Registered, fetching and serving.
+    ONLINE = "online"
+    #: Registered but stalled (a long GC pause, a frozen VM): fetches nothing, answers
+    #: nothing; the controller has not noticed, so it keeps its leaderships.
+    PAUSED = "paused"
+    #: Gone: fenced by the controller, out of Metadata, out of every ISR.
+    DEAD = "dead"
+
+
+class ReplicaState(enum.Enum):
+    """The life of one replica (Kafka's ``ReplicaStateMachine`` states, condensed)."""
+
+    #: Assigned (by creation or reassignment) but not started yet.
+    NEW = "new"
+    #: Hosted by a live broker: leading, or fetching from the leader.
+    ONLINE = "online"
+    #: Its broker is dead; the replica keeps its bytes for when the broker returns.
+    OFFLINE = "offline"
+    #: Being removed (reassignment done or cancelled, topic deleted).
+    DELETING = "deleting"
+    #: Gone.
+    NON_EXISTENT = "non_existent"
+
+
+class PartitionState(enum.Enum):
+    """The life of one partition (Kafka's ``PartitionStateMachine`` states)."""
+
+    #: Created, no leader elected yet.
+    NEW = "new"
+    #: Has a leader.
+    ONLINE = "online"
+    #: No leader: no live ISR member (and no unclean election allowed).
+    OFFLINE = "offline"
+    #: Deleted.
+    NON_EXISTENT = "non_existent"
+
+
+#: Valid predecessor states of each replica state.
+REPLICA_PREDECESSORS: Final[Mapping[ReplicaState, frozenset[ReplicaState]]] = MappingProxyType(
+    {
+        ReplicaState.NEW: frozenset({ReplicaState.NON_EXISTENT}),
+        ReplicaState.ONLINE: frozenset(
+            {ReplicaState.NEW, ReplicaState.ONLINE, ReplicaState.OFFLINE}
+        ),
+        ReplicaState.OFFLINE: frozenset(
+            {ReplicaState.NEW, ReplicaState.ONLINE, ReplicaState.OFFLINE}
+        ),
+        ReplicaState.DELETING: frozenset(
+            {ReplicaState.NEW, ReplicaState.ONLINE, ReplicaState.OFFLINE}
+        ),
+        ReplicaState.NON_EXISTENT: frozenset({ReplicaState.DELETING}),
+    }
+)
+
+#: Valid predecessor states of each partition state.
+PARTITION_PREDECESSORS: Final[Mapping[PartitionState, frozenset[PartitionState]]] = (
+    MappingProxyType(
+        {
+            PartitionState.NEW: frozenset({PartitionState.NON_EXISTENT}),
+            PartitionState.ONLINE: frozenset(
+                {PartitionState.NEW, PartitionState.ONLINE, PartitionState.OFFLINE}
+            ),
+            PartitionState.OFFLINE: frozenset(
+                {PartitionState.NEW, PartitionState.ONLINE, PartitionState.OFFLINE}
+            ),
+            PartitionState.NON_EXISTENT: frozenset(
+                {PartitionState.NEW, PartitionState.ONLINE, PartitionState.OFFLINE}
+            ),
+        }
+    )
+)
+
+
+# ===================================================================== value types
+
+
+def _node_ids(value: Iterable[int]) -> tuple[int, ...]:
+    return tuple(value)
+
+
+def _optional_node_ids(value: Iterable[int] | None) -> tuple[int, ...] | None:
+    return None if value is None else tuple(value)
+
+
+def _assignment(value: Iterable[Iterable[int]]) -> tuple[tuple[int, ...], ...]:
+    return tuple(tuple(replicas) for replicas in value)
+
+
+def _config_ops(
+    value: Iterable[tuple[str, ConfigOp, str | None]],
+) -> tuple[tuple[str, ConfigOp, str | None], ...]:
+    return tuple((name, ConfigOp(op), item) for name, op, item in value)
+
+
+def _str_map(value: Mapping[str, str]) -> Mapping[str, str]:
+    return MappingProxyType(dict(value))
+
+
+@attrs.frozen(kw_only=True)
+class BrokerSpec:
+    """A broker of the test cluster: id, rack, replication speed and storage size."""
+
+    node_id: int
+    rack: str | None = None
+    #: How fast this broker's followers copy from their leaders, all together.
+    replication_bytes_per_s: float = 64.0 * 1024 * 1024
+    #: Capacity of its one log directory (DescribeLogDirs' TotalBytes).
+    storage_bytes: int = 1 << 40
+
+
+@attrs.frozen(kw_only=True)
+class BrokerView:
+    """A broker's state at one moment."""
+
+    node_id: int
+    rack: str | None
+    state: BrokerState
+    replication_bytes_per_s: float
+    storage_bytes: int
+    used_bytes: int
+
+
+@attrs.frozen(kw_only=True)
+class PartitionView:
+    """A partition's state at one moment (immutable snapshot)."""
+
+    topic: str
+    partition: int
+    state: PartitionState
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+    leader: int
+    leader_epoch: int
+    adding: tuple[int, ...]
+    removing: tuple[int, ...]
+    #: Bytes in the leader's log (the log end offset).
+    size_bytes: int
+    #: Bytes acknowledged to producers with acks=all (never lost by a clean election).
+    acknowledged_bytes: int
+    #: Bytes each replica holds (its log end offset).
+    replica_bytes: Mapping[int, int]
+    replica_states: Mapping[int, ReplicaState]
+    #: Replicas on dead brokers.
+    offline_replicas: tuple[int, ...]
+
+    @property
+    def original_replicas(self) -> tuple[int, ...]:
+        """The replicas before the in-flight reassignment (all of them if none)."""
+        return tuple(r for r in self.replicas if r not in self.adding)
+
+    @property
+    def reassigning(self) -> bool:
+        return bool(self.adding or self.removing)
+
+
+@attrs.frozen(kw_only=True)
+class Outcome:
+    """The answer to a command: a Kafka error code (0: done) and a message."""
+
+    error_code: int = NONE
+    message: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error_code == NONE
+
+
+OK: Final = Outcome()
+
+
+# ----------------------------------------------------------------- commands (inputs)
+
+
+@attrs.frozen(kw_only=True)
+class CreateTopic:
+    """Create a topic with an explicit assignment (partition i -> assignment[i]), or
+    ``num_partitions`` x ``replication_factor`` placed round robin when it is empty."""
+
+    name: str
+    assignment: tuple[tuple[int, ...], ...] = attrs.field(default=(), converter=_assignment)
+    num_partitions: int = -1
+    replication_factor: int = -1
+    configs: Mapping[str, str] = attrs.field(factory=dict, converter=_str_map)
+    validate_only: bool = False
+
+
+@attrs.frozen(kw_only=True)
+class CreatePartitions:
+    """Grow ``topic`` to ``count`` partitions; ``assignment`` lists the new ones
+    (empty: round robin)."""
+
+    topic: str
+    count: int
+    assignment: tuple[tuple[int, ...], ...] = attrs.field(default=(), converter=_assignment)
+    validate_only: bool = False
+
+
+@attrs.frozen(kw_only=True)
+class DeleteTopic:
+    """Delete a topic and every replica of it."""
+
+    name: str
+
+
+@attrs.frozen(kw_only=True)
+class AlterReassignment:
+    """Reassign a partition to ``target``, or cancel its reassignment (None)."""
+
+    topic: str
+    partition: int
+    target: tuple[int, ...] | None = attrs.field(converter=_optional_node_ids)
+
+
+@attrs.frozen(kw_only=True)
+class ElectLeader:
+    """ElectLeaders for one partition: preferred (default) or unclean."""
+
+    topic: str
+    partition: int
+    unclean: bool = False
+
+
+class ConfigOp(enum.IntEnum):
+    """IncrementalAlterConfigs operations (KIP-339)."""
+
+    SET = 0
+    DELETE = 1
+    APPEND = 2
+    SUBTRACT = 3
+
+
+@attrs.frozen(kw_only=True)
+class AlterConfigs:
+    """Change configurations of a topic (``resource_type`` 2) or broker (4; name ""
+    for the cluster-wide default)."""
+
+    resource_type: int
+    name: str
+    ops: tuple[tuple[str, ConfigOp, str | None], ...] = attrs.field(converter=_config_ops)
+    validate_only: bool = False
+
+
+@attrs.frozen(kw_only=True)
+class KillBroker:
+    """The broker dies: fenced, out of every ISR, its leaderships move."""
+
+    node_id: int
+
+
+@attrs.frozen(kw_only=True)
+class PauseBroker:
+    """The broker stalls without the controller noticing."""
+
+    node_id: int
+
+
+@attrs.frozen(kw_only=True)
+class ReviveBroker:
+    """A dead or paused broker comes back with the bytes it had."""
+
+    node_id: int
+
+
+@attrs.frozen(kw_only=True)
+class SetSize:
+    """Set a partition's size: the leader and the in-sync followers that can fetch
+    now hold ``size_bytes`` (existing data, not acknowledged writes)."""
+
+    topic: str
+    partition: int
+    size_bytes: int
+
+
+@attrs.frozen(kw_only=True)
+class Produce:
+    """Append ``num_bytes`` with acks=all: acknowledged (Outcome ok) only when the ISR
+    has at least ``min.insync.replicas`` members and all of them can take it."""
+
+    topic: str
+    partition: int
+    num_bytes: int
+
+
+@attrs.frozen(kw_only=True)
+class SetByteRate:
+    """Change a broker's replication speed."""
+
+    node_id: int
+    replication_bytes_per_s: float
+
+
+Command = (
+    CreateTopic
+    | CreatePartitions
+    | DeleteTopic
+    | AlterReassignment
+    | ElectLeader
+    | AlterConfigs
+    | KillBroker
+    | PauseBroker
+    | ReviveBroker
+    | SetSize
+    | Produce
+    | SetByteRate
+)
+
+
+# ===================================================================== mutable state
+
+
+class _Broker:
+    __slots__ = ("node_id", "paused_at", "rack", "rate", "state", "storage_bytes")
+
+    def __init__(self, spec: BrokerSpec) -> None:
+        self.node_id = spec.node_id
+        self.rack = spec.rack
+        self.rate = float(spec.replication_bytes_per_s)
+        self.storage_bytes = spec.storage_bytes
+        self.state = BrokerState.ONLINE
+        self.paused_at: float | None = None
+
+
+class _Partition:
+    __slots__ = (
+        "acked",
+        "adding",
+        "index",
+        "isr",
+        "leader",
+        "leader_epoch",
+        "removing",
+        "replica_bytes",
+        "replica_states",
+        "replicas",
+        "state",
+        "topic",
+    )
+
+    def __init__(self, topic: str, index: int) -> None:
+        self.topic = topic
+        self.index = index
+        self.state = PartitionState.NON_EXISTENT
+        self.replicas: list[int] = []
+        self.isr: list[int] = []
+        self.leader = NO_LEADER
+        self.leader_epoch = -1
+        self.adding: list[int] = []
+        self.removing: list[int] = []
+        self.replica_bytes: dict[int, int] = {}
+        self.replica_states: dict[int, ReplicaState] = {}
+        self.acked = 0
+
+
+class _Topic:
+    __slots__ = ("configs", "name", "partitions", "topic_id")
+
+    def __init__(self, name: str, topic_id: uuid.UUID, configs: Mapping[str, str]) -> None:
+        self.name = name
+        self.topic_id = topic_id
+        self.configs = dict(configs)
+        self.partitions: list[_Partition] = []
+
+
+Handler = Callable[["ClusterModel", Any], Outcome]
+
+
+class ClusterModel:
+    """The whole cluster's replication state; see the module docstring.
+
+    Not thread-safe: the wire server serialises access with a lock.
+    """
+
+    def __init__(
+        self,
+        brokers: Sequence[BrokerSpec],
+        *,
+        cluster_id: str = "coopconsumer-test-cluster",
+        replica_lag_time_max_s: float = 30.0,
+        seed: int = 0,
+        start: float = 0.0,
+    ) -> None:
+        if not brokers:
+            raise ValueError("a cluster needs at least one broker")
+        ids = [b.node_id for b in brokers]
+        if len(set(ids)) != len(ids):
+            raise ValueError(f"broker ids must be unique: {ids}")
+        if replica_lag_time_max_s <= 0:
+            raise ValueError("replica_lag_time_max_s must be > 0")
+        self.cluster_id = cluster_id
+        self.replica_lag_time_max_s = float(replica_lag_time_max_s)
+        self._brokers = {b.node_id: _Broker(b) for b in sorted(brokers, key=lambda b: b.node_id)}
+        self._topics: dict[str, _Topic] = {}
+        self._broker_configs: dict[str, dict[str, str]] = {"": {}}
+        self._rng = random.Random(seed)
+        self._now = float(start)
+        #: Unclean elections so far (each may lose acknowledged bytes).
+        self.unclean_elections = 0
+
+    # ------------------------------------------------------------------ reading
+
+    @property
+    def now(self) -> float:
+        """The model's time: the latest ``now`` it was given."""
+        return self._now
+
+    @property
+    def controller_id(self) -> int:
+        """The lowest live broker id (-1 when all are dead)."""
+        live = [b for b, broker in self._brokers.items() if broker.state is not BrokerState.DEAD]
+        return min(live) if live else -1
+
+    def brokers(self) -> list[BrokerView]:
+        """Every broker, dead ones included, by id."""
+        used: dict[int, int] = dict.fromkeys(self._brokers, 0)
+        for topic in self._topics.values():
+            for p in topic.partitions:
+                for r in p.replicas:
+                    used[r] += p.replica_bytes.get(r, 0)
+        return [
+            BrokerView(
+                node_id=b.node_id,
+                rack=b.rack,
+                state=b.state,
+                replication_bytes_per_s=b.rate,
+                storage_bytes=b.storage_bytes,
+                used_bytes=used[b.node_id],
+            )
+            for b in self._brokers.values()
+        ]
+
+    def broker_state(self, node_id: int) -> BrokerState:
+        return self._broker(node_id).state
+
+    def topics(self) -> list[str]:
+        return sorted(self._topics)
+
+    def topic_id(self, name: str) -> uuid.UUID | None:
+        topic = self._topics.get(name)
+        return None if topic is None else topic.topic_id
+
+    def topic_configs(self, name: str) -> dict[str, str]:
+        """Explicitly set configurations of a topic (KeyError if unknown)."""
+        return dict(self._topics[name].configs)
+
+    def broker_configs(self, name: str) -> dict[str, str]:
+        """Explicitly set configurations of broker ``name`` ("" = cluster default)."""
+        return dict(self._broker_configs.get(name, {}))
+
+    def partitions(self, topic: str) -> list[PartitionView]:
+        """The partitions of ``topic`` (KeyError if unknown)."""
+        return [self._view(p) for p in self._topics[topic].partitions]
+
+    def partition(self, topic: str, index: int) -> PartitionView:
+        return self._view(self._topics[topic].partitions[index])
+
+    def all_partitions(self) -> list[PartitionView]:
+        return [self._view(p) for t in sorted(self._topics) for p in self._topics[t].partitions]
+
+    def topic_config(self, topic: str, key: str) -> str:
+        """A topic configuration's effective value (topic, then cluster default)."""
+        configs = self._topics[topic].configs
+        if key in configs:
+            return configs[key]
+        cluster = self._broker_configs[""]
+        if key in cluster:
+            return cluster[key]
+        return DEFAULT_TOPIC_CONFIGS.get(key, DEFAULT_BROKER_CONFIGS.get(key, ""))
+
+    def broker_config(self, node_id: int, key: str) -> str:
+        """A broker configuration's effective value (broker, cluster default, default)."""
+        for scope in (str(node_id), ""):
+            value = self._broker_configs.get(scope, {}).get(key)
+            if value is not None:
+                return value
+        return DEFAULT_BROKER_CONFIGS.get(key, "")
+
+    # ------------------------------------------------------------------ changing
+
+    def apply(self, command: Command, now: float) -> Outcome:
+        """Advance to ``now``, then carry out ``command`` through the handler table.
+
+        Returns the outcome (error code and message); bad input is an outcome, never an
+        exception. Raises ``TypeError`` for an object that is not a command.
+        """
+        handler = _HANDLERS.get(type(command))
+        if handler is None:
+            raise TypeError(f"not a cluster command: {command!r}")
+        self.advance(now)
+        return handler(self, command)
+
+    def advance(self, now: float) -> None:
+        """Move replication forward to ``now`` (seconds; must not go backwards).
+
+        Steps from event to event (a follower catching up, a paused broker's followers
+        expiring from the ISR), so the result does not depend on how often it is called.
+        """
+        if now < self._now:
+            raise ValueError(f"time went backwards: {now} < {self._now}")
+        while True:
+            self._expire_paused_followers()
+            self._expand_isrs()
+            if self._now >= now:
+                return
+            rates = {key: rate for key, rate in self._replication_rates().items() if rate > 0}
+            step = now - self._now
+            for (p, replica), rate in rates.items():
+                step = min(step, (self._leader_bytes(p) - p.replica_bytes[replica]) / rate)
+            deadline = self._next_pause_expiry()
+            if deadline is not None:
+                step = min(step, deadline - self._now)
+            for (p, replica), rate in rates.items():
+                target = self._leader_bytes(p)
+                got = p.replica_bytes[replica] + rate * step
+                # Float steps must not leave a replica a hair short of its leader.
+                p.replica_bytes[replica] = target if got >= target - 1e-6 else int(got)
+            self._now = now if self._now + step >= now else self._now + step
+
+    # ------------------------------------------------------------------ handlers
+
+    def _create_topic(self, cmd: CreateTopic) -> Outcome:
+        error = _check_topic_name(cmd.name)
+        if error is not None:
+            return error
+        if cmd.name in self._topics:
+            return Outcome(
+                error_code=TOPIC_ALREADY_EXISTS, message=f"Topic '{cmd.name}' already exists."
+            )
+        config_error = _check_configs(cmd.configs, RESOURCE_TOPIC)
+        if config_error is not None:
+            return config_error
+        if cmd.assignment:
+            if cmd.num_partitions != -1 or cmd.replication_factor != -1:
+                return Outcome(
+                    error_code=INVALID_REQUEST,
+                    message="Both numPartitions or replicationFactor and replicasAssignments "
+                    "were set. Both cannot be used at the same time.",
+                )
+            assignment = cmd.assignment
+        else:
+            placed = self._round_robin(cmd.num_partitions, cmd.replication_factor, 0)
+            if isinstance(placed, Outcome):
+                return placed
+            assignment = placed
+        error = self._check_assignment(assignment, None, require_active=True)
+        if error is not None:
+            return error
+        if cmd.validate_only:
+            return OK
+        topic = _Topic(cmd.name, uuid.UUID(int=self._rng.getrandbits(128)), cmd.configs)
+        self._topics[cmd.name] = topic
+        for replicas in assignment:
+            self._new_partition(topic, replicas)
+        return OK
+
+    def _create_partitions(self, cmd: CreatePartitions) -> Outcome:
+        topic = self._topics.get(cmd.topic)
+        if topic is None:
+            return _unknown_topic(cmd.topic)
+        current = len(topic.partitions)
+        if cmd.count <= current:
+            return Outcome(
+                error_code=INVALID_PARTITIONS,
+                message=f"The topic {cmd.topic} currently has {current} partition(s); "
+                f"{cmd.count} would not be an increase.",
+            )
+        rf = len(topic.partitions[0].replicas) if topic.partitions else 1
+        if cmd.assignment:
+            if len(cmd.assignment) != cmd.count - current:
+                return Outcome(
+                    error_code=INVALID_REPLICA_ASSIGNMENT,
+                    message=f"Attempted to add {cmd.count - current} additional partition(s), "
+                    f"but only {len(cmd.assignment)} assignment(s) were specified.",
+                )
+            assignment = cmd.assignment
+        else:
+            placed = self._round_robin(cmd.count - current, rf, current)
+            if isinstance(placed, Outcome):
+                return placed
+            assignment = placed
+        error = self._check_assignment(assignment, rf, require_active=True)
+        if error is not None:
+            return error
+        if not cmd.validate_only:
+            for replicas in assignment:
+                self._new_partition(topic, replicas)
+        return OK
+
+    def _delete_topic(self, cmd: DeleteTopic) -> Outcome:
+        topic = self._topics.pop(cmd.name, None)
+        if topic is None:
+            return _unknown_topic(cmd.name)
+        for p in topic.partitions:
+            for r in list(p.replica_states):
+                self._replica_to(p, r, ReplicaState.DELETING)
+                self._replica_to(p, r, ReplicaState.NON_EXISTENT)
+            self._partition_to(p, PartitionState.NON_EXISTENT)
+        return OK
+
+    def _alter_reassignment(self, cmd: AlterReassignment) -> Outcome:
+        p = self._find(cmd.topic, cmd.partition)
+        if isinstance(p, Outcome):
+            return p
+        if cmd.target is None:
+            if not (p.adding or p.removing):
+                return Outcome(
+                    error_code=NO_REASSIGNMENT_IN_PROGRESS,
+                    message=f"No ongoing reassignment for {cmd.topic}-{cmd.partition}.",
+                )
+            self._cancel_reassignment(p)
+            return OK
+        error = self._check_assignment((cmd.target,), None, require_active=False)
+        if error is not None:
+            return error
+        current = list(p.replicas)
+        target = list(cmd.target)
+        removing = [r for r in current if r not in target]
+        adding = [r for r in target if r not in current]
+        p.replicas = target + removing
+        p.adding = adding
+        p.removing = removing
+        for r in adding:
+            self._start_replica(p, r, 0)
+        for r in list(p.replica_states):
+            if r not in p.replicas:
+                # A replica the previous target added and this one drops.
+                self._drop_replica(p, r)
+        self._maybe_complete_reassignment(p)
+        return OK
+
+    def _elect_leader(self, cmd: ElectLeader) -> Outcome:
+        p = self._find(cmd.topic, cmd.partition)
+        if isinstance(p, Outcome):
+            return p
+        if cmd.unclean:
+            if p.leader != NO_LEADER:
+                return Outcome(
+                    error_code=ELECTION_NOT_NEEDED, message="Leader election not needed."
+                )
+            if not self._elect(p, allow_unclean=True):
+                return Outcome(
+                    error_code=ELIGIBLE_LEADERS_NOT_AVAILABLE,
+                    message=f"No live replica can lead {cmd.topic}-{cmd.partition}.",
+                )
+            return OK
+        preferred = p.replicas[0]
+        if p.leader == preferred:
+            return Outcome(error_code=ELECTION_NOT_NEEDED, message="Leader election not needed.")
+        if preferred not in p.isr or not self._alive(preferred):
+            return Outcome(
+                error_code=PREFERRED_LEADER_NOT_AVAILABLE,
+                message=f"Failed to elect leader for partition {cmd.topic}-{cmd.partition} "
+                "under strategy PreferredReplicaPartitionLeaderElectionStrategy",
+            )
+        self._set_leader(p, preferred)
+        return OK
+
+    def _alter_configs(self, cmd: AlterConfigs) -> Outcome:
+        if cmd.resource_type == RESOURCE_TOPIC:
+            topic = self._topics.get(cmd.name)
+            if topic is None:
+                return _unknown_topic(cmd.name)
+            configs = dict(topic.configs)
+        elif cmd.resource_type == RESOURCE_BROKER:
+            if cmd.name and (not cmd.name.isdigit() or int(cmd.name) not in self._brokers):
+                return Outcome(error_code=INVALID_REQUEST, message=f"Unknown broker {cmd.name!r}")
+            configs = dict(self._broker_configs.get(cmd.name, {}))
+        else:
+            return Outcome(
+                error_code=INVALID_REQUEST,
+                message=f"Unsupported resource type {cmd.resource_type}",
+            )
+        for name, op, value in cmd.ops:
+            current = configs.get(name, "")
+            if op is ConfigOp.SET:
+                if value is None:
+                    return Outcome(error_code=INVALID_REQUEST, message=f"Null value for {name}")
+                configs[name] = value
+            elif op is ConfigOp.DELETE:
+                configs.pop(name, None)
+            elif name not in _LIST_CONFIGS:
+                return Outcome(
+                    error_code=INVALID_CONFIG,
+                    message=f"Config value append/subtract is not allowed for config key {name}",
+                )
+            else:
+                items = [i for i in current.split(",") if i]
+                extra = [i.strip() for i in (value or "").split(",") if i.strip()]
+                if op is ConfigOp.APPEND:
+                    items += [i for i in extra if i not in items]
+                else:
+                    items = [i for i in items if i not in extra]
+                configs[name] = ",".join(items)
+        error = _check_configs(configs, cmd.resource_type)
+        if error is not None:
+            return error
+        if cmd.validate_only:
+            return OK
+        if cmd.resource_type == RESOURCE_TOPIC:
+            self._topics[cmd.name].configs = configs
+        else:
+            self._broker_configs[cmd.name] = configs
+        # A lowered throttle or min ISR changes nothing at once; the next advance uses it.
+        return OK
+
+    def _kill_broker(self, cmd: KillBroker) -> Outcome:
+        broker = self._brokers.get(cmd.node_id)
+        if broker is None:
+            return _unknown_broker(cmd.node_id)
+        if broker.state is BrokerState.DEAD:
+            return OK
+        broker.state = BrokerState.DEAD
+        broker.paused_at = None
+        for p in self._hosted_by(cmd.node_id):
+            self._replica_to(p, cmd.node_id, ReplicaState.OFFLINE)
+            if cmd.node_id in p.isr and len(p.isr) > 1:
+                p.isr.remove(cmd.node_id)
+            if p.leader == cmd.node_id:
+                self._elect(p, allow_unclean=self._unclean_allowed(p))
+        return OK
+
+    def _pause_broker(self, cmd: PauseBroker) -> Outcome:
+        broker = self._brokers.get(cmd.node_id)
+        if broker is None:
+            return _unknown_broker(cmd.node_id)
+        if broker.state is BrokerState.DEAD:
+            return Outcome(error_code=BROKER_NOT_AVAILABLE, message="a dead broker cannot pause")
+        if broker.state is BrokerState.ONLINE:
+            broker.state = BrokerState.PAUSED
+            broker.paused_at = self._now
+        return OK
+
+    def _revive_broker(self, cmd: ReviveBroker) -> Outcome:
+        broker = self._brokers.get(cmd.node_id)
+        if broker is None:
+            return _unknown_broker(cmd.node_id)
+        was = broker.state
+        broker.state = BrokerState.ONLINE
+        broker.paused_at = None
+        if was is not BrokerState.DEAD:
+            return OK
+        for p in self._hosted_by(cmd.node_id):
+            self._replica_to(p, cmd.node_id, ReplicaState.ONLINE)
+            if p.leader == NO_LEADER:
+                self._elect(p, allow_unclean=self._unclean_allowed(p))
+            elif p.leader != cmd.node_id:
+                # A replica that led before an unclean election may hold bytes the new
+                # leader never had: it truncates to the leader's log.
+                leader_bytes = p.replica_bytes[p.leader]
+                if p.replica_bytes[cmd.node_id] > leader_bytes:
+                    p.replica_bytes[cmd.node_id] = leader_bytes
+        self._expand_isrs()
+        return OK
+
+    def _set_size(self, cmd: SetSize) -> Outcome:
+        p = self._find(cmd.topic, cmd.partition)
+        if isinstance(p, Outcome):
+            return p
+        if cmd.size_bytes < 0:
+            return Outcome(error_code=INVALID_REQUEST, message="size_bytes must be >= 0")
+        if p.leader == NO_LEADER:
+            return Outcome(error_code=LEADER_NOT_AVAILABLE, message="the partition is offline")
+        for r in p.isr:
+            if r == p.leader or self._fetching(r):
+                p.replica_bytes[r] = cmd.size_bytes
+        p.acked = min(p.acked, cmd.size_bytes)
+        return OK
+
+    def _produce(self, cmd: Produce) -> Outcome:
+        p = self._find(cmd.topic, cmd.partition)
+        if isinstance(p, Outcome):
+            return p
+        if cmd.num_bytes <= 0:
+            return Outcome(error_code=INVALID_REQUEST, message="num_bytes must be > 0")
+        if p.leader == NO_LEADER:
+            return Outcome(error_code=LEADER_NOT_AVAILABLE, message="the partition is offline")
+        if self._brokers[p.leader].state is not BrokerState.ONLINE:
+            return Outcome(error_code=REQUEST_TIMED_OUT, message="the leader does not answer")
+        min_isr = int(self.topic_config(p.topic, "min.insync.replicas"))
+        if len(p.isr) < min_isr:
+            return Outcome(
+                error_code=NOT_ENOUGH_REPLICAS,
+                message=f"The size of the current ISR {p.isr} is insufficient to satisfy "
+                f"the min.isr requirement of {min_isr}",
+            )
+        end = p.replica_bytes[p.leader] + cmd.num_bytes
+        p.replica_bytes[p.leader] = end
+        lagging = False
+        for r in p.isr:
+            if r == p.leader:
+                continue
+            if self._fetching(r):
+                p.replica_bytes[r] = end
+            else:
+                lagging = True
+        if lagging:
+            return Outcome(error_code=REQUEST_TIMED_OUT, message="an ISR member did not fetch")
+        p.acked = end
+        return OK
+
+    def _set_byte_rate(self, cmd: SetByteRate) -> Outcome:
+        broker = self._brokers.get(cmd.node_id)
+        if broker is None:
+            return _unknown_broker(cmd.node_id)
+        if cmd.replication_bytes_per_s < 0:
+            return Outcome(error_code=INVALID_REQUEST, message="the rate must be >= 0")
+        broker.rate = float(cmd.replication_bytes_per_s)
+        return OK
+
+    # ------------------------------------------------------------------ internals
+
+    def _broker(self, node_id: int) -> _Broker:
+        broker = self._brokers.get(node_id)
+        if broker is None:
+            raise KeyError(f"no broker {node_id}")
+        return broker
+
+    def _alive(self, node_id: int) -> bool:
+        broker = self._brokers.get(node_id)
+        return broker is not None and broker.state is not BrokerState.DEAD
+
+    def _fetching(self, node_id: int) -> bool:
+        return self._brokers[node_id].state is BrokerState.ONLINE
+
+    def _unclean_allowed(self, p: _Partition) -> bool:
+        return self.topic_config(p.topic, "unclean.leader.election.enable").lower() == "true"
+
+    def _find(self, topic: str, index: int) -> _Partition | Outcome:
+        t = self._topics.get(topic)
+        if t is None or not 0 <= index < len(t.partitions):
+            return _unknown_topic(f"{topic}-{index}")
+        return t.partitions[index]
+
+    def _hosted_by(self, node_id: int) -> list[_Partition]:
+        return [
+            p for t in self._topics.values() for p in t.partitions if node_id in p.replica_states
+        ]
+
+    def _view(self, p: _Partition) -> PartitionView:
+        return PartitionView(
+            topic=p.topic,
+            partition=p.index,
+            state=p.state,
+            replicas=tuple(p.replicas),
+            isr=tuple(p.isr),
+            leader=p.leader,
+            leader_epoch=p.leader_epoch,
+            adding=tuple(p.adding),
+            removing=tuple(p.removing),
+            size_bytes=self._leader_bytes(p),
+            acknowledged_bytes=p.acked,
+            replica_bytes=MappingProxyType({r: p.replica_bytes[r] for r in p.replicas}),
+            replica_states=MappingProxyType({r: p.replica_states[r] for r in p.replicas}),
+            offline_replicas=tuple(r for r in p.replicas if not self._alive(r)),
+        )
+
+    def _leader_bytes(self, p: _Partition) -> int:
+        if p.leader != NO_LEADER:
+            return p.replica_bytes[p.leader]
+        return max((p.replica_bytes[r] for r in p.isr), default=0)
+
+    def _replica_to(self, p: _Partition, replica: int, state: ReplicaState) -> None:
+        current = p.replica_states.get(replica, ReplicaState.NON_EXISTENT)
+        if current not in REPLICA_PREDECESSORS[state]:
+            raise IllegalTransition(
+                f"replica {replica} of {p.topic}-{p.index}: {current.name} -> {state.name}"
+            )
+        if state is ReplicaState.NON_EXISTENT:
+            p.replica_states.pop(replica, None)
+            p.replica_bytes.pop(replica, None)
+        else:
+            p.replica_states[replica] = state
+
+    def _partition_to(self, p: _Partition, state: PartitionState) -> None:
+        if p.state not in PARTITION_PREDECESSORS[state]:
+            raise IllegalTransition(
+                f"partition {p.topic}-{p.index}: {p.state.name} -> {state.name}"
+            )
+        p.state = state
+
+    def _start_replica(self, p: _Partition, replica: int, size: int) -> None:
+        self._replica_to(p, replica, ReplicaState.NEW)
+        p.replica_bytes[replica] = size
+        self._replica_to(
+            p, replica, ReplicaState.ONLINE if self._alive(replica) else ReplicaState.OFFLINE
+        )
+
+    def _drop_replica(self, p: _Partition, replica: int) -> None:
+        self._replica_to(p, replica, ReplicaState.DELETING)
+        self._replica_to(p, replica, ReplicaState.NON_EXISTENT)
+
+    def _new_partition(self, topic: _Topic, replicas: Sequence[int]) -> None:
+        p = _Partition(topic.name, len(topic.partitions))
+        self._partition_to(p, PartitionState.NEW)
+        p.replicas = list(replicas)
+        for r in replicas:
+            self._start_replica(p, r, 0)
+        p.isr = [r for r in replicas if self._alive(r)]
+        topic.partitions.append(p)
+        self._elect(p, allow_unclean=False)
+
+    def _set_leader(self, p: _Partition, leader: int) -> None:
+        if leader == p.leader and p.state is not PartitionState.NEW:
+            return
+        p.leader = leader
+        p.leader_epoch += 1
+        self._partition_to(
+            p, PartitionState.OFFLINE if leader == NO_LEADER else PartitionState.ONLINE
+        )
+
+    def _elect(self, p: _Partition, *, allow_unclean: bool) -> bool:
+        """Give ``p`` a leader: the first live ISR member in replica order; failing that
+        (and only when allowed) the first live replica, unclean. Returns whether a
+        leader was found; without one the partition goes offline."""
+        for r in p.replicas:
+            if r in p.isr and self._alive(r) and r not in p.removing:
+                self._set_leader(p, r)
+                return True
+        for r in p.replicas:
+            if r in p.isr and self._alive(r):
+                self._set_leader(p, r)
+                return True
+        if allow_unclean:
+            for r in p.replicas:
+                if self._alive(r):
+                    self.unclean_elections += 1
+                    p.isr = [r]
+                    self._set_leader(p, r)
+                    p.acked = min(p.acked, p.replica_bytes[r])
+                    for other in p.replicas:
+                        if p.replica_bytes[other] > p.replica_bytes[r]:
+                            p.replica_bytes[other] = p.replica_bytes[r]
+                    return True
+        self._set_leader(p, NO_LEADER)
+        return False
+
+    def _round_robin(
+        self, count: int, rf: int, first_partition: int
+    ) -> tuple[tuple[int, ...], ...] | Outcome:
+        """The broker's own placement when a request brings no assignment: plain round
+        robin over live brokers (the client-side assignors are what is under test)."""
+        live = [b for b, broker in self._brokers.items() if broker.state is not BrokerState.DEAD]
+        if count == -1:
+            count = 1
+        if rf == -1:
+            rf = min(len(live), 1)
+        if count <= 0:
+            return Outcome(
+                error_code=INVALID_PARTITIONS, message="Number of partitions must be > 0"
+            )
+        if rf <= 0:
+            return Outcome(
+                error_code=INVALID_REPLICATION_FACTOR, message="Replication factor must be > 0"
+            )
+        if rf > len(live):
+            return Outcome(
+                error_code=INVALID_REPLICATION_FACTOR,
+                message=f"Unable to replicate the partition {rf} time(s): The target "
+                f"replication factor of {rf} cannot be reached because only {len(live)} "
+                "broker(s) are registered.",
+            )
+        return tuple(
+            tuple(live[(first_partition + i + k) % len(live)] for k in range(rf))
+            for i in range(count)
+        )
+
+    def _check_assignment(
+        self, assignment: Sequence[Sequence[int]], rf: int | None, *, require_active: bool
+    ) -> Outcome | None:
+        for i, replicas in enumerate(assignment):
+            if not replicas:
+                return Outcome(
+                    error_code=INVALID_REPLICA_ASSIGNMENT,
+                    message="The manual partition assignment includes an empty replica list.",
+                )
+            if len(set(replicas)) != len(replicas):
+                return Outcome(
+                    error_code=INVALID_REPLICA_ASSIGNMENT,
+                    message=f"The manual partition assignment {list(replicas)} includes a "
+                    "broker more than once.",
+                )
+            for r in replicas:
+                if r not in self._brokers:
+                    return Outcome(
+                        error_code=INVALID_REPLICA_ASSIGNMENT,
+                        message=f"The manual partition assignment includes broker {r}, but "
+                        "no such broker is registered.",
+                    )
+            if rf is not None and len(replicas) != rf:
+                return Outcome(
+                    error_code=INVALID_REPLICA_ASSIGNMENT,
+                    message=f"The manual partition assignment includes a partition with "
+                    f"{len(replicas)} replica(s), but this is not consistent with previous "
+                    f"partitions, which have {rf} replica(s).",
+                )
+            rf = len(replicas)
+            if require_active and not any(self._alive(r) for r in replicas):
+                return Outcome(
+                    error_code=INVALID_REPLICA_ASSIGNMENT,
+                    message=f"All brokers specified in the manual partition assignment for "
+                    f"partition {i} are fenced or in controlled shutdown.",
+                )
+        return None
+
+    def _cancel_reassignment(self, p: _Partition) -> None:
+        original = [r for r in p.replicas if r not in p.adding]
+        isr = [r for r in p.isr if r not in p.adding]
+        adding = list(p.adding)
+        p.replicas = original
+        p.adding = []
+        p.removing = []
+        if not isr:
+            # Every in-sync replica was a new one (KRaft's revert does the same): the
+            # first original replica is put back, an unclean choice.
+            isr = [original[0]]
+            self.unclean_elections += 1
+            p.acked = min(p.acked, p.replica_bytes[original[0]])
+        p.isr = isr
+        if p.leader not in original or p.leader not in isr:
+            self._elect(p, allow_unclean=False)
+        for r in adding:
+            self._drop_replica(p, r)
+
+    def _maybe_complete_reassignment(self, p: _Partition) -> None:
+        if not (p.adding or p.removing):
+            return
+        target_isr = [r for r in p.isr if r not in p.removing]
+        target_replicas = [r for r in p.replicas if r not in p.removing]
+        if not target_isr or not target_replicas:
+            return
+        if not set(target_replicas) <= set(target_isr):
+            return
+        removing = list(p.removing)
+        p.replicas = target_replicas
+        p.isr = target_isr
+        p.adding = []
+        p.removing = []
+        if p.leader not in p.replicas or not self._alive(p.leader):
+            self._elect(p, allow_unclean=False)
+        for r in removing:
+            self._drop_replica(p, r)
+
+    def _replication_rates(self) -> dict[tuple[_Partition, int], float]:
+        """Bytes per second each lagging follower copies right now."""
+        lagging: list[tuple[_Partition, int, bool, bool]] = []
+        for t in self._topics.values():
+            leader_throttled = _throttled_set(
+                t.configs.get("leader.replication.throttled.replicas")
+            )
+            follower_throttled = _throttled_set(
+                t.configs.get("follower.replication.throttled.replicas")
+            )
+            for p in t.partitions:
+                if p.leader == NO_LEADER or not self._fetching(p.leader):
+                    continue
+                leader_bytes = p.replica_bytes[p.leader]
+                for r in p.replicas:
+                    if r == p.leader or not self._fetching(r):
+                        continue
+                    if p.replica_bytes[r] >= leader_bytes:
+                        continue
+                    lagging.append(
+                        (
+                            p,
+                            r,
+                            _is_throttled(leader_throttled, p.index, p.leader),
+                            _is_throttled(follower_throttled, p.index, r),
+                        )
+                    )
+        per_follower: dict[int, int] = {}
+        throttled_follower: dict[int, int] = {}
+        throttled_leader: dict[int, int] = {}
+        for p, r, lt, ft in lagging:
+            per_follower[r] = per_follower.get(r, 0) + 1
+            if ft:
+                throttled_follower[r] = throttled_follower.get(r, 0) + 1
+            if lt:
+                throttled_leader[p.leader] = throttled_leader.get(p.leader, 0) + 1
+        rates: dict[tuple[_Partition, int], float] = {}
+        for p, r, lt, ft in lagging:
+            rate = self._brokers[r].rate / per_follower[r]
+            if ft:
+                cap = int(self.broker_config(r, "follower.replication.throttled.rate"))
+                rate = min(rate, cap / throttled_follower[r])
+            if lt:
+                cap = int(self.broker_config(p.leader, "leader.replication.throttled.rate"))
+                rate = min(rate, cap / throttled_leader[p.leader])
+            rates[(p, r)] = rate
+        return rates
+
+    def _next_pause_expiry(self) -> float | None:
+        expiries = [
+            b.paused_at + self.replica_lag_time_max_s
+            for b in self._brokers.values()
+            if b.state is BrokerState.PAUSED and b.paused_at is not None
+        ]
+        future = [e for e in expiries if e > self._now]
+        return min(future) if future else None
+
+    def _expire_paused_followers(self) -> None:
+        for broker in self._brokers.values():
+            if broker.state is not BrokerState.PAUSED or broker.paused_at is None:
+                continue
+            if self._now < broker.paused_at + self.replica_lag_time_max_s:
+                continue
+            for p in self._hosted_by(broker.node_id):
+                # The leader shrinks the ISR; a paused leader cannot, and the last
+                # member never leaves.
+                if (
+                    p.leader != broker.node_id
+                    and p.leader != NO_LEADER
+                    and self._fetching(p.leader)
+                    and broker.node_id in p.isr
+                    and len(p.isr) > 1
+                ):
+                    p.isr.remove(broker.node_id)
+
+    def _expand_isrs(self) -> None:
+        for t in self._topics.values():
+            for p in t.partitions:
+                if p.leader == NO_LEADER or not self._fetching(p.leader):
+                    self._maybe_complete_reassignment(p)
+                    continue
+                leader_bytes = p.replica_bytes[p.leader]
+                for r in p.replicas:
+                    if r not in p.isr and self._fetching(r) and p.replica_bytes[r] >= leader_bytes:
+                        p.isr.append(r)
+                self._maybe_complete_reassignment(p)
+
+
+_HANDLERS: Final[Mapping[type, Handler]] = MappingProxyType(
+    {
+        CreateTopic: ClusterModel._create_topic,
+        CreatePartitions: ClusterModel._create_partitions,
+        DeleteTopic: ClusterModel._delete_topic,
+        AlterReassignment: ClusterModel._alter_reassignment,
+        ElectLeader: ClusterModel._elect_leader,
+        AlterConfigs: ClusterModel._alter_configs,
+        KillBroker: ClusterModel._kill_broker,
+        PauseBroker: ClusterModel._pause_broker,
+        ReviveBroker: ClusterModel._revive_broker,
+        SetSize: ClusterModel._set_size,
+        Produce: ClusterModel._produce,
+        SetByteRate: ClusterModel._set_byte_rate,
+    }
+)
+
+#: Every command type, for tests that check the table is complete.
+COMMAND_TYPES: Final = tuple(_HANDLERS)
+
+
+def _unknown_topic(what: str) -> Outcome:
+    return Outcome(
+        error_code=UNKNOWN_TOPIC_OR_PARTITION,
+        message=f"This server does not host this topic-partition: {what}",
+    )
+
+
+def _unknown_broker(node_id: int) -> Outcome:
+    return Outcome(error_code=BROKER_NOT_AVAILABLE, message=f"no broker {node_id}")
+
+
+def _check_topic_name(name: str) -> Outcome | None:
+    if (
+        not name
+        or len(name) > 249
+        or name in (".", "..")
+        or any(not (c.isascii() and (c.isalnum() or c in "._-")) for c in name)
+    ):
+        return Outcome(
+            error_code=INVALID_TOPIC_EXCEPTION,
+            message=f"Topic name {name!r} is illegal: use 1-249 of [a-zA-Z0-9._-].",
+        )
+    return None
+
+
+def _check_configs(configs: Mapping[str, str], resource_type: int) -> Outcome | None:
+    known = DEFAULT_TOPIC_CONFIGS if resource_type == RESOURCE_TOPIC else DEFAULT_BROKER_CONFIGS
+    for name, value in configs.items():
+        if name not in known:
+            return Outcome(error_code=INVALID_CONFIG, message=f"Unknown config {name!r}")
+        if name in _INT_CONFIGS:
+            try:
+                number = int(value)
+            except ValueError:
+                return Outcome(
+                    error_code=INVALID_CONFIG,
+                    message=f"Invalid value {value} for configuration {name}: Not a number "
+                    "of type LONG",
+                )
+            if name == "min.insync.replicas" and number < 1:
+                return Outcome(
+                    error_code=INVALID_CONFIG,
+                    message=f"Invalid value {value} for configuration {name}: Value must be "
+                    "at least 1",
+                )
+            if name.endswith("throttled.rate") and number < 0:
+                return Outcome(
+                    error_code=INVALID_CONFIG,
+                    message=f"Invalid value {value} for configuration {name}: Value must be "
+                    "at least 0",
+                )
+        elif name in _BOOL_CONFIGS and value.lower() not in ("true", "false"):
+            return Outcome(
+                error_code=INVALID_CONFIG,
+                message=f"Invalid value {value} for configuration {name}: Expected value "
+                "to be either true or false",
+            )
+        elif name in _LIST_CONFIGS and value not in ("", "*"):
+            for item in value.split(","):
+                part, sep, broker = item.strip().partition(":")
+                if not (sep and part.isdigit() and broker.isdigit()):
+                    return Outcome(
+                        error_code=INVALID_CONFIG,
+                        message=f"Invalid value {value} for configuration {name}: must be "
+                        "'*' or a list of partition:broker pairs",
+                    )
+    return None
+
+
+def _throttled_set(value: str | None) -> frozenset[tuple[int, int]] | None:
+    """None: nothing throttled; an empty set: everything ('*')."""
+    if not value:
+        return None
+    if value.strip() == "*":
+        return frozenset()
+    pairs = set()
+    for item in value.split(","):
+        part, _, broker = item.strip().partition(":")
+        pairs.add((int(part), int(broker)))
+    return frozenset(pairs)
+
+
+def _is_throttled(
+    throttled: frozenset[tuple[int, int]] | None, partition: int, broker: int
+) -> bool:
+    if throttled is None:
+        return False
+    return not throttled or (partition, broker) in throttled

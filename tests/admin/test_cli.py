@@ -1,0 +1,126 @@
+"""``coopconsumer topics create|describe`` and ``coopconsumer cluster describe``."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from coopconsumer.__main__ import main
+from coopconsumer.admin._cli import format_table
+from coopconsumer.testing import ReplicationCluster, replication_cluster
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def cluster() -> Iterator[ReplicationCluster]:
+    with replication_cluster(3, racks=["a", "b", "c"], manual_clock=True) as c:
+        yield c
+
+
+def test_format_table() -> None:
+    assert format_table(("A", "LONGER"), [(1, (2, 3)), ("xyz", None)]).splitlines() == [
+        "A    LONGER",
+        "---  ------",
+        "1    2,3",
+        "xyz  -",
+    ]
+
+
+def test_topics_create_then_describe(
+    cluster: ReplicationCluster, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    properties = tmp_path / "admin.properties"
+    properties.write_text("# Kafka tools' format\nclient.id = ops-cli\nretry.backoff.ms=20\n")
+    status = main(
+        [
+            "topics",
+            "create",
+            "--bootstrap-server",
+            cluster.bootstrap,
+            "--command-config",
+            str(properties),
+            "--topic",
+            "orders",
+            "--partitions",
+            "3",
+            "--replication-factor",
+            "2",
+            "--config",
+            "retention.ms=1000",
+            "--replica-assignor",
+            "balanced",
+        ]
+    )
+    out = capsys.readouterr().out
+    assert status == 0
+    assert "Created topic orders with 3 partition(s) placed by balanced:" in out
+    assert out.splitlines()[1].split() == ["PARTITION", "LEADER", "REPLICAS"]
+    assert [p.replicas for p in cluster.partitions("orders")] == [
+        tuple(int(b) for b in line.split()[2].split(",")) for line in out.splitlines()[3:]
+    ]
+    cluster.kill_broker(cluster.partition("orders", 0).leader)
+    assert main(["topics", "describe", "--bootstrap-server", cluster.bootstrap]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == [
+        "TOPIC",
+        "PARTITION",
+        "LEADER",
+        "EPOCH",
+        "REPLICAS",
+        "ISR",
+        "OFFLINE",
+    ]
+    first = lines[2].split()
+    assert (first[0], first[1], first[3]) == ("orders", "0", "1")  # a new leader, epoch 1
+    assert first[6] != "-"  # the dead broker is listed offline
+
+
+def test_topics_errors_exit_1(
+    cluster: ReplicationCluster, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cluster.create_topic("orders", [[1]])
+    args = ["topics", "create", "--bootstrap-server", cluster.bootstrap, "--topic", "orders"]
+    assert main(args) == 1
+    assert "TOPIC_ALREADY_EXISTS" in capsys.readouterr().err
+    args = ["topics", "describe", "--bootstrap-server", cluster.bootstrap, "--topic", "nope"]
+    assert main(args) == 1
+    assert "nope" in capsys.readouterr().err
+    args = [
+        "topics",
+        "create",
+        "--bootstrap-server",
+        cluster.bootstrap,
+        "--topic",
+        "x",
+        "--replication-factor",
+        "4",
+    ]
+    assert main(args) == 1
+    assert "larger than available brokers" in capsys.readouterr().err
+    bad = ["topics", "describe", "--bootstrap-server", "h:1", "--command-config", "/no/such"]
+    assert main(bad) == 1
+    assert "cannot read --command-config" in capsys.readouterr().err
+
+
+def test_cluster_describe(cluster: ReplicationCluster, capsys: pytest.CaptureFixture[str]) -> None:
+    cluster.create_topic("t", [[1, 2]])
+    cluster.set_partition_size("t", 0, 2048)
+    assert main(["cluster", "describe", "--bootstrap-server", cluster.bootstrap]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("Cluster id: coopconsumer-test-cluster   controller: 1")
+    assert lines[1].split() == [
+        "BROKER",
+        "ADDRESS",
+        "RACK",
+        "REPLICAS",
+        "LEADERS",
+        "USED",
+        "CAPACITY",
+    ]
+    assert lines[3].split()[2:] == ["a", "1", "1", "2.0", "KiB", "1.0", "TiB"]
+    assert lines[5].split()[2:] == ["c", "0", "0", "0", "B", "1.0", "TiB"]
+    with pytest.raises(SystemExit):
+        main(["cluster", "describe"])  # --bootstrap-server is required

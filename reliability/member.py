@@ -16,7 +16,8 @@ reported), ``exit``. Times are ``time.monotonic()``, one clock for every process
 the machine (Linux CLOCK_MONOTONIC), so ledgers of different members can be merged.
 
 Signals: SIGTERM closes cleanly (leave the group, final commit); SIGUSR1 makes the next
-rebalance callbacks slow (``--slow-s`` each, bounded). See reliability/README.md.
+rebalance callbacks slow (``--slow-s`` each, bounded); SIGUSR2 makes a coopconsumer
+member's assignor raise the next time it assigns (as leader). See reliability/README.md.
 """
 
 from __future__ import annotations
@@ -69,12 +70,17 @@ class _Member:
         self.processed = 0
         signal.signal(signal.SIGTERM, self._on_term)
         signal.signal(signal.SIGUSR1, self._on_slow)
+        signal.signal(signal.SIGUSR2, self._on_raise)
+        self.raise_next = False
 
     def _on_term(self, _signum: int, _frame: object) -> None:
         self.stop = True
 
     def _on_slow(self, _signum: int, _frame: object) -> None:
         self.slow_callbacks = 2
+
+    def _on_raise(self, _signum: int, _frame: object) -> None:
+        self.raise_next = True
 
     def _maybe_slow(self) -> None:
         if self.slow_callbacks > 0:
@@ -195,7 +201,8 @@ class _CoopMember(_Member):
             ) -> GroupAssignment:
                 if args.mock_paced:
                     time.sleep(0.3)
-                if args.raising_assignor:
+                if args.raising_assignor or member.raise_next:
+                    member.raise_next = False
                     member.ledger.write("assignor_raised")
                     raise RuntimeError("chaos: this member's assignor raises")
                 return super().assign(metadata, group_subscription)

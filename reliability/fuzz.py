@@ -220,6 +220,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-len", type=int, default=4096)
     parser.add_argument("--seed", type=int, default=1, help="libFuzzer's -seed, to replay")
     parser.add_argument("--out", default=str(_ROOT / "reliability" / "fuzz-out"))
+    parser.add_argument(
+        "--replay",
+        metavar="FILE",
+        help="run FAMILY's target on one saved input and show what it raises (no atheris needed)",
+    )
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     out = Path(args.out)
@@ -233,6 +238,17 @@ def main(argv: list[str] | None = None) -> int:
     unknown = set(args.families) - set(FAMILIES)
     if unknown:
         parser.error(f"unknown families {sorted(unknown)}; known: {', '.join(FAMILIES)}")
+    if args.replay:
+        if len(args.families) != 1:
+            parser.error("--replay needs exactly one family")
+        family = FAMILIES[args.families[0]]
+        try:
+            family.run(Path(args.replay).read_bytes())
+        except family.allowed as exc:
+            print(f"typed error, as allowed: {type(exc).__name__}: {exc}")
+            return 0
+        print("no error")
+        return 0
     rows = []
     for name in args.families or list(FAMILIES):
         print(f"fuzzing {name}: {FAMILIES[name].what} ...", flush=True)

@@ -41,6 +41,16 @@ def test_scram_refuses_absurd_iteration_counts_without_hashing(iterations: int) 
     assert time.monotonic() - started < 5  # refused before PBKDF2 ran, not after
 
 
+def test_scram_iteration_count_beyond_a_c_long_is_an_authentication_error() -> None:
+    # atheris's input against the code before the fix: hashlib raised OverflowError.
+    mechanism = ScramMechanism("SCRAM-SHA-256", "user", "pencil", nonce=NONCE)
+    mechanism.start()
+    with pytest.raises(AuthenticationError, match="iterations"):
+        mechanism.step(
+            b"r=fyko+d2lbbFgONRv9qkxdawL7j,s=csd=,i=400000000000000000000000000000000000000096"
+        )
+
+
 def test_scram_accepts_kafkas_maximum_iteration_count() -> None:
     salt = base64.b64encode(b"salt-of-sixteen!").decode()
     mechanism = ScramMechanism("SCRAM-SHA-256", "user", "pencil", nonce=NONCE)

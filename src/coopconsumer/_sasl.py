@@ -48,8 +48,9 @@ SCRAM_MECHANISMS: Final[Mapping[str, tuple[str, int]]] = {
 MIN_SCRAM_ITERATIONS: Final = 4096
 #: Kafka refuses to store SCRAM credentials with more iterations (ScramMechanism's
 #: maxIterations). Salting the password is the client's work, on its I/O thread: a
-#: server asking for 2^31 iterations would freeze it for hours (found by fuzzing,
-#: reliability/README.md), so more than this is refused before any hashing.
+#: server asking for 2^31 iterations would freeze it for hours, and one beyond 2^63
+#: made hashlib raise OverflowError (found by fuzzing, reliability/README.md): more than
+#: this is refused before any hashing.
 MAX_SCRAM_ITERATIONS: Final = 16384
 
 
@@ -307,8 +308,9 @@ def _summarize_error(challenge: bytes) -> str:
     try:
         document = json.loads(challenge.decode())
     except (UnicodeDecodeError, ValueError, RecursionError):
-        # RecursionError: deeply nested arrays from a hostile server (found by fuzzing,
-        # reliability/README.md); the JSON is only summarized for the error message.
+        # RecursionError: deeply nested arrays from a hostile server (found while
+        # writing the fuzz targets, reliability/README.md); the JSON is only summarized
+        # for the error message.
         return f"<{len(challenge)} bytes that are not JSON>"
     if not isinstance(document, dict):
         return str(document)[:200]

@@ -30,6 +30,7 @@ See reliability/README.md.
 from __future__ import annotations
 
 import argparse
+import bisect
 import itertools
 import json
 import random
@@ -403,6 +404,13 @@ def check(
     # apart, with the records it processed then.
     overlaps: list[str] = []
     zombie_overlaps: list[str] = []
+    both_read = 0
+    record_times: dict[tuple[str, TP], list[float]] = defaultdict(list)
+    for reads_ in processed.values():
+        for who, when, part, _off in reads_:
+            record_times[(who, part)].append(when)
+    for times in record_times.values():
+        times.sort()
     first_assignment = min((iv.start for spans in intervals.values() for iv in spans), default=0.0)
     longest_gap: tuple[float, TP | None, float] = (0.0, None, 0.0)
     for tp, spans in intervals.items():
@@ -420,9 +428,15 @@ def check(
                 overlap = min(b1, b2) - a2
                 if overlap <= 0:
                     continue
+                w0, w1 = a2, min(b1, b2)
+                counts = [
+                    _count_between(record_times.get((iv.member, tp), []), w0, w1)
+                    for iv in (iv1, iv2)
+                ]
+                both_read += min(counts)
                 text = (
                     f"{tp[0]}[{tp[1]}]: {iv1.member} ({iv1.how}) and {iv2.member} ({iv2.how})"
-                    f" for {overlap:.2f} s"
+                    f" for {overlap:.2f} s, records read meanwhile {counts[0]} and {counts[1]}"
                 )
                 zombie = any(
                     any(abs(w - a) < 1e-6 for w in zombie_wakes.get(iv.member, []))
@@ -459,6 +473,7 @@ def check(
     return {
         "overlaps": overlaps,
         "zombie_overlaps": zombie_overlaps,
+        "overlap_reads": both_read,
         "lost_records": lost_records,
         "duplicates": sum(dup_causes.values()),
         "dup_causes": dup_causes,
@@ -469,6 +484,10 @@ def check(
         "processed_keys": len(processed),
         "died": died,
     }
+
+
+def _count_between(times: list[float], start: float, end: float) -> int:
+    return bisect.bisect_right(times, end) - bisect.bisect_left(times, start)
 
 
 def _duplicate_cause(
@@ -577,6 +596,9 @@ def run_one(kind: str, args: argparse.Namespace) -> dict[str, Any]:
     ledgers = {name: _read_ledger(m.ledger) for name, m in runner.members.items()}
     figures = check(ledgers, runner.log, producer.acked, drained, run_end)
     (out / "runner.json").write_text(json.dumps(runner.log))
+    (out / "acked.json").write_text(
+        json.dumps({"acked": producer.acked, "drained": drained, "run_end": run_end})
+    )
     figures.update(
         broker=kind,
         seed=args.seed,
@@ -600,7 +622,8 @@ def _report(f: dict[str, Any], args: argparse.Namespace) -> str:
         "   events: " + ", ".join(f"{k} {v}" for k, v in sorted(f["applied"].items())),
         f"   overlapping ownerships (running members): {len(f['overlaps'])}",
         f"   zombie windows (woken after its session expired, before 'lost'): "
-        f"{len(f['zombie_overlaps'])}",
+        f"{len(f['zombie_overlaps'])}; records both owners read during overlaps:"
+        f" {f['overlap_reads']}",
         f"   records produced (acknowledged): {f['produced']} (+{f['produce_failed']} failed)",
         f"   records processed at least once: {f['processed_keys']}",
         f"   records lost: {len(f['lost_records'])}",

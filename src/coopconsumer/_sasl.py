@@ -46,6 +46,12 @@ SCRAM_MECHANISMS: Final[Mapping[str, tuple[str, int]]] = {
 #: Kafka refuses SCRAM credentials with fewer iterations (ScramMechanism.minIterations);
 #: a server asking for fewer is not a Kafka broker one should trust with a proof.
 MIN_SCRAM_ITERATIONS: Final = 4096
+#: Kafka refuses to store SCRAM credentials with more iterations (ScramMechanism's
+#: maxIterations). Salting the password is the client's work, on its I/O thread: a
+#: server asking for 2^31 iterations would freeze it for hours, and one beyond 2^63
+#: made hashlib raise OverflowError (found by fuzzing, reliability/README.md): more than
+#: this is refused before any hashing.
+MAX_SCRAM_ITERATIONS: Final = 16384
 
 
 class SaslMechanism(abc.ABC):
@@ -204,6 +210,11 @@ class ScramMechanism(SaslMechanism):
                 f"the server asks for {iterations} iterations, fewer than the minimum"
                 f" {MIN_SCRAM_ITERATIONS}"
             )
+        if iterations > MAX_SCRAM_ITERATIONS:
+            raise self._fail(
+                f"the server asks for {iterations} iterations, more than the {MAX_SCRAM_ITERATIONS}"
+                " a Kafka broker stores (refusing rather than hashing for that long)"
+            )
         salted = scram_salted_password(self._hash, self._password, salt, iterations)
         client_key = self._hmac(salted, b"Client Key")
         stored_key = hashlib.new(self._hash, client_key).digest()
@@ -296,7 +307,10 @@ class OAuthBearerMechanism(SaslMechanism):
 def _summarize_error(challenge: bytes) -> str:
     try:
         document = json.loads(challenge.decode())
-    except (UnicodeDecodeError, ValueError):
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        # RecursionError: deeply nested arrays from a hostile server (found while
+        # writing the fuzz targets, reliability/README.md); the JSON is only summarized
+        # for the error message.
         return f"<{len(challenge)} bytes that are not JSON>"
     if not isinstance(document, dict):
         return str(document)[:200]

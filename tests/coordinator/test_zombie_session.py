@@ -12,24 +12,16 @@ the next heartbeat with REBALANCE_IN_PROGRESS instead of UNKNOWN_MEMBER_ID
 librdkafka members in the same run lost their partitions on waking.
 
 The timer can only be trusted from when the heartbeat was *sent*: the broker cannot
-have seen the member later than that. The fix belongs in the coordinator
-(``GroupMember._heartbeat_outcome``), outside the reliability work's area.
+have seen the member later than that (``_coordinator/_stable.py``, ``heartbeat_outcome``).
 """
 
 from __future__ import annotations
 
-import pytest
 from _coord_script import HEARTBEAT_S, SESSION_S, Script, tps
 
 from coopconsumer._coordinator import InvokeListener, ListenerKind, PollCalled, Tick
 from coopconsumer._protocol import errors
 from coopconsumer._protocol.messages import HeartbeatRequest, HeartbeatResponse
-
-REASON = (
-    "coordinator restarts the session timer when a heartbeat answer is read, not when "
-    "the heartbeat was sent: a member woken after its session lapsed keeps its "
-    "partitions (reliability chaos run on Tansu; fix in _coordinator/_member.py)"
-)
 
 
 def _woken_zombie(code: int) -> list[InvokeListener]:
@@ -47,14 +39,12 @@ def _woken_zombie(code: int) -> list[InvokeListener]:
     return [e for e in effects if isinstance(e, InvokeListener)]
 
 
-@pytest.mark.xfail(strict=True, reason=REASON)
 def test_late_answer_to_a_heartbeat_does_not_revive_a_lapsed_session() -> None:
     assert [(e.kind, e.partitions) for e in _woken_zombie(errors.NONE)] == [
         (ListenerKind.LOST, tps("t-0", "t-1"))
     ]
 
 
-@pytest.mark.xfail(strict=True, reason=REASON)
 def test_late_rebalance_in_progress_answer_does_not_revive_a_lapsed_session() -> None:
     # Tansu's answer to a heartbeat from a member it expired (docs/testing.md).
     listeners = _woken_zombie(errors.REBALANCE_IN_PROGRESS)

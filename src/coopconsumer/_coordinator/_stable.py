@@ -144,9 +144,7 @@ def drive(m: MemberCore, now: float) -> None:
                 "the session timed out while rejoining with no JoinGroup or "
                 "SyncGroup held by the coordinator"
             )
-        m.reset_generation(clear_member_id=True)
-        m.coordinator_dead("the session timed out", now)
-        enter_prepare(m, reason, now)
+        session_lapsed(m, reason, now)
         return
     if m.heartbeating():
         if now >= m.last_poll + ms(m.config.max_poll_interval_ms):
@@ -178,20 +176,41 @@ def on_poll(m: MemberCore, event: PollCalled, now: float) -> None:
     return
 
 
+def session_lapsed(m: MemberCore, reason: str, now: float) -> None:
+    """The coordinator may have expired the member: its partitions are lost (the
+    broker may have handed them to others already) and it rejoins afresh."""
+    m.reset_generation(clear_member_id=True)
+    m.coordinator_dead("the session timed out", now)
+    enter_prepare(m, reason, now)
+
+
 def heartbeat_outcome(m: MemberCore, event: HeartbeatOutcome, now: float) -> None:
     if event.error is not None or event.response is None:
         m.coordinator_dead(f"heartbeat failed: {event.error}", now)
         return
+    # The coordinator saw the member no later than when this heartbeat left, so the
+    # session counts from then, not from when the answer is read: a member stopped
+    # (SIGSTOP, a long pause) right after sending reads an old answer on waking, and
+    # must not take it as proof that a session the broker expired meanwhile is alive.
+    sent_at = event.pending.sent_at
+    if m.session_timed() and now >= sent_at + ms(m.config.session_timeout_ms):
+        session_lapsed(
+            m,
+            "the session timed out: the heartbeat answer came "
+            f"{now - sent_at:.1f} s after its request, longer than the session",
+            now,
+        )
+        return
     code = event.response.error_code
     if code == errors.NONE:
-        m.session_ok_at = now
+        m.session_ok_at = max(m.session_ok_at, sent_at)
         return
     name = errors.info(code).name
     action = action_for(Api.HEARTBEAT, code)
     if action is ErrorAction.FIND_COORDINATOR:
         m.coordinator_dead(f"{name} from Heartbeat", now)
     elif action is ErrorAction.REJOIN:
-        m.session_ok_at = now  # the coordinator answered: the session is alive
+        m.session_ok_at = max(m.session_ok_at, sent_at)  # alive when the request left
         request_rejoin(m, "the group is rebalancing (REBALANCE_IN_PROGRESS from Heartbeat)", now)
     elif action is ErrorAction.RESET_AND_REJOIN:
         m.reset_generation(clear_member_id=code == errors.UNKNOWN_MEMBER_ID)

@@ -101,7 +101,8 @@ def _transitions(state: MemberState) -> list[str]:
             continue
         targets = [s for s in MemberState if s in row.next_states and s is not state]
         where = f" → {', '.join(s.name for s in targets)}" if targets else " (stays)"
-        handled.append(f"`{input_type.__name__}`: `{row.handler.__name__}`{where}")
+        module = row.handler.__module__.rpartition(".")[2]
+        handled.append(f"`{input_type.__name__}`: `{module}.{row.handler.__name__}`{where}")
     ignored = [f"`{t.__name__}`" for t in INPUT_TYPES if (state, t) in IGNORED]
     rejected = [f"`{t.__name__}`" for t in INPUT_TYPES if (state, t) in REJECTED]
     lines = [f"- handled: {'; '.join(handled) or '(none)'}"]
@@ -122,8 +123,8 @@ def render() -> str:
         f"{len(TRANSITIONS)} handled, {len(IGNORED)} ignored and {len(REJECTED)} rejected "
         f"(state, input) pairs, {pairs} in all; every pair is in exactly one of the three "
         "(tests/coordinator/test_transition_table.py). Each handled pair names its "
-        "handler (in `_join`, `_sync`, `_stable`, `_commit` or `_leave`) and the states "
-        "it may move the member to; any other move raises `IllegalTransition`."
+        "handler (module and function in `_coordinator/`) and the states it may move "
+        "the member to; any other move raises `IllegalTransition`."
     )
     for state in MemberState:
         out += ["", f"**{state.name}**", "", *_transitions(state)]

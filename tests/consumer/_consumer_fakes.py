@@ -38,6 +38,7 @@ from coopconsumer._protocol.messages import (
     MetadataResponseBroker,
     MetadataResponsePartition,
     MetadataResponseTopic,
+    OffsetFetchRequest,
 )
 
 COORDINATOR_NODE = 1
@@ -236,8 +237,10 @@ class FakeClient:
         return True
 
     def try_negotiated_version(self, node_id: int, api_key: int | type[Request]) -> int | None:
-        # The fake coordinator speaks the single-group OffsetFetch form (v1-7).
-        return 3
+        # The fake coordinator speaks the single-group OffsetFetch form (v1-7), up to
+        # v7 so that KIP-447's require_stable is written; v3 for everything else.
+        key = api_key if isinstance(api_key, int) else api_key.API_KEY
+        return 7 if key == OffsetFetchRequest.API_KEY else 3
 
     def least_loaded_node(self) -> int | None:
         return COORDINATOR_NODE

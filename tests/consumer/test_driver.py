@@ -23,6 +23,7 @@ from coopconsumer._protocol.messages import (
     MetadataResponseBroker,
     MetadataResponsePartition,
     MetadataResponseTopic,
+    OffsetFetchRequest,
 )
 
 TP0 = TopicPartition("t", 0)
@@ -115,6 +116,24 @@ def test_committed_retries_coordinator_errors(cluster: FakeCluster) -> None:
     with pytest.raises(KafkaError) as info:
         consumer.committed([TP0])
     assert info.value.code == errors.GROUP_AUTHORIZATION_FAILED
+    consumer.close()
+
+
+def test_read_committed_fetches_stable_offsets(cluster: FakeCluster) -> None:
+    """KIP-447: with isolation.level=read_committed every OffsetFetch asks for stable
+    offsets, and an offset a transaction still holds is fetched again, not read."""
+    consumer, client = cluster.consumer({**SETTINGS, "isolation.level": "read_committed"})
+    consumer.subscribe(["t"])
+    deadline = time.monotonic() + 10
+    while consumer.assignment() != {TP0, TP1}:
+        assert time.monotonic() < deadline
+        consumer.poll(0.05)
+    consumer.commit({TP0: 5})
+    cluster.coordinator.fail_next(9, errors.UNSTABLE_OFFSET_COMMIT)
+    assert consumer.committed([TP0]) == {TP0: 5}
+    fetches = [r for r in client.sent if isinstance(r, OffsetFetchRequest)]
+    assert len(fetches) >= 2  # the unstable answer was asked again
+    assert all(r.require_stable for r in fetches)
     consumer.close()
 
 

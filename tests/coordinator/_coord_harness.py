@@ -2,7 +2,8 @@
 controllable clock (franz-go's kfake / h11's ConnectionPair in miniature).
 
 It routes ``Send`` effects to the fake and answers back, answers ``FindCoordinator``
-and ``MetadataNeeded`` at once, answers every ``InvokeListener`` with ``ListenerDone``
+(with a FindCoordinator response the member reads, then ``AddCoordinator``) and
+``MetadataNeeded`` at once, answers every ``InvokeListener`` with ``ListenerDone``
 immediately (recording the callback), turns dropped answers into ``RequestFailed``
 after the request's timeout, and keeps an ownership ledger from ``Assign``/``Unassign``
 that fails the moment a partition would have two owners.
@@ -18,6 +19,7 @@ from fake_group_coordinator import FakeGroupCoordinator
 
 from coopconsumer import consumer_protocol
 from coopconsumer._coordinator import (
+    AddCoordinator,
     Assign,
     CommitDone,
     Effect,
@@ -40,8 +42,10 @@ from coopconsumer._coordinator import (
     Tick,
     Unassign,
 )
-from coopconsumer._coordinator._inputs import CoordinatorFound, CoordinatorUnavailable
+from coopconsumer._coordinator._inputs import CoordinatorFound
 from coopconsumer._errors import CoopConsumerError, RequestTimeoutError
+from coopconsumer._protocol import errors
+from coopconsumer._protocol.messages import FindCoordinatorResponse
 from coopconsumer._types import TopicPartition
 from coopconsumer.assignors import (
     ClusterMetadata,
@@ -195,10 +199,17 @@ class GroupHarness:
             self._timeouts[(name, effect.request_id)] = self.now + timeout
             self.fake.submit(name, effect.node_id, effect.request_id, effect.request, self.now)
         elif isinstance(effect, FindCoordinator):
+            # Answered on the wire's terms: the member reads the answer itself.
             if self.fake.available:
-                self.feed(name, CoordinatorFound(node_id=self.fake.node_id))
+                answer = FindCoordinatorResponse(node_id=self.fake.node_id, host="fake", port=1)
             else:
-                self.feed(name, CoordinatorUnavailable())
+                answer = FindCoordinatorResponse(error_code=errors.COORDINATOR_NOT_AVAILABLE)
+            self.feed(
+                name,
+                ResponseReceived(request_id=effect.request_id, response=answer, api_version=3),
+            )
+        elif isinstance(effect, AddCoordinator):
+            self.feed(name, CoordinatorFound(node_id=effect.node_id))
         elif isinstance(effect, MetadataNeeded):
             self.feed(name, MetadataUpdate(metadata=self.metadata()))
         elif isinstance(effect, InvokeListener):

@@ -7,7 +7,7 @@ and leaves from there, committing first, or leaves as Java does at the deadline.
 
 from __future__ import annotations
 
-from _coord_script import Script, tps
+from _coord_script import MAX_POLL_S, Script, tps
 from test_member_transcripts import kinds
 
 from coopconsumer._coordinator import (
@@ -116,4 +116,35 @@ def test_an_unsubscribe_waiting_for_the_sync_answer_becomes_a_close() -> None:
     s.feed(CommitRequested(offsets={}, token="c"))
     s.finish_listeners()
     s.answer(LeaveGroupRequest, LeaveGroupResponse())
+    assert s.state() is S.CLOSED
+
+
+def test_a_poll_timeout_while_waiting_still_ends_in_the_leave_asked_for() -> None:
+    s = Script(cooperative=True, enable_auto_commit=True)
+    s.to_stable(OWNED)
+    s.heartbeat(errors.REBALANCE_IN_PROGRESS)
+    # Leader of a group whose other member wants a topic it has no metadata for.
+    s.answer(
+        JoinGroupRequest,
+        s.join_response(
+            generation_id=2, leader="m1", members=s.leader_members(("m2", ("t", "other")))
+        ),
+    )
+    assert s.state() is S.LEADER_AWAITING_METADATA
+    s.feed(CloseRequested(commit_wait_s=600.0))
+    s.feed(Tick(), at=s.now + MAX_POLL_S)
+    assert s.state() is S.POLL_EXPIRED
+    s.feed(Tick())
+    s.finish_listeners()
+    s.answer(LeaveGroupRequest, LeaveGroupResponse())  # the poll-timeout leave's
+    assert s.state() is S.CLOSED
+
+
+def test_a_fatal_error_while_waiting_leaves_no_timer_behind() -> None:
+    s = _rejoining()
+    s.feed(CloseRequested(commit_wait_s=10.0))
+    s.answer(JoinGroupRequest, s.join_response(error_code=errors.FENCED_INSTANCE_ID))
+    assert s.state() is S.FATAL
+    assert s.member.next_deadline is None
+    s.feed(CloseRequested())
     assert s.state() is S.CLOSED

@@ -591,6 +591,7 @@ class MemberCore:
         self.fail_commits(error)
         self.fail_fetches(error)
         self.pending.clear()
+        self.leave_pending = None  # nothing can be committed or left any more
         self.enter(MemberState.FATAL)
         self.fatal_error = error
         self.emit(Fatal(error=error))

@@ -144,7 +144,8 @@ _DRIVE: Mapping[MemberState, tuple[MemberState, ...]] = {
     AWAITING_SYNC: (*_REJOIN, *_LEAVE),
     ASSIGNING: (*_REJOIN, POLL_EXPIRED),
     STABLE: (*_REJOIN, POLL_EXPIRED),
-    POLL_EXPIRED: (),
+    # A leave that waited for a SyncGroup answer that a poll timeout overtook.
+    POLL_EXPIRED: _LEAVE,
     LEAVING: (),
 }
 

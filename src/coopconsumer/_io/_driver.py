@@ -3,11 +3,12 @@
 One loop: drain the commands the application thread queued, poll the wire client until
 the member's next deadline, turn completed requests into ``ResponseReceived`` /
 ``RequestFailed``, feed ``Tick`` when a deadline passes, call ``member.handle`` and
-execute the effects. It never branches on protocol state and reads no answer: ``Send``
-and ``FindCoordinator`` go to a socket (a version-dependent query is built at the
-negotiated version) and their answers go back to the member, which parses them;
+execute the effects. It never branches on protocol state and reads no group answer:
+``Send`` and ``FindCoordinator`` go to a socket (a version-dependent query is built at
+the negotiated version) and their answers go back to the member, which reads them;
 ``AddCoordinator`` opens the coordinator's connection; ``MetadataNeeded`` becomes a
-metadata refresh whose answer is fed back;
+metadata refresh, read and timed here still (docs/architecture.md, "Threads and what
+crosses between them"), whose ``MetadataUpdate`` is fed back;
 listener and fetcher work (``InvokeListener``, ``Assign``, ``Unassign``,
 ``CommitBeforeRevoke``, ``ReportError``, ``Fatal``) is queued *in order* for the thread
 that calls ``poll()``, and ``CommitDone`` completes the caller's future.

@@ -287,9 +287,14 @@ class _RdkafkaMember(_Member):
         return 0
 
     def _commit(self, offsets: dict[tuple[str, int], int]) -> None:
-        self._consumer.commit(
+        results = self._consumer.commit(
             offsets=[self._tp(t, p, o) for (t, p), o in offsets.items()], asynchronous=False
         )
+        # A request-level failure raises; a partition's own failure is only reported in
+        # its entry of the result.
+        failed = [f"{r.topic}[{r.partition}]: {r.error}" for r in results or () if r.error]
+        if failed:
+            raise RuntimeError("partition commits failed: " + "; ".join(failed))
 
 
 def main(argv: list[str] | None = None) -> int:

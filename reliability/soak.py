@@ -124,6 +124,8 @@ def main(argv: list[str] | None = None) -> int:
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    for old in out.glob("*.ledger"):
+        old.unlink()
     duration_s = args.minutes * 60
     warmup_s = min(120.0, duration_s / 5)
     churn_s = args.churn_minutes * 60
@@ -258,6 +260,25 @@ def main(argv: list[str] | None = None) -> int:
             f"{f'{first.fds}/{final.fds}':>13} {f'{first.threads}/{final.threads}':>17} "
             f"{processed:>9}"
         )
+    committed: dict[int, int] = {}
+    for ledger in out.glob("*.ledger"):
+        if ledger.name.startswith("idle-"):
+            continue
+        for line in ledger.read_text().splitlines():
+            event = json.loads(line)
+            if event["ev"] == "commit_ok":
+                for _topic, partition, offset in event["offsets"]:
+                    committed[partition] = max(committed.get(partition, 0), offset)
+    churn_processed = 0
+    for ledger in out.glob("churn-*.ledger"):
+        for line in ledger.read_text().splitlines():
+            event = json.loads(line)
+            if event["ev"] == "exit":
+                churn_processed += event["processed"]
+    print(
+        f"committed at the end: {sum(committed.values())} of {producer.sent} produced"
+        f" (churn members processed {churn_processed})"
+    )
     print(f"fds and threads equal at start and end for every process: {steady_ok}")
     print(f"output and ledgers in {out}")
     return 0 if steady_ok else 1

@@ -96,7 +96,12 @@ def run_topics(argv: Sequence[str], out: TextIO | None = None, err: TextIO | Non
     """``coopconsumer topics ...``; returns the exit status."""
     out = sys.stdout if out is None else out
     err = sys.stderr if err is None else err
-    parser = argparse.ArgumentParser(prog="coopconsumer topics", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="coopconsumer topics",
+        description="Create topics (replicas placed by a replica assignor) and describe "
+        "their partitions. Connection and security settings come from "
+        "--bootstrap-server and --command-config (a properties file of client keys).",
+    )
     sub = parser.add_subparsers(dest="action", required=True)
     create = sub.add_parser("create", help="create a topic, replicas placed by an assignor")
     _common(create)
@@ -166,7 +171,12 @@ def run_cluster(argv: Sequence[str], out: TextIO | None = None, err: TextIO | No
     """``coopconsumer cluster describe``; returns the exit status."""
     out = sys.stdout if out is None else out
     err = sys.stderr if err is None else err
-    parser = argparse.ArgumentParser(prog="coopconsumer cluster", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="coopconsumer cluster",
+        description="Describe the cluster: brokers, racks, replicas, leaders and disk use. "
+        "Connection and security settings come from --bootstrap-server and "
+        "--command-config (a properties file of client keys).",
+    )
     sub = parser.add_subparsers(dest="action", required=True)
     describe = sub.add_parser("describe", help="cluster id, controller, brokers and racks")
     _common(describe)

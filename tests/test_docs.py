@@ -22,7 +22,7 @@ from types import ModuleType
 
 import pytest
 
-from coopconsumer._metrics import CoordinatorMetrics
+from coopconsumer._metrics import CoordinatorMetrics, FetchMetrics
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
@@ -141,7 +141,12 @@ def test_metrics_reference_matches_the_registry() -> None:
 
 def test_every_metric_name_mentioned_in_the_docs_exists() -> None:
     metrics = CoordinatorMetrics()
-    known = set(metrics.registry.names()) | set(metrics.snapshot(0.0).aliases)
+    fetch = FetchMetrics(list)
+    known = (
+        set(metrics.registry.names())
+        | set(metrics.snapshot(0.0).aliases)
+        | set(fetch.registry.names())
+    )
     pattern = re.compile(
         r"`([a-z]+(?:-[a-z]+)*-(?:avg|max|total|rate|rate-per-hour|seconds-ago)"
         r"|assigned-partitions)`"

@@ -20,6 +20,7 @@ from coopconsumer._metrics import (
     CoordinatorMetrics,
     CumulativeCount,
     CumulativeSum,
+    FetchMetrics,
     Max,
     MetricConfig,
     MetricsRegistry,
@@ -659,3 +660,19 @@ def test_max_reading_treats_nan_as_no_sample(a: float, b: float, expected: float
 
 def test_max_reading_of_two_empty_readings_is_nan() -> None:
     assert math.isnan(max_reading(math.nan, math.nan))
+
+
+def test_fetch_metrics_sum_records_and_take_the_largest_known_lag() -> None:
+    lags: list[int] = []
+    fetch = FetchMetrics(lambda: lags)
+    assert fetch.registry.group == "consumer-fetch-manager-metrics"
+    empty = fetch.snapshot(0.0)
+    assert empty["records-consumed-total"] == 0
+    assert math.isnan(empty["records-lag-max"])
+    fetch.records_consumed(100, 1.0)
+    fetch.records_consumed(50, 2.0)
+    lags.extend([3, 0, 12])
+    snap = fetch.snapshot(2.0)
+    assert snap["records-consumed-total"] == 150
+    assert snap["records-consumed-rate"] > 0
+    assert snap["records-lag-max"] == 12

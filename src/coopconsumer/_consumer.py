@@ -53,7 +53,7 @@ from ._errors import (
 from ._io._client import ClientConfig, KafkaClient
 from ._io._driver import AppWork, ClientLike, CommittedOffsets, Driver
 from ._listener import ListenerInvoker, RebalanceListener, RebalanceListenerLike
-from ._metrics import CoordinatorMetrics
+from ._metrics import CoordinatorMetrics, FetchMetrics
 from ._protocol import errors
 from ._types import ConsumerGroupMetadata, TopicPartition
 from .assignors import RebalanceProtocol, load_assignors
@@ -269,6 +269,7 @@ class Consumer:
         self._fatal: CoopConsumerError | None = None
         self._errors: list[Exception] = []
         self._metrics = CoordinatorMetrics()
+        self._fetch_metrics = FetchMetrics(lambda: self._records_lag().values())
         self._invoker = ListenerInvoker(None, self._metrics)
         self._assigned: set[TopicPartition] = set()
         # Partitions assigned by the group whose start offset is not known yet.
@@ -439,6 +440,7 @@ class Consumer:
             if len(self._assigned) > len(self._unpositioned):
                 messages = fetcher.consume(count, wait)
                 if messages:
+                    self._fetch_metrics.records_consumed(len(messages), time.monotonic())
                     return messages
             else:
                 fetcher.serve_events()
@@ -959,6 +961,40 @@ class Consumer:
         ``partition-revoked-latency-avg``); iteration lists the code names only.
         """
         return self._metrics.snapshot(time.monotonic()).to_dict()
+
+    def fetch_metrics(self) -> dict[str, float]:
+        """The ``consumer-fetch-manager-metrics`` group, by Java's metric names:
+        ``records-consumed-rate``, ``records-consumed-total`` and ``records-lag-max``
+        (see docs/metrics.md). A ``dict`` measured at one instant; also a source for
+        ``coopconsumer.metrics_export``. Safe to call from any thread; asks no broker."""
+        return self._fetch_metrics.snapshot(time.monotonic()).to_dict()
+
+    def records_lag(self) -> dict[TopicPartition, int]:
+        """Per assigned partition, the records after this consumer's position as of
+        librdkafka's last fetch (Java's per-partition ``records-lag`` metric): its high
+        watermark minus the position. Partitions whose position or high watermark is not
+        known yet are left out. Asks no broker (:meth:`lag` does); safe to call from any
+        thread; empty after :meth:`close`."""
+        return self._records_lag()
+
+    def _records_lag(self) -> dict[TopicPartition, int]:
+        if self._closed:
+            return {}
+        # Copies first: the poll() thread may change these sets meanwhile.
+        assigned = frozenset(self._assigned)
+        unpositioned = frozenset(self._unpositioned)
+        fetcher = self._fetcher
+        lags: dict[TopicPartition, int] = {}
+        try:
+            for tp, position in fetcher.positions(assigned - unpositioned).items():
+                if position < 0:
+                    continue
+                _, high = fetcher.watermarks(tp, None, cached=True)
+                if high >= 0:
+                    lags[tp] = max(0, high - position)
+        except (KafkaError, RuntimeError):  # revoked or closed since the copy
+            return lags
+        return lags
 
     # ------------------------------------------------------------------ close
 

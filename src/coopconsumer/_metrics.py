@@ -16,7 +16,7 @@ from __future__ import annotations
 import abc
 import math
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from types import MappingProxyType
 from typing import TypeVar, overload
 
@@ -26,10 +26,12 @@ from ._listener import KindLike, ListenerKind
 
 __all__ = [
     "COORDINATOR_METRIC_GROUP",
+    "FETCH_MANAGER_METRIC_GROUP",
     "Avg",
     "CoordinatorMetrics",
     "CumulativeCount",
     "CumulativeSum",
+    "FetchMetrics",
     "Max",
     "MetricConfig",
     "MetricsDict",
@@ -45,6 +47,8 @@ __all__ = [
 
 #: Java's group name for the classic consumer's group-membership metrics.
 COORDINATOR_METRIC_GROUP = "consumer-coordinator-metrics"
+#: Java's group name for the consumer's fetch metrics.
+FETCH_MANAGER_METRIC_GROUP = "consumer-fetch-manager-metrics"
 
 _HOUR_S = 3600.0
 _MIN_WINDOW_S = 0.001
@@ -785,6 +789,58 @@ class CoordinatorMetrics:
             raise ValueError(f"assigned partition count must be >= 0, got {count}")
         with self.registry.lock:
             self._assigned_partitions = count
+
+    def snapshot(self, now: float) -> MetricsSnapshot:
+        """Every metric of the group at ``now``."""
+        return self.registry.snapshot(now)
+
+
+class FetchMetrics:
+    """The ``consumer-fetch-manager-metrics`` group, in the part a librdkafka fetcher can
+    feed without per-record work (Java's ``FetchMetricsManager`` names):
+
+    * ``records-consumed-rate`` / ``records-consumed-total``: records returned by
+      ``poll()``/``consume()``, recorded once per returned batch (Java records per fetch).
+    * ``records-lag-max``: the largest lag (high watermark minus position) over the
+      assigned partitions whose position and high watermark librdkafka knows from its
+      last fetch, read when the snapshot is taken; NaN when none is known. Java keeps the
+      windowed maximum of the lags seen at each fetch; a reading at snapshot time is what
+      a fetcher that runs outside Python can offer, and it is exact at that instant.
+
+    Per-partition lag (Java's ``records-lag`` tagged with topic and partition) is
+    ``Consumer.records_lag()``. ``lags`` returns the known lags; it is called under the
+    registry lock. Thread-safe.
+    """
+
+    def __init__(
+        self, lags: Callable[[], Iterable[int]], registry: MetricsRegistry | None = None
+    ) -> None:
+        self.registry = (
+            MetricsRegistry(group=FETCH_MANAGER_METRIC_GROUP) if registry is None else registry
+        )
+        self._lags = lags
+        self._consumed = self.registry.sensor("records-consumed")
+        self._consumed.add(
+            "records-consumed-rate",
+            "The average number of records consumed per second",
+            Rate(WindowedSum()),
+        )
+        self._consumed.add(
+            "records-consumed-total", "The total number of records consumed", CumulativeSum()
+        )
+        self.registry.add_gauge(
+            "records-lag-max",
+            "The largest lag in records of any assigned partition, as of librdkafka's last "
+            "fetch (NaN when no lag is known)",
+            self._lag_max,
+        )
+
+    def records_consumed(self, count: int, now: float) -> None:
+        """``count`` records were handed to the application at ``now``."""
+        self._consumed.record(float(count), now)
+
+    def _lag_max(self, now: float) -> float:
+        return float(max(self._lags(), default=math.nan))
 
     def snapshot(self, now: float) -> MetricsSnapshot:
         """Every metric of the group at ``now``."""

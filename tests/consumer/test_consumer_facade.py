@@ -578,3 +578,26 @@ def test_poll_keeps_its_timeout_while_committed_offsets_do_not_come(cluster: Fak
     while not got and time.monotonic() < deadline:
         got += consumer.consume(100, 0.1)
     assert got, "records flow once the committed offsets arrive"
+
+
+def test_fetch_metrics_count_records_and_read_lag_from_the_fetcher(cluster: FakeCluster) -> None:
+    consumer, _ = cluster.consumer(settings())
+    assert consumer.records_lag() == {}  # nothing assigned yet
+    before = consumer.fetch_metrics()
+    assert before["records-consumed-total"] == 0
+    assert before["records-lag-max"] != before["records-lag-max"]  # NaN: no lag known
+    consumer.subscribe([TOPIC])
+    got: list[bytes] = []
+    poll_until(consumer, lambda: len(got) >= 20, got)
+    assert consumer.records_lag() == dict.fromkeys(TPS, 0)
+    cluster.produce(TopicPartition(TOPIC, 2), [b"x"] * 7)
+    cluster.produce(TopicPartition(TOPIC, 3), [b"y"] * 3)
+    lags = consumer.records_lag()
+    assert lags[TopicPartition(TOPIC, 2)] == 7
+    assert lags[TopicPartition(TOPIC, 3)] == 3
+    metrics = consumer.fetch_metrics()
+    assert metrics["records-consumed-total"] == 20
+    assert metrics["records-consumed-rate"] > 0
+    assert metrics["records-lag-max"] == 7
+    consumer.close()
+    assert consumer.records_lag() == {}

@@ -489,3 +489,31 @@ def test_seek_to_beginning_and_end_watermarks_lag_and_offsets_for_times(
             assert sorted(by_partition[1]) == list(range(by_partition[1][0], 11))
         with pytest.raises(ConfigurationError, match="not assigned"):
             consumer.seek_to_end([TopicPartition("elsewhere", 0)])
+
+
+def test_records_lag_and_fetch_metrics_follow_the_last_fetch(
+    broker: EmbeddedBroker, topic: str, unique_group: str
+) -> None:
+    produce(broker.bootstrap, topic, [f"v{i}".encode() for i in range(40)])  # 10 each
+    first = TopicPartition(topic, 0)
+    with Consumer(config(broker, unique_group)) as consumer:
+        consumer.subscribe([topic])
+        assert len(consume_n(consumer, 40)) == 40
+        everything = {TopicPartition(topic, p): 0 for p in range(PARTITIONS)}
+        assert consumer.records_lag() == everything
+        metrics = consumer.fetch_metrics()
+        assert metrics["records-consumed-total"] == 40
+        assert metrics["records-lag-max"] == 0
+        # Five more in one batch: librdkafka fetches them together, so after the first
+        # is consumed its last fetch's high watermark (15) is four past the position.
+        produce(broker.bootstrap, topic, [b"late"] * 5 * PARTITIONS)
+        got: list[Message] = []
+        deadline = time.monotonic() + PATIENCE_S
+        while not any(m.partition() == 0 for m in got) and time.monotonic() < deadline:
+            got += consumer.consume(1, 0.2)
+        assert any(m.partition() == 0 for m in got)
+        position = consumer.position([first])[first]
+        assert position is not None
+        assert consumer.records_lag()[first] == 15 - position
+        assert consumer.fetch_metrics()["records-lag-max"] >= 15 - position
+    assert consumer.records_lag() == {}

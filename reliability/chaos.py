@@ -456,7 +456,16 @@ def check(
             if cursor < chaos_end and chaos_end - cursor > longest_gap[0]:
                 longest_gap = (chaos_end - cursor, tp, cursor)
 
-    lost_records = sorted(k for k in acked if k not in processed)
+    # Lost: nobody processed it although the group committed past it. Unconsumed:
+    # nobody processed it and no commit passed it (the group had not got there when
+    # the run ended: a liveness figure, the record is still in the log).
+    committed: dict[TP, int] = {}
+    for (_member, tp_), entries in commits_ok.items():
+        for _t, offset in entries:
+            committed[tp_] = max(committed.get(tp_, 0), offset)
+    unprocessed = sorted(k for k in acked if k not in processed)
+    lost_records = [k for k in unprocessed if acked[k][1] < committed.get(acked[k][0], 0)]
+    unconsumed = len(unprocessed) - len(lost_records)
     dup_causes: Counter[str] = Counter()
     unexplained: list[str] = []
     for key, reads in processed.items():
@@ -475,6 +484,7 @@ def check(
         "zombie_overlaps": zombie_overlaps,
         "overlap_reads": both_read,
         "lost_records": lost_records,
+        "unconsumed": unconsumed,
         "duplicates": sum(dup_causes.values()),
         "dup_causes": dup_causes,
         "unexplained": unexplained,
@@ -626,7 +636,8 @@ def _report(f: dict[str, Any], args: argparse.Namespace) -> str:
         f" {f['overlap_reads']}",
         f"   records produced (acknowledged): {f['produced']} (+{f['produce_failed']} failed)",
         f"   records processed at least once: {f['processed_keys']}",
-        f"   records lost: {len(f['lost_records'])}",
+        f"   records lost (committed past, processed by nobody): {len(f['lost_records'])}",
+        f"   records not consumed by the end of the drain (no commit past them): {f['unconsumed']}",
         f"   records processed outside the member's ownership: {f['outside']}",
         f"   duplicates: {f['duplicates']}"
         + "".join(f"; {c}: {n}" for c, n in sorted(f["dup_causes"].items())),
@@ -675,7 +686,8 @@ def main(argv: list[str] | None = None) -> int:
     print()
     head = (
         f"{'broker':<6} {'seed':>7} {'events':>6} {'overlaps':>8} {'zombie':>6} "
-        f"{'produced':>8} {'lost':>4} {'dups':>5} {'dup causes':<58} {'max no-owner s':>14}"
+        f"{'produced':>8} {'lost':>4} {'unconsumed':>10} {'dups':>5} {'dup causes':<58} "
+        f"{'max no-owner s':>14}"
     )
     print(head)
     for f in results:
@@ -683,6 +695,7 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"{f['broker']:<6} {f['seed']:>7} {f['events']:>6} {len(f['overlaps']):>8} "
             f"{len(f['zombie_overlaps']):>6} {f['produced']:>8} {len(f['lost_records']):>4} "
+            f"{f['unconsumed']:>10} "
             f"{f['duplicates']:>5} {causes:<58} {f['longest_gap'][0]:>14.1f}"
         )
     bad = any(f["overlaps"] or f["lost_records"] or f["unexplained"] for f in results)

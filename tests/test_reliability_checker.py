@@ -68,10 +68,22 @@ def test_zombie_is_not_an_owner_while_stopped_but_its_wake_up_window_is_reported
     assert round(figures["longest_gap"][0], 3) == 2.0  # stopped at 2, b assigned at 4
 
 
-def test_record_nobody_processed_is_lost() -> None:
-    ledgers = {"a": [ev(1, "assigned", tps=[[T, 0]]), rec(2, "k0", 0, 0), ev(9, "exit")]}
-    figures = check(ledgers, [], acked(("k0", 0, 0), ("k1", 0, 1)), 8.0, 10.0)
-    assert figures["lost_records"] == ["k1"]
+def test_record_nobody_processed_is_lost_only_when_a_commit_passed_it() -> None:
+    def ledgers(committed: int) -> dict[str, list[dict[str, Any]]]:
+        return {
+            "a": [
+                ev(1, "assigned", tps=[[T, 0]]),
+                rec(2, "k0", 0, 0),
+                ev(3, "commit_ok", offsets=[[T, 0, committed]]),
+                ev(9, "exit"),
+            ]
+        }
+
+    produced = acked(("k0", 0, 0), ("k1", 0, 1))
+    skipped = check(ledgers(2), [], produced, 8.0, 10.0)
+    assert (skipped["lost_records"], skipped["unconsumed"]) == (["k1"], 0)
+    stalled = check(ledgers(1), [], produced, 8.0, 10.0)
+    assert (stalled["lost_records"], stalled["unconsumed"]) == ([], 1)
 
 
 def test_duplicate_causes() -> None:

@@ -201,7 +201,8 @@ class ReassignmentExecutor:
 
     ``clock`` gives the time recorded in the progress (wall-clock seconds by
     default); ``sleep`` waits between polls. ``checkpoint`` is called with a label
-    before and after every admin call that changes something; an exception it raises
+    before each observation, after each persist, and before and after every admin
+    call that changes something; an exception it raises
     stops the executor right there (the tests kill it that way) and
     :meth:`resume` continues from the file.
 
@@ -290,12 +291,14 @@ class ReassignmentExecutor:
                     log.warning("request %s refused: %s", request, exc)
         if self.core.finished:
             return
+        self._checkpoint("before observe")
         self.feed(ClusterObserved(self.observe()))
 
     def feed(self, event: Input) -> None:
         """Give the core one input and carry out what it decides."""
         actions = self.core.handle(event, self._clock())
         self.persist()
+        self._checkpoint(f"persisted {type(event).__name__}")
         self._act(actions)
 
     def cancel(self, partitions: Iterable[TopicPartition] | None = None) -> None:

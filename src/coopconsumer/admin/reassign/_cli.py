@@ -16,9 +16,13 @@ from typing import TextIO
 from ..._errors import CoopConsumerError
 from ..._types import TopicPartition
 from .._cli import _bytes, _client, _common, format_table
-from .._client import AdminClient
-from .._types import AdminOperationError
-from ._driver import ReassignmentExecutor, executor_running, load_state, request_cancel
+from ._driver import (
+    ReassignmentExecutor,
+    executor_running,
+    load_state,
+    partition_sizes,
+    request_cancel,
+)
 from ._executor import ExecutorConfig, ExecutorCore, MoveState, Progress
 from ._plan import (
     PlanError,
@@ -28,26 +32,9 @@ from ._plan import (
     plan_rebalance,
 )
 
-__all__ = ["format_progress", "partition_sizes", "run_reassign"]
+__all__ = ["format_progress", "run_reassign"]
 
 _BAR = 30
-
-
-def partition_sizes(admin: AdminClient) -> dict[TopicPartition, int]:
-    """Each partition's size: its largest replica in DescribeLogDirs (brokers that do
-    not answer are left out; their partitions count 0)."""
-    try:
-        dirs = admin.describe_log_dirs()
-    except AdminOperationError as exc:
-        dirs = dict(exc.completed or {})
-    sizes: dict[TopicPartition, int] = {}
-    for per_broker in dirs.values():
-        for d in per_broker:
-            for r in d.replicas:
-                if not r.is_future:
-                    tp = TopicPartition(r.topic, r.partition)
-                    sizes[tp] = max(sizes.get(tp, 0), r.size_bytes)
-    return sizes
 
 
 def format_progress(progress: Progress) -> str:

@@ -25,6 +25,7 @@ from .._types import (
     ConfigEntry,
     ConfigResource,
     ConfigResourceType,
+    LogDirDescription,
     PartitionReassignment,
     TopicDescription,
 )
@@ -55,6 +56,8 @@ __all__ = [
     "ReassignmentAdmin",
     "ReassignmentExecutor",
     "load_state",
+    "partition_sizes",
+    "perform",
     "request_cancel",
     "request_target_change",
 ]
@@ -99,6 +102,14 @@ class ReassignmentAdmin(Protocol):
         validate_only: bool = False,
         timeout_ms: float | None = None,
     ) -> None: ...
+
+
+class LogDirsAdmin(Protocol):
+    """What :func:`partition_sizes` calls."""
+
+    def describe_log_dirs(
+        self, brokers: Iterable[int] | None = None, *, timeout_ms: float | None = None
+    ) -> dict[int, tuple[LogDirDescription, ...]]: ...
 
 
 def load_state(path: str | os.PathLike[str]) -> ExecutorCore:
@@ -376,36 +387,60 @@ class ReassignmentExecutor:
                 self.feed(result)
 
     def _perform(self, action: Action) -> Input | None:
-        if isinstance(action, Submit):
-            return Submitted(
-                frozenset(action.targets),
-                self._refusals(lambda: self.admin.alter_partition_reassignments(action.targets)),
-            )
-        if isinstance(action, Cancel):
-            targets: dict[TopicPartition, Sequence[int] | None] = dict.fromkeys(action.partitions)
-            return CancelSent(
-                frozenset(action.partitions),
-                self._refusals(lambda: self.admin.alter_partition_reassignments(targets)),
-            )
-        if isinstance(action, SetThrottles):
-            self.admin.incremental_alter_configs(_throttle_changes(action, remove=False))
-            return ThrottlesSet()
-        if isinstance(action, RemoveThrottles):
-            self.admin.incremental_alter_configs(_throttle_changes(action, remove=True))
-            return ThrottlesRemoved()
-        raise TypeError(f"not an executor action: {action!r}")
+        return perform(self.admin, action)
 
-    @staticmethod
-    def _refusals(call: Callable[[], None]) -> dict[TopicPartition, str]:
-        try:
-            call()
-        except AdminOperationError as exc:
-            return {
-                tp: f"{getattr(e, 'name', type(e).__name__)}: {e}"
-                for tp, e in exc.errors.items()
-                if isinstance(tp, TopicPartition)
-            }
-        return {}
+
+def perform(admin: ReassignmentAdmin, action: Action) -> Input | None:
+    """Carry out one executor action through ``admin``; the input that reports its
+    result (None for none). Per-partition refusals are part of the result; other admin
+    errors propagate."""
+    if isinstance(action, Submit):
+        return Submitted(
+            frozenset(action.targets),
+            _refusals(lambda: admin.alter_partition_reassignments(action.targets)),
+        )
+    if isinstance(action, Cancel):
+        targets: dict[TopicPartition, Sequence[int] | None] = dict.fromkeys(action.partitions)
+        return CancelSent(
+            frozenset(action.partitions),
+            _refusals(lambda: admin.alter_partition_reassignments(targets)),
+        )
+    if isinstance(action, SetThrottles):
+        admin.incremental_alter_configs(_throttle_changes(action, remove=False))
+        return ThrottlesSet()
+    if isinstance(action, RemoveThrottles):
+        admin.incremental_alter_configs(_throttle_changes(action, remove=True))
+        return ThrottlesRemoved()
+    raise TypeError(f"not an executor action: {action!r}")
+
+
+def _refusals(call: Callable[[], None]) -> dict[TopicPartition, str]:
+    try:
+        call()
+    except AdminOperationError as exc:
+        return {
+            tp: f"{getattr(e, 'name', type(e).__name__)}: {e}"
+            for tp, e in exc.errors.items()
+            if isinstance(tp, TopicPartition)
+        }
+    return {}
+
+
+def partition_sizes(admin: LogDirsAdmin) -> dict[TopicPartition, int]:
+    """Each partition's size: its largest replica in DescribeLogDirs (brokers that do
+    not answer are left out; their partitions count 0)."""
+    try:
+        dirs = admin.describe_log_dirs()
+    except AdminOperationError as exc:
+        dirs = dict(exc.completed or {})
+    sizes: dict[TopicPartition, int] = {}
+    for per_broker in dirs.values():
+        for d in per_broker:
+            for r in d.replicas:
+                if not r.is_future:
+                    tp = TopicPartition(r.topic, r.partition)
+                    sizes[tp] = max(sizes.get(tp, 0), r.size_bytes)
+    return sizes
 
 
 def _throttle_changes(

@@ -238,15 +238,21 @@ def plan_move_off(
     *,
     sizes: Mapping[TopicPartition, int] | None = None,
     topics: Iterable[str] | None = None,
+    partitions: Iterable[TopicPartition] | None = None,
 ) -> ReassignmentPlan:
     """Move every replica off ``brokers`` (decommissioning, or a failed broker):
     the other replicas stay where they are, in their order, and ``assignor`` places
-    the replacements among the remaining brokers of ``cluster``."""
+    the replacements among the remaining brokers of ``cluster`` (never on a broker
+    that is not in it). ``topics``/``partitions`` narrow what moves; the load every
+    partition puts on the brokers is still counted."""
     leaving = frozenset(brokers)
     wanted = None if topics is None else frozenset(topics)
+    only = None if partitions is None else frozenset(partitions)
     eligible = [b for b in cluster.brokers if b not in leaving]
     current = {
-        tp: r for tp, r in cluster.assignments.items() if wanted is None or tp.topic in wanted
+        tp: r
+        for tp, r in cluster.assignments.items()
+        if (wanted is None or tp.topic in wanted) and (only is None or tp in only)
     }
     counts = _loads(cluster, cluster.assignments)
     moves = []

@@ -3,9 +3,11 @@ sockets, threads or clocks (docs/admin.md, "Reassigning partitions")."""
 
 from __future__ import annotations
 
+import ast
 import json
 import typing
 from collections.abc import Sequence
+from pathlib import Path
 
 import pytest
 
@@ -319,3 +321,25 @@ def test_a_target_change_is_refused_below_min_insync_replicas_and_when_not_in_fl
     observe(core, 2.0, p0=MOVED)
     with pytest.raises(ReassignmentError, match="done"):
         core.handle(TargetChangeRequested(tp(0), (5, 6)), 2.0)
+
+
+def test_the_sans_io_cores_import_nothing_that_blocks() -> None:
+    root = Path(__file__).resolve().parents[2] / "src" / "coopconsumer" / "admin"
+    blocking = {"socket", "selectors", "threading", "time", "asyncio", "subprocess"}
+    for path in (
+        root / "reassign" / "_executor.py",
+        root / "reassign" / "_plan.py",
+        root / "heal" / "_core.py",
+    ):
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else []
+            )
+            for name in names:
+                assert name.split(".")[0] not in blocking, (path.name, name)
+                assert "_driver" not in name and "_client" not in name, (path.name, name)

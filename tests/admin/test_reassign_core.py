@@ -342,4 +342,5 @@ def test_the_sans_io_cores_import_nothing_that_blocks() -> None:
             )
             for name in names:
                 assert name.split(".")[0] not in blocking, (path.name, name)
-                assert "_driver" not in name and "_client" not in name, (path.name, name)
+                assert "_driver" not in name, (path.name, name)
+                assert "_client" not in name, (path.name, name)

@@ -23,6 +23,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .admin.reassign._cli import run_reassign
 
         return run_reassign(args[1:])
+    if args[:1] == ["heal"]:
+        from .admin.heal._cli import run_heal
+
+        return run_heal(args[1:])
     parser = argparse.ArgumentParser(prog="coopconsumer", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser(
@@ -34,6 +38,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     sub.add_parser(
         "reassign",
         help="plan, run, watch, cancel and roll back reassignments (coopconsumer reassign --help)",
+    )
+    sub.add_parser(
+        "heal", help="re-replicate a failed broker's partitions (coopconsumer heal --help)"
     )
     parser.parse_args(args)
     return 1  # pragma: no cover - argparse exits for anything but the commands above

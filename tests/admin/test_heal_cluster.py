@@ -9,10 +9,12 @@ from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 
 import pytest
+from prometheus_client import CollectorRegistry, generate_latest
 
 from coopconsumer._types import TopicPartition
 from coopconsumer.admin import AdminClient, BalancedReplicaAssignor
 from coopconsumer.admin.heal import ChunkState, HealConfig, Healer, MemoryStateStore
+from coopconsumer.metrics_export import register_prometheus
 from coopconsumer.testing import BrokerState, ReplicationCluster, replication_cluster
 
 pytestmark = pytest.mark.integration
@@ -123,6 +125,12 @@ def test_a_dead_broker_is_healed_in_chunks_after_the_failure_interval(
     assert metrics["chunks-done-total"] == 4.0
     assert metrics["under-replicated-partitions"] == 0.0
     assert metrics["bytes-moved-total"] == 20 * MB
+    # Through the library's Prometheus exporter, as `coopconsumer heal` serves them.
+    registry = CollectorRegistry()
+    register_prometheus(h.metrics, registry, namespace="coopconsumer_heal")
+    text = generate_latest(registry).decode()
+    assert "coopconsumer_heal_failed_brokers 1.0" in text
+    assert "coopconsumer_heal_chunks_done_total 4.0" in text
 
 
 def test_a_bounce_within_the_interval_triggers_nothing(

@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
+from coopconsumer.__main__ import main
 from coopconsumer.admin import AdminClient, BalancedReplicaAssignor
 from coopconsumer.admin.heal import ChunkState, HealConfig, Healer
 from coopconsumer.admin.heal._kafka import KafkaStateTopic, create_state_topic
@@ -151,3 +153,47 @@ def _active_healer(healers: list[Healer]) -> Healer:
         if active:
             return active[0]
     raise AssertionError("no active healer")
+
+
+def test_coopconsumer_heal_command(
+    tansu: EmbeddedBroker, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # Tansu holds a JoinGroup for half the session timeout: keep it short.
+    group = tmp_path / "state.properties"
+    group.write_text("session.timeout.ms=2000\nheartbeat.interval.ms=200\n")
+    with replication_cluster(4, racks=["a", "b"]) as cluster:
+        cluster.create_topic("t", [[1 + i % 4, 1 + (i + 1) % 4] for i in range(8)])
+        cluster.kill_broker(2)
+        status = main(
+            [
+                "heal",
+                "--bootstrap-server",
+                cluster.bootstrap,
+                "--state-bootstrap-server",
+                tansu.bootstrap,
+                "--state-config",
+                str(group),
+                "--state-topic",
+                unique_name("heal-state"),
+                "--group-id",
+                unique_name("heal"),
+                "--replica-assignor",
+                "balanced",
+                "--failure-interval-ms",
+                "500",
+                "--chunk-size",
+                "3",
+                "--poll-interval",
+                "0.2",
+                "--max-steps",
+                "60",
+            ]
+        )
+        assert status == 0
+        out = capsys.readouterr().out
+        assert "created the state topic" in out
+        assert "failure interval 500 ms, chunks of 3" in out
+        assert "chunks-done-total 2" in out  # 4 partitions had a replica on broker 2
+        for p in cluster.partitions("t"):
+            assert 2 not in p.replicas
+            assert len(set(p.replicas)) == 2

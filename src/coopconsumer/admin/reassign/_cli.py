@@ -207,9 +207,15 @@ def _execute(args: argparse.Namespace, out: TextIO) -> int:
                 )
         else:
             executor = ReassignmentExecutor.resume(admin, state, poll_interval_s=poll)
-        progress = executor.run(
-            on_progress=lambda p: print(format_progress(p), file=out, flush=True)
-        )
+        last: list[str] = []
+
+        def show(p: Progress) -> None:
+            line = format_progress(p)
+            if line not in last[-1:]:  # only when something changed
+                last.append(line)
+                print(line, file=out, flush=True)
+
+        progress = executor.run(on_progress=show)
         print(_status_table(executor.core, detail=False), file=out)
     failed = progress.counts.get(MoveState.FAILED, 0)
     return 1 if failed else 0

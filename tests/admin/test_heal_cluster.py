@@ -11,6 +11,7 @@ from collections.abc import Iterator, Mapping, Sequence
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
+from coopconsumer._errors import BrokerConnectionError
 from coopconsumer._types import TopicPartition
 from coopconsumer.admin import AdminClient, BalancedReplicaAssignor
 from coopconsumer.admin.heal import ChunkState, HealConfig, Healer, MemoryStateStore
@@ -24,9 +25,13 @@ CONFIG = HealConfig(failure_interval_ms=60_000, chunk_size=5)
 
 
 class CountingAdmin(AdminClient):
-    """Counts the reassignment targets that reach the broker."""
+    """Counts the reassignment targets that reach the broker; ``fail`` lists calls
+    (by number) that raise a connection error before (``"lost-request"``) or after
+    (``"lost-answer"``) the broker got them."""
 
     submissions: Counter[TopicPartition]
+    fail: dict[int, str]
+    calls: int
 
     def alter_partition_reassignments(
         self,
@@ -34,10 +39,16 @@ class CountingAdmin(AdminClient):
         *,
         timeout_ms: float | None = None,
     ) -> None:
+        self.calls += 1
+        failure = self.fail.get(self.calls)
+        if failure == "lost-request":
+            raise BrokerConnectionError("connection reset before the request went out")
         for tp, target in targets.items():
             if target is not None:
                 self.submissions[tp] += 1
         super().alter_partition_reassignments(targets, timeout_ms=timeout_ms)
+        if failure == "lost-answer":
+            raise BrokerConnectionError("connection reset before the answer came")
 
 
 @pytest.fixture
@@ -54,6 +65,8 @@ def cluster() -> Iterator[ReplicationCluster]:
 def admin(cluster: ReplicationCluster) -> Iterator[CountingAdmin]:
     a = CountingAdmin({"bootstrap.servers": cluster.bootstrap})
     a.submissions = Counter()
+    a.fail = {}
+    a.calls = 0
     try:
         yield a
     finally:
@@ -218,3 +231,22 @@ def test_the_dead_broker_returning_mid_healing_cancels_the_queued_chunks(
             assert p.partition not in {tp.partition for tp in admin.submissions}
     assert "failure/3" not in store.records
     assert h.core.failed_brokers == frozenset()
+
+
+def test_the_service_survives_lost_requests_and_answers_without_double_moves(
+    cluster: ReplicationCluster, admin: CountingAdmin
+) -> None:
+    admin.fail = {1: "lost-answer", 2: "lost-request", 4: "lost-answer"}
+    h = healer(cluster, admin, MemoryStateStore())
+    cluster.kill_broker(3)
+    h.run(max_steps=2)
+    cluster.advance_time(60.0)
+    for _ in range(40):
+        if healed(cluster, 3):
+            break
+        h.run(max_steps=1)
+        cluster.advance_time(0.5)
+    assert healed(cluster, 3)
+    assert admin.calls > 4
+    assert len(admin.submissions) == 20
+    assert set(admin.submissions.values()) == {1}

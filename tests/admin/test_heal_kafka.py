@@ -27,7 +27,7 @@ from coopconsumer.testing import (
     unique_name,
 )
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 PATIENCE_S = 30.0
 

@@ -137,6 +137,7 @@ def cluster() -> Iterator[ReplicationCluster]:
         yield c
 
 
+@pytest.mark.slow
 def test_two_thousand_partitions_move_through_a_window_of_fifty(
     cluster: ReplicationCluster, tmp_path: Path
 ) -> None:

@@ -16,9 +16,10 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol
 
+from ..._errors import BrokerConnectionError, DeliveryError, KafkaError, RequestTimeoutError
 from ..._types import TopicPartition
 from .._assignor import ReplicaAssignor
-from .._types import ClusterDescription, LogDirDescription, TopicDescription
+from .._types import AdminOperationError, ClusterDescription, LogDirDescription, TopicDescription
 from ..reassign._driver import ReassignmentAdmin, partition_sizes, perform
 from ..reassign._executor import ObservedPartition
 from ._core import (
@@ -150,10 +151,27 @@ class Healer:
         return True
 
     def run(self, stop: threading.Event | None = None, *, max_steps: int | None = None) -> None:
-        """Step every ``poll_interval_s`` until ``stop`` is set (or ``max_steps``)."""
+        """Step every ``poll_interval_s`` until ``stop`` is set (or ``max_steps``).
+
+        A step that fails on a connection, a timeout, a broker error or a state write
+        is logged and the state is rebuilt from the store at the next step; what was
+        recorded as decided is reconciled with the cluster then, so nothing is
+        submitted twice."""
         steps = 0
         while stop is None or not stop.is_set():
-            self.step()
+            try:
+                self.step()
+            except (
+                AdminOperationError,
+                BrokerConnectionError,
+                DeliveryError,
+                KafkaError,
+                RequestTimeoutError,
+            ) as exc:
+                # The service outlives a broken connection or a refused request: drop
+                # the in-memory state and rebuild it from the store, as a restart does.
+                log.warning("healer step failed, retrying from the stored state: %s", exc)
+                self.core = None
             steps += 1
             if max_steps is not None and steps >= max_steps:
                 return

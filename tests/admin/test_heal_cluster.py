@@ -5,6 +5,10 @@ broker failure")."""
 
 from __future__ import annotations
 
+import signal
+import subprocess
+import sys
+import time
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 
@@ -250,3 +254,34 @@ def test_the_service_survives_lost_requests_and_answers_without_double_moves(
     assert admin.calls > 4
     assert len(admin.submissions) == 20
     assert set(admin.submissions.values()) == {1}
+
+
+def test_coopconsumer_heal_stops_at_once_on_sigterm() -> None:
+    with replication_cluster(3) as cluster:
+        child = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "coopconsumer",
+                "heal",
+                "--bootstrap-server",
+                cluster.bootstrap,
+                "--no-state-topic",
+                "--poll-interval",
+                "60",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
+        try:
+            assert child.stdout is not None
+            assert "healing" in child.stdout.readline()
+            time.sleep(0.5)  # inside its 60 s wait
+            child.send_signal(signal.SIGTERM)
+            assert child.wait(timeout=10) == 0  # not after the 60 s poll
+            assert "failed-brokers 0" in child.stdout.read()
+        finally:
+            if child.poll() is None:
+                child.kill()
+                child.wait()

@@ -12,7 +12,7 @@ import logging
 import signal
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TextIO
 
 from ..._errors import CoopConsumerError
@@ -72,6 +72,15 @@ def run_heal(argv: Sequence[str], out: TextIO | None = None, err: TextIO | None 
         return 1
 
 
+def _waiter(stop: threading.Event) -> Callable[[float], None]:
+    """A sleep that SIGTERM (``stop``) ends at once."""
+
+    def wait(seconds: float) -> None:
+        stop.wait(seconds)
+
+    return wait
+
+
 def _run(args: argparse.Namespace, out: TextIO) -> int:
     settings: dict[str, object] = {}
     if args.command_config:
@@ -114,6 +123,7 @@ def _run(args: argparse.Namespace, out: TextIO) -> int:
             store=store,
             election=election,
             poll_interval_s=args.poll_interval,
+            sleep=_waiter(stop),
         )
         if args.prometheus_port is not None:
             from prometheus_client import start_http_server

@@ -17,11 +17,9 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol
 
 from ..._errors import BrokerConnectionError, DeliveryError, KafkaError, RequestTimeoutError
-from ..._types import TopicPartition
 from .._assignor import ReplicaAssignor
 from .._types import AdminOperationError, ClusterDescription, LogDirDescription, TopicDescription
-from ..reassign._driver import ReassignmentAdmin, partition_sizes, perform
-from ..reassign._executor import ObservedPartition
+from ..reassign._driver import ReassignmentAdmin, observed_partitions, partition_sizes, perform
 from ._core import (
     ChunkAction,
     ChunkResult,
@@ -192,23 +190,9 @@ class Healer:
         cluster = self.admin.describe_cluster()
         described: dict[str, TopicDescription] = self.admin.describe_topics()
         moving = self.admin.list_partition_reassignments()
-        partitions: dict[TopicPartition, ObservedPartition] = {}
-        for name, topic in described.items():
-            if topic.is_internal:
-                continue
-            for p in topic.partitions:
-                tp = TopicPartition(name, p.partition)
-                r = moving.get(tp)
-                partitions[tp] = ObservedPartition(
-                    replicas=r.replicas if r else p.replicas,
-                    isr=p.isr,
-                    leader=p.leader,
-                    adding=r.adding if r else (),
-                    removing=r.removing if r else (),
-                )
         return ClusterSeen(
             live={b.node_id: b.rack for b in cluster.brokers},
-            partitions=partitions,
+            partitions=observed_partitions(described, moving),
             sizes=partition_sizes(self.admin),
         )
 

@@ -56,6 +56,7 @@ __all__ = [
     "ReassignmentAdmin",
     "ReassignmentExecutor",
     "load_state",
+    "observed_partitions",
     "partition_sizes",
     "perform",
     "request_cancel",
@@ -347,22 +348,8 @@ class ReassignmentExecutor:
         self._learn_min_isr([t for t in described if t not in self._min_isr])
         moving = self.admin.list_partition_reassignments()
         wanted = set(self.core.plan.by_partition())
-        out: dict[TopicPartition, ObservedPartition] = {}
-        for name, topic in described.items():
-            for p in topic.partitions:
-                tp = TopicPartition(name, p.partition)
-                if tp not in wanted:
-                    continue
-                r = moving.get(tp)
-                out[tp] = ObservedPartition(
-                    replicas=r.replicas if r else p.replicas,
-                    isr=p.isr,
-                    leader=p.leader,
-                    adding=r.adding if r else (),
-                    removing=r.removing if r else (),
-                    min_insync_replicas=self._min_isr.get(name, 1),
-                )
-        return out
+        observed = observed_partitions(described, moving, self._min_isr)
+        return {tp: p for tp, p in observed.items() if tp in wanted}
 
     def _learn_min_isr(self, topics: Sequence[str]) -> None:
         if not topics:
@@ -424,6 +411,30 @@ def _refusals(call: Callable[[], None]) -> dict[TopicPartition, str]:
             if isinstance(tp, TopicPartition)
         }
     return {}
+
+
+def observed_partitions(
+    described: Mapping[str, TopicDescription],
+    moving: Mapping[TopicPartition, PartitionReassignment],
+    min_insync_replicas: Mapping[str, int] | None = None,
+) -> dict[TopicPartition, ObservedPartition]:
+    """Every partition of ``described`` as the executor
+    core takes it: Metadata's ISR and leader, ListPartitionReassignments' replicas,
+    adding and removing when it is moving."""
+    out: dict[TopicPartition, ObservedPartition] = {}
+    for name, topic in described.items():
+        for p in topic.partitions:
+            tp = TopicPartition(name, p.partition)
+            r = moving.get(tp)
+            out[tp] = ObservedPartition(
+                replicas=r.replicas if r else p.replicas,
+                isr=p.isr,
+                leader=p.leader,
+                adding=r.adding if r else (),
+                removing=r.removing if r else (),
+                min_insync_replicas=(min_insync_replicas or {}).get(name, 1),
+            )
+    return out
 
 
 def partition_sizes(admin: LogDirsAdmin) -> dict[TopicPartition, int]:

@@ -4,6 +4,10 @@ replication test cluster (docs/admin.md, "Reassigning partitions")."""
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -140,3 +144,57 @@ def test_bad_input_is_one_line_and_exit_1(
         assert "not a version-1 reassignment plan" in capsys.readouterr().err
         assert main(["reassign", "cancel", "--state", str(tmp_path / "s"), "--partition", "x"]) == 1
         assert "topic:partition" in capsys.readouterr().err
+
+
+def test_execute_killed_with_sigkill_resumes_from_its_state_file(tmp_path: Path) -> None:
+    with replication_cluster(4) as cluster:
+        build(cluster, 12, 20 * MB)
+        plan_file, state = tmp_path / "plan.json", tmp_path / "move.state"
+        server = ["--bootstrap-server", cluster.bootstrap]
+        assert (
+            main(["reassign", "plan", *server, "--move-off", "1", "--output", str(plan_file)]) == 0
+        )
+        plan = ReassignmentPlan.from_json(plan_file.read_text())
+        run = [
+            *server,
+            "--state",
+            str(state),
+            "--max-partitions",
+            "2",
+            "--throttle",
+            str(20 * MB),
+            "--poll-interval",
+            "0.1",
+        ]
+        child = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "coopconsumer",
+                "reassign",
+                "execute",
+                "--plan",
+                str(plan_file),
+                *run,
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            deadline = time.monotonic() + 30
+            while not (state.exists() and load_state(state).progress().done >= 1):
+                assert time.monotonic() < deadline, "no move finished"
+                time.sleep(0.05)
+            child.send_signal(signal.SIGKILL)
+            child.wait(timeout=10)
+        finally:
+            if child.poll() is None:
+                child.kill()
+                child.wait()
+        killed_at = load_state(state).progress()
+        assert 1 <= killed_at.done < len(plan)
+        assert main(["reassign", "execute", *run]) == 0  # no --plan: resume
+        resumed = load_state(state)
+        assert resumed.progress().done == len(plan)
+        for m in plan.moves:
+            assert set(cluster.partition("t", m.partition).replicas) == set(m.replicas)

@@ -19,6 +19,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .admin._cli import run_cluster, run_topics
 
         return (run_topics if args[0] == "topics" else run_cluster)(args[1:])
+    if args[:1] == ["reassign"]:
+        from .admin.reassign._cli import run_reassign
+
+        return run_reassign(args[1:])
+    if args[:1] == ["heal"]:
+        from .admin.heal._cli import run_heal
+
+        return run_heal(args[1:])
     parser = argparse.ArgumentParser(prog="coopconsumer", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser(
@@ -27,6 +35,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     sub.add_parser("topics", help="create or describe topics (coopconsumer topics --help)")
     sub.add_parser("cluster", help="describe the cluster (coopconsumer cluster --help)")
+    sub.add_parser(
+        "reassign",
+        help="plan, run, watch, cancel and roll back reassignments (coopconsumer reassign --help)",
+    )
+    sub.add_parser(
+        "heal", help="re-replicate a failed broker's partitions (coopconsumer heal --help)"
+    )
     parser.parse_args(args)
     return 1  # pragma: no cover - argparse exits for anything but the commands above
 

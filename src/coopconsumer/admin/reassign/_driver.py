@@ -1,0 +1,477 @@
+"""The thin driver of the reassignment executor: observes the cluster, feeds the
+core, carries out its actions through the admin client and persists the core after
+every step (docs/admin.md, "Reassigning partitions").
+
+It never decides anything itself; the decisions are in ``_executor``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import logging
+import os
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import IO, Any, Protocol
+
+from ..._types import TopicPartition
+from .._types import (
+    AdminOperationError,
+    AlterConfigOp,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    ConfigResourceType,
+    LogDirDescription,
+    PartitionReassignment,
+    TopicDescription,
+)
+from ._executor import (
+    Action,
+    Cancel,
+    CancelRequested,
+    CancelSent,
+    ClusterObserved,
+    ExecutorConfig,
+    ExecutorCore,
+    Input,
+    ObservedPartition,
+    Progress,
+    ReassignmentError,
+    RemoveThrottles,
+    SetThrottles,
+    Submit,
+    Submitted,
+    TargetChangeRequested,
+    ThrottlesRemoved,
+    ThrottlesSet,
+)
+from ._plan import ReassignmentPlan
+
+__all__ = [
+    "ExecutorBusyError",
+    "ReassignmentAdmin",
+    "ReassignmentExecutor",
+    "load_state",
+    "observed_partitions",
+    "partition_sizes",
+    "perform",
+    "request_cancel",
+    "request_target_change",
+]
+
+log = logging.getLogger("coopconsumer.admin.reassign")
+
+
+class ExecutorBusyError(ReassignmentError):
+    """Another executor holds this state file's lock."""
+
+
+class ReassignmentAdmin(Protocol):
+    """The admin calls the executor makes (:class:`~coopconsumer.admin.AdminClient`
+    has them)."""
+
+    def describe_topics(
+        self, topics: Iterable[str] | None = None, *, timeout_ms: float | None = None
+    ) -> dict[str, TopicDescription]: ...
+
+    def list_partition_reassignments(
+        self,
+        partitions: Iterable[TopicPartition] | None = None,
+        *,
+        timeout_ms: float | None = None,
+    ) -> dict[TopicPartition, PartitionReassignment]: ...
+
+    def alter_partition_reassignments(
+        self,
+        targets: Mapping[TopicPartition, Sequence[int] | None],
+        *,
+        timeout_ms: float | None = None,
+    ) -> None: ...
+
+    def describe_configs(
+        self, resources: Iterable[ConfigResource], *, timeout_ms: float | None = None
+    ) -> dict[ConfigResource, dict[str, ConfigEntry]]: ...
+
+    def incremental_alter_configs(
+        self,
+        changes: Mapping[ConfigResource, Sequence[AlterConfigOp]],
+        *,
+        validate_only: bool = False,
+        timeout_ms: float | None = None,
+    ) -> None: ...
+
+
+class LogDirsAdmin(Protocol):
+    """What :func:`partition_sizes` calls."""
+
+    def describe_log_dirs(
+        self, brokers: Iterable[int] | None = None, *, timeout_ms: float | None = None
+    ) -> dict[int, tuple[LogDirDescription, ...]]: ...
+
+
+def load_state(path: str | os.PathLike[str]) -> ExecutorCore:
+    """The executor persisted at ``path``."""
+    try:
+        data = json.loads(Path(path).read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ReassignmentError(f"cannot read the executor state {path}: {exc}") from exc
+    return ExecutorCore.from_dict(data)
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def _requests_path(state: Path) -> Path:
+    return state.with_name(state.name + ".requests")
+
+
+def _lock_path(state: Path) -> Path:
+    return state.with_name(state.name + ".lock")
+
+
+@contextlib.contextmanager
+def _flock(path: Path, *, blocking: bool) -> Iterator[IO[str] | None]:
+    f = open(path, "a")  # noqa: SIM115 - held across the yield
+    try:
+        flags = fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB)
+        try:
+            fcntl.flock(f.fileno(), flags)
+        except BlockingIOError:
+            yield None
+            return
+        try:
+            yield f
+        finally:
+            fcntl.flock(f.fileno(), fcntl.LOCK_UN)
+    finally:
+        f.close()
+
+
+def _append_request(state: Path, request: Mapping[str, Any]) -> None:
+    path = _requests_path(state)
+    with _flock(path.with_name(path.name + ".lock"), blocking=True), open(path, "a") as f:
+        f.write(json.dumps(request) + "\n")
+
+
+def _take_requests(state: Path) -> list[dict[str, Any]]:
+    path = _requests_path(state)
+    if not path.exists():
+        return []
+    with _flock(path.with_name(path.name + ".lock"), blocking=True):
+        lines = path.read_text().splitlines()
+        path.unlink()
+    return [json.loads(line) for line in lines if line.strip()]
+
+
+def executor_running(state_path: str | os.PathLike[str]) -> bool:
+    """Whether an executor holds ``state_path``'s lock now."""
+    with _flock(_lock_path(Path(state_path)), blocking=False) as held:
+        return held is None
+
+
+def request_cancel(
+    state_path: str | os.PathLike[str], partitions: Iterable[TopicPartition] | None = None
+) -> None:
+    """Ask the executor running on ``state_path`` to cancel ``partitions`` (None:
+    everything not finished); it acts on its next step."""
+    tps = None if partitions is None else [[tp.topic, tp.partition] for tp in partitions]
+    _append_request(Path(state_path), {"cancel": tps})
+
+
+def request_target_change(
+    state_path: str | os.PathLike[str], tp: TopicPartition, replicas: Sequence[int]
+) -> None:
+    """Ask the executor running on ``state_path`` to change one partition's target."""
+    _append_request(
+        Path(state_path), {"change": [tp.topic, tp.partition, [int(r) for r in replicas]]}
+    )
+
+
+def _request_input(request: Mapping[str, Any]) -> Input:
+    if "cancel" in request:
+        tps = request["cancel"]
+        return CancelRequested(
+            None if tps is None else frozenset(TopicPartition(t, int(p)) for t, p in tps)
+        )
+    topic, partition, replicas = request["change"]
+    return TargetChangeRequested(TopicPartition(topic, int(partition)), tuple(replicas))
+
+
+class ReassignmentExecutor:
+    """Runs one plan to its end through ``admin``, persisting its progress to
+    ``state_path`` after every step (None: not persisted).
+
+    ``clock`` gives the time recorded in the progress (wall-clock seconds by
+    default); ``sleep`` waits between polls. ``checkpoint`` is called with a label
+    before each observation, after each persist, and before and after every admin
+    call that changes something; an exception it raises
+    stops the executor right there (the tests kill it that way) and
+    :meth:`resume` continues from the file.
+
+    While it runs it holds a lock next to the state file; another process asks it to
+    cancel or change targets through :func:`request_cancel` and
+    :func:`request_target_change`.
+    """
+
+    def __init__(
+        self,
+        admin: ReassignmentAdmin,
+        core: ExecutorCore,
+        *,
+        state_path: str | os.PathLike[str] | None = None,
+        clock: Callable[[], float] = time.time,
+        sleep: Callable[[float], None] = time.sleep,
+        poll_interval_s: float = 1.0,
+        checkpoint: Callable[[str], None] | None = None,
+    ) -> None:
+        self.admin = admin
+        self.core = core
+        self.state_path = None if state_path is None else Path(state_path)
+        self._clock = clock
+        self._sleep = sleep
+        self.poll_interval_s = poll_interval_s
+        self._checkpoint = checkpoint or (lambda label: None)
+        self._min_isr: dict[str, int] = {}
+        self._started = False
+
+    @classmethod
+    def create(
+        cls,
+        admin: ReassignmentAdmin,
+        plan: ReassignmentPlan,
+        config: ExecutorConfig | None = None,
+        **kwargs: Any,
+    ) -> ReassignmentExecutor:
+        """A new executor for ``plan``; its state file (if any) is written at once."""
+        executor = cls(admin, ExecutorCore(plan, config), **kwargs)
+        executor.persist()
+        return executor
+
+    @classmethod
+    def resume(
+        cls, admin: ReassignmentAdmin, state_path: str | os.PathLike[str], **kwargs: Any
+    ) -> ReassignmentExecutor:
+        """The executor persisted at ``state_path``, to run on."""
+        return cls(admin, load_state(state_path), state_path=state_path, **kwargs)
+
+    # ------------------------------------------------------------------ running
+
+    def run(
+        self,
+        *,
+        on_progress: Callable[[Progress], None] | None = None,
+        max_steps: int | None = None,
+    ) -> Progress:
+        """Step until the plan is finished (or ``max_steps`` polls); the progress.
+
+        ``ExecutorBusyError`` when another executor runs on the same state file.
+        Admin errors other than per-partition refusals propagate; the state file is
+        consistent at every point, so :meth:`resume` continues.
+        """
+        with self._exclusive():
+            steps = 0
+            while not self.core.finished:
+                self.step()
+                steps += 1
+                if on_progress is not None:
+                    on_progress(self.core.progress())
+                if self.core.finished or (max_steps is not None and steps >= max_steps):
+                    break
+                self._sleep(self.poll_interval_s)
+        return self.core.progress()
+
+    def step(self) -> None:
+        """One round: take pending requests, observe, decide, act, persist."""
+        if not self._started:
+            self._started = True
+            self._act(self.core.start(self._clock()))
+        if self.state_path is not None:
+            for request in _take_requests(self.state_path):
+                try:
+                    self.feed(_request_input(request))
+                except ReassignmentError as exc:
+                    log.warning("request %s refused: %s", request, exc)
+        if self.core.finished:
+            return
+        self._checkpoint("before observe")
+        self.feed(ClusterObserved(self.observe()))
+
+    def feed(self, event: Input) -> None:
+        """Give the core one input and carry out what it decides."""
+        actions = self.core.handle(event, self._clock())
+        self.persist()
+        self._checkpoint(f"persisted {type(event).__name__}")
+        self._act(actions)
+
+    def cancel(self, partitions: Iterable[TopicPartition] | None = None) -> None:
+        """Cancel in this process: queued moves are dropped, in-flight ones cancelled
+        through the API (Kafka reverts them)."""
+        self.feed(CancelRequested(None if partitions is None else frozenset(partitions)))
+
+    def change_target(self, tp: TopicPartition, replicas: Sequence[int]) -> None:
+        """Change one partition's target (seed 000's rule for an in-flight one)."""
+        self.feed(TargetChangeRequested(tp, tuple(replicas)))
+
+    def persist(self) -> None:
+        if self.state_path is not None:
+            _write_atomically(self.state_path, json.dumps(self.core.to_dict(), indent=1))
+
+    @contextlib.contextmanager
+    def _exclusive(self) -> Iterator[None]:
+        if self.state_path is None:
+            yield
+            return
+        with _flock(_lock_path(self.state_path), blocking=False) as held:
+            if held is None:
+                raise ExecutorBusyError(f"another executor runs on {self.state_path}")
+            yield
+
+    # ------------------------------------------------------------------ I/O
+
+    def observe(self) -> dict[TopicPartition, ObservedPartition]:
+        """The plan's partitions as the cluster shows them."""
+        topics = sorted({m.topic for m in self.core.plan.moves})
+        try:
+            described = self.admin.describe_topics(topics)
+        except AdminOperationError as exc:
+            described = dict(exc.completed or {})  # deleted topics: their moves fail
+        self._learn_min_isr([t for t in described if t not in self._min_isr])
+        moving = self.admin.list_partition_reassignments()
+        wanted = set(self.core.plan.by_partition())
+        observed = observed_partitions(described, moving, self._min_isr)
+        return {tp: p for tp, p in observed.items() if tp in wanted}
+
+    def _learn_min_isr(self, topics: Sequence[str]) -> None:
+        if not topics:
+            return
+        resources = [ConfigResource(ConfigResourceType.TOPIC, t) for t in topics]
+        try:
+            configs = self.admin.describe_configs(resources)
+        except AdminOperationError as exc:
+            configs = dict(exc.completed or {})
+        for resource, entries in configs.items():
+            entry = entries.get("min.insync.replicas")
+            if entry is not None and entry.value is not None:
+                self._min_isr[resource.name] = int(entry.value)
+
+    def _act(self, actions: list[Action]) -> None:
+        for action in actions:
+            label = type(action).__name__
+            self._checkpoint(f"before {label}")
+            result = self._perform(action)
+            self._checkpoint(f"after {label}")
+            if result is not None:
+                self.feed(result)
+
+    def _perform(self, action: Action) -> Input | None:
+        return perform(self.admin, action)
+
+
+def perform(admin: ReassignmentAdmin, action: Action) -> Input | None:
+    """Carry out one executor action through ``admin``; the input that reports its
+    result (None for none). Per-partition refusals are part of the result; other admin
+    errors propagate."""
+    if isinstance(action, Submit):
+        return Submitted(
+            frozenset(action.targets),
+            _refusals(lambda: admin.alter_partition_reassignments(action.targets)),
+        )
+    if isinstance(action, Cancel):
+        targets: dict[TopicPartition, Sequence[int] | None] = dict.fromkeys(action.partitions)
+        return CancelSent(
+            frozenset(action.partitions),
+            _refusals(lambda: admin.alter_partition_reassignments(targets)),
+        )
+    if isinstance(action, SetThrottles):
+        admin.incremental_alter_configs(_throttle_changes(action, remove=False))
+        return ThrottlesSet()
+    if isinstance(action, RemoveThrottles):
+        admin.incremental_alter_configs(_throttle_changes(action, remove=True))
+        return ThrottlesRemoved()
+    raise TypeError(f"not an executor action: {action!r}")
+
+
+def _refusals(call: Callable[[], None]) -> dict[TopicPartition, str]:
+    try:
+        call()
+    except AdminOperationError as exc:
+        return {
+            tp: f"{getattr(e, 'name', type(e).__name__)}: {e}"
+            for tp, e in exc.errors.items()
+            if isinstance(tp, TopicPartition)
+        }
+    return {}
+
+
+def observed_partitions(
+    described: Mapping[str, TopicDescription],
+    moving: Mapping[TopicPartition, PartitionReassignment],
+    min_insync_replicas: Mapping[str, int] | None = None,
+) -> dict[TopicPartition, ObservedPartition]:
+    """Every partition of ``described`` as the executor
+    core takes it: Metadata's ISR and leader, ListPartitionReassignments' replicas,
+    adding and removing when it is moving."""
+    out: dict[TopicPartition, ObservedPartition] = {}
+    for name, topic in described.items():
+        for p in topic.partitions:
+            tp = TopicPartition(name, p.partition)
+            r = moving.get(tp)
+            out[tp] = ObservedPartition(
+                replicas=r.replicas if r else p.replicas,
+                isr=p.isr,
+                leader=p.leader,
+                adding=r.adding if r else (),
+                removing=r.removing if r else (),
+                min_insync_replicas=(min_insync_replicas or {}).get(name, 1),
+            )
+    return out
+
+
+def partition_sizes(admin: LogDirsAdmin) -> dict[TopicPartition, int]:
+    """Each partition's size: its largest replica in DescribeLogDirs (brokers that do
+    not answer are left out; their partitions count 0)."""
+    try:
+        dirs = admin.describe_log_dirs()
+    except AdminOperationError as exc:
+        dirs = dict(exc.completed or {})
+    sizes: dict[TopicPartition, int] = {}
+    for per_broker in dirs.values():
+        for d in per_broker:
+            for r in d.replicas:
+                if not r.is_future:
+                    tp = TopicPartition(r.topic, r.partition)
+                    sizes[tp] = max(sizes.get(tp, 0), r.size_bytes)
+    return sizes
+
+
+def _throttle_changes(
+    action: SetThrottles | RemoveThrottles, *, remove: bool
+) -> dict[ConfigResource, list[AlterConfigOp]]:
+    list_op = AlterConfigOpType.SUBTRACT if remove else AlterConfigOpType.APPEND
+    changes: dict[ConfigResource, list[AlterConfigOp]] = {}
+    for key, entries in (
+        ("leader.replication.throttled.replicas", action.leader_replicas),
+        ("follower.replication.throttled.replicas", action.follower_replicas),
+    ):
+        for topic, items in entries.items():
+            changes.setdefault(ConfigResource(ConfigResourceType.TOPIC, topic), []).append(
+                AlterConfigOp(key, list_op, ",".join(items))
+            )
+    for broker in action.brokers:
+        ops = changes.setdefault(ConfigResource(ConfigResourceType.BROKER, str(broker)), [])
+        for key in ("leader.replication.throttled.rate", "follower.replication.throttled.rate"):
+            if isinstance(action, SetThrottles):
+                ops.append(AlterConfigOp(key, AlterConfigOpType.SET, str(action.rate)))
+            else:
+                ops.append(AlterConfigOp(key, AlterConfigOpType.DELETE))
+    return changes

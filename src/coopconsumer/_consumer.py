@@ -210,6 +210,19 @@ def _abandon(driver: Driver, fetcher: FetcherLike) -> None:
     fetcher.close()
 
 
+@attrs.define(kw_only=True)
+class _RevokeCommit:
+    """The commit before revoking while it runs (``Consumer._step_revoke_commit``)."""
+
+    offsets: Mapping[TopicPartition, OffsetAndMetadata]
+    #: Partitions this commit paused in the fetcher (not those the application paused).
+    paused: frozenset[TopicPartition]
+    deadline: float
+    #: The commit in flight; None while waiting to retry at ``retry_at``.
+    future: Future[None] | None
+    retry_at: float
+
+
 class Consumer:
     """A Kafka consumer in a consumer group, with KIP-429 incremental cooperative
     rebalancing and assignors written in Python.
@@ -290,6 +303,10 @@ class Consumer:
         self._auto_commit_interval_s = cfg.auto_commit_interval_ms / 1000.0
         self._next_auto_commit = time.monotonic() + self._auto_commit_interval_s
         self._last_auto_commit: dict[TopicPartition, int] = {}
+        # The commit before revoking, while it runs (see _start_revoke_commit), and the
+        # app work queued behind it.
+        self._revoke_commit: _RevokeCommit | None = None
+        self._held_work: list[AppWork] = []
         self._owner = threading.get_ident()
         try:
             assignors = load_assignors(list(cfg.partition_assignment_strategy))  # type: ignore[arg-type]
@@ -417,7 +434,7 @@ class Consumer:
         self._check_usable()
         driver = self._driver
         driver.note_poll()
-        if driver.has_app_work or self._unpositioned:
+        if driver.has_app_work or self._unpositioned or self._revoke_commit is not None:
             self._run_app_work()
         now = time.monotonic()
         if self._auto_commit and now >= self._next_auto_commit:
@@ -445,7 +462,12 @@ class Consumer:
             else:
                 fetcher.serve_events()
                 driver.wait_for(lambda: driver.has_app_work or driver.failure is not None, wait)
-            if driver.has_app_work or driver.failure is not None or self._unpositioned:
+            if (
+                driver.has_app_work
+                or driver.failure is not None
+                or self._unpositioned
+                or self._revoke_commit is not None
+            ):
                 self._run_app_work()
                 self._raise_pending()
             now = time.monotonic()
@@ -485,11 +507,17 @@ class Consumer:
         ):
             self._position(frozenset(self._unpositioned))
         while True:
-            work = self._driver.take_app_work()
+            if self._revoke_commit is not None and not self._step_revoke_commit():
+                break  # the commit before revoking still runs: what follows it waits
+            work = self._held_work or self._driver.take_app_work()
+            self._held_work = []
             if not work:
                 break
-            for item in work:
+            for index, item in enumerate(work):
                 self._do(item)
+                if self._revoke_commit is not None:
+                    self._held_work = work[index + 1 :]
+                    break
         self._flush_starts()
         if self._fatal is None and self._driver.failure is not None:
             self._fatal = self._driver.failure
@@ -518,7 +546,7 @@ class Consumer:
         elif isinstance(item, Unassign):
             self._drop(item.partitions)
         elif isinstance(item, CommitBeforeRevoke):
-            self._commit_before_revoke(item.partitions)
+            self._start_revoke_commit(item.partitions)
         elif isinstance(item, ReportError):
             self._errors.append(item.error)
         elif isinstance(item, Fatal) and self._fatal is None:
@@ -607,55 +635,95 @@ class Consumer:
                 )
             )
 
-    def _commit_before_revoke(self, partitions: frozenset[TopicPartition]) -> None:
-        """Java's auto-commit in ``onJoinPrepare``/``onLeavePrepare``: synchronous, so
-        the next owner starts after every record this member returned (no duplicates).
-        A commit that cannot be made (see ``_commit_sync``) is logged and the
-        partitions are given up anyway: their next owner starts from the last
-        committed offset, so records may be processed twice, none lost."""
-        offsets = self._consumed_offsets(partitions)
-        error = self._commit_sync(offsets, time.monotonic() + self._api_timeout_s)
-        if error is not None:
-            log.warning(
-                "auto-commit before revoking %d partition(s) failed; their next owner "
-                "may process records again: %s",
-                len(offsets),
-                error,
-            )
+    def _start_revoke_commit(self, partitions: frozenset[TopicPartition]) -> None:
+        """Java's auto-commit in ``onJoinPrepare``: the consumed positions of the
+        partitions about to be revoked are committed before ``on_partitions_revoked``
+        runs, so the next owner starts after every record this member returned.
 
-    def _commit_sync(
-        self, offsets: Mapping[TopicPartition, OffsetAndMetadata], deadline: float
-    ) -> CoopConsumerError | None:
-        """Commit ``offsets`` and wait; returns None when committed, else the error.
+        Without blocking ``poll()``: the commit runs in the background and the app work
+        queued behind it (the REVOKED callback first) waits for it, while ``poll()``
+        keeps its timeout and records of the other partitions keep flowing. The
+        partitions being revoked are paused meanwhile, so no record of theirs is
+        returned after their positions were taken. See ``_step_revoke_commit`` for
+        the retries."""
+        offsets = self._consumed_offsets(partitions)
+        if not offsets:
+            return
+        paused = frozenset(offsets) - self._paused
+        if paused:
+            self._fetcher.pause(paused)
+        now = time.monotonic()
+        self._revoke_commit = _RevokeCommit(
+            offsets=offsets,
+            paused=paused,
+            deadline=now + self._api_timeout_s,
+            future=self._driver.commit(offsets),
+            retry_at=now,
+        )
+
+    def _step_revoke_commit(self) -> bool:
+        """Move the commit before revoking on; True once it is over.
 
         Retried after ``retry.backoff.ms`` while the failure is one a retry can cure
         (coordinator moved or unavailable, a lost connection, a timeout) until
-        ``deadline``, as Java retries the commit of ``onJoinPrepare`` until the
-        rebalance timeout. Not retried: ``RebalanceInProgressError`` (here the member
-        itself holds the rebalance up until this commit is done; Kafka does not answer
-        it to a member of the current generation that has not rejoined, librdkafka's
-        mock does) and ``CommitFailedError`` (the generation is gone). Raises only when
-        the driver failed.
-        """
-        if not offsets:
-            return None
-        while True:
-            try:
-                self._wait(self._driver.commit(offsets), max(0.0, deadline - time.monotonic()))
-            except CoopConsumerError as exc:
-                if self._driver.failure is not None:
-                    raise
-                if (
-                    not exc.retriable
-                    or isinstance(exc, RebalanceInProgressError | CommitFailedError)
-                    or time.monotonic() + self._retry_backoff_s >= deadline
-                ):
-                    return exc
-                log.info("auto-commit before revoking failed, retrying: %s", exc)
-                time.sleep(self._retry_backoff_s)
-                continue
-            self._last_auto_commit.update({tp: om.offset for tp, om in offsets.items()})
-            return None
+        ``default.api.timeout.ms``, as Java retries the commit of ``onJoinPrepare``. Not
+        retried: ``RebalanceInProgressError`` (the member itself holds the rebalance up
+        until this commit is done; Kafka does not answer it to a member of the current
+        generation that has not rejoined, librdkafka's mock does) and
+        ``CommitFailedError`` (the generation is gone). A commit that cannot be made is
+        logged and the partitions are given up anyway: their next owner starts from the
+        last committed offset, so records may be processed twice, none lost. Raises
+        only when the driver failed."""
+        commit = self._revoke_commit
+        assert commit is not None
+        now = time.monotonic()
+        error: BaseException | None = None
+        if commit.future is None:
+            if now < commit.retry_at:
+                return False
+            commit.future = self._driver.commit(commit.offsets)
+        if not commit.future.done():
+            if now < commit.deadline:
+                return False
+            error = RequestTimeoutError(
+                f"no answer within {self._api_timeout_s:.1f}s (default.api.timeout.ms)"
+            )
+        else:
+            error = commit.future.exception()
+            if error is not None and self._driver.failure is not None:
+                self._end_revoke_commit()
+                raise self._driver.failure
+            if (
+                isinstance(error, CoopConsumerError)
+                and error.retriable
+                and not isinstance(error, RebalanceInProgressError | CommitFailedError)
+                and now + self._retry_backoff_s < commit.deadline
+            ):
+                log.info("auto-commit before revoking failed, retrying: %s", error)
+                commit.future = None
+                commit.retry_at = now + self._retry_backoff_s
+                return False
+        if error is None:
+            self._last_auto_commit.update({tp: om.offset for tp, om in commit.offsets.items()})
+        else:
+            log.warning(
+                "auto-commit before revoking %d partition(s) failed; their next owner "
+                "may process records again: %s",
+                len(commit.offsets),
+                error,
+            )
+        self._end_revoke_commit()
+        return True
+
+    def _end_revoke_commit(self) -> None:
+        commit = self._revoke_commit
+        assert commit is not None
+        self._revoke_commit = None
+        # The REVOKED callback that follows drops them; resumed first so that nothing
+        # stays paused behind the application's back should it not follow.
+        still = commit.paused & self._assigned
+        if still:
+            self._fetcher.resume(still)
 
     def _auto_commit_async(self, now: float) -> None:
         self._next_auto_commit = now + self._auto_commit_interval_s
@@ -707,9 +775,11 @@ class Consumer:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise RequestTimeoutError(f"{what} did not complete within {timeout_s:.1f}s")
+            # A commit before revoking is watched every slice (its future is not one
+            # of the driver's published conditions).
             driver.wait_for(
                 lambda: driver.has_app_work or driver.failure is not None or done(),
-                min(remaining, 0.5),
+                min(remaining, _SLICE_S if self._revoke_commit is not None else 0.5),
             )
 
     def _wait(self, future: Future[Any], timeout_s: float) -> Any:

@@ -241,3 +241,53 @@ def test_commit_before_revoke_is_retried_after_a_coordinator_error(
 
     until(b_read_on, both, '"b" reading the partitions it took over')
     assert processed.twice() == []
+
+
+def test_poll_keeps_its_timeout_while_the_commit_before_revoking_is_retried(
+    cluster: FakeCluster,
+) -> None:
+    # The commit before revoking gets no answer twice (each times out after
+    # request.timeout.ms, then is retried after retry.backoff.ms). poll() used to
+    # sleep and wait through all of it on the caller's thread; now each poll() keeps
+    # its timeout, the REVOKED callback runs only once the commit stands, and no record
+    # of a partition being revoked is returned after its position was taken.
+    processed = Processed()
+    a_owned = Owned()
+    a, _ = cluster.consumer(settings(**{"request.timeout.ms": 400, "retry.backoff.ms": 200}))
+    a.subscribe([TOPIC], a_owned)
+
+    def read_all() -> bool:
+        mine = processed.by.get("a", {})
+        return a_owned.owned == TPS and all(len(mine.get(tp, ())) == RECORDS for tp in TPS)
+
+    until(read_all, lambda: processed.poll("a", a), '"a" reading every partition')
+    cluster.coordinator.drop_next(OFFSET_COMMIT, count=2)
+    b_owned = Owned()
+    b, _ = cluster.consumer(settings())
+    b.subscribe([TOPIC], b_owned)
+    worst = 0.0
+
+    def both() -> None:
+        nonlocal worst
+        began = time.monotonic()
+        a.poll(0.05)
+        worst = max(worst, time.monotonic() - began - 0.05)
+        processed.poll("b", b)
+
+    def handed_over() -> bool:
+        return bool(b_owned.owned) and a_owned.owned | b_owned.owned == TPS
+
+    until(handed_over, both, '"a" handing partitions to "b" after two lost commits')
+    assert worst < 0.3, f"poll(0.05) overran by {worst:.3f} s"
+    moved = frozenset(b_owned.owned)
+    committed = cluster.coordinator.committed_offsets()
+    assert {tp: committed.get(tp) for tp in moved} == dict.fromkeys(moved, RECORDS)
+    for tp in sorted(TPS):
+        cluster.produce(tp, [b"after"])
+
+    def b_read_on() -> bool:
+        done = processed.by.get("b", {})
+        return all(RECORDS in done.get(tp, ()) for tp in moved)
+
+    until(b_read_on, both, '"b" reading the partitions it took over')
+    assert processed.twice() == []

@@ -16,7 +16,7 @@ from .._protocol.messages import (
     OffsetCommitRequestPartition,
     OffsetCommitRequestTopic,
 )
-from ._core import MemberCore
+from ._core import NO_GENERATION, MemberCore
 from ._effects import CommitDone
 from ._error_actions import Api, ErrorAction, action_for
 from ._inputs import CommitRequested
@@ -53,6 +53,31 @@ def commit_send(m: MemberCore, event: CommitRequested, now: float) -> None:
             )
         )
         return
+    _send_commit(m, event, now, generation_id=m.generation_id, member_id=m.member_id)
+
+
+def commit_manual(m: MemberCore, event: CommitRequested, now: float) -> None:
+    """MANUAL: Kafka's "simple consumer" commit, generation -1 and no member id (Java's
+    ``ConsumerCoordinator`` sends ``Generation.NO_GENERATION`` when it has no group
+    membership); the coordinator accepts it only while the group has no members."""
+    if not event.offsets:
+        m.emit(CommitDone(token=event.token))
+        return
+    if m.coordinator_id is None:
+        m.ensure_coordinator(now)
+        m.emit(
+            CommitDone(
+                token=event.token,
+                error=m.kafka_error(errors.COORDINATOR_NOT_AVAILABLE, Api.OFFSET_COMMIT),
+            )
+        )
+        return
+    _send_commit(m, event, now, generation_id=NO_GENERATION, member_id="")
+
+
+def _send_commit(
+    m: MemberCore, event: CommitRequested, now: float, *, generation_id: int, member_id: str
+) -> None:
     by_topic: dict[str, list[OffsetCommitRequestPartition]] = {}
     for tp in sorted(event.offsets):
         om = event.offsets[tp]
@@ -66,9 +91,10 @@ def commit_send(m: MemberCore, event: CommitRequested, now: float) -> None:
         )
     request = OffsetCommitRequest(
         group_id=m.config.group_id,
-        generation_id=m.generation_id,
-        member_id=m.member_id,
-        group_instance_id=m.config.group_instance_id,
+        generation_id=generation_id,
+        member_id=member_id,
+        # A member without a generation commits as nobody: no static identity either.
+        group_instance_id=m.config.group_instance_id if member_id else None,
         topics=tuple(
             OffsetCommitRequestTopic(name=topic, partitions=tuple(parts))
             for topic, parts in by_topic.items()
@@ -130,7 +156,23 @@ def commit_outcome(m: MemberCore, event: OffsetCommitOutcome, now: float) -> Non
     same_generation = (
         event.pending.generation_id == m.generation_id and event.pending.member_id == m.member_id
     )
-    if action is ErrorAction.RESET_AND_REJOIN:
+    if event.pending.generation_id == NO_GENERATION and action in (
+        ErrorAction.RESET_AND_REJOIN,
+        ErrorAction.REJOIN,
+    ):
+        # A commit without a generation (manual assignment) refused because the group
+        # has members: no retry can help while they are there.
+        m.emit(
+            CommitDone(
+                token=token,
+                error=CommitFailedError(
+                    f"the commit failed with {name}: the group {m.config.group_id!r} has "
+                    f"active members, and a consumer with a manual assignment may only "
+                    f"commit for a group nobody is subscribed to"
+                ),
+            )
+        )
+    elif action is ErrorAction.RESET_AND_REJOIN:
         m.emit(
             CommitDone(
                 token=token,

@@ -254,7 +254,9 @@ class Consumer:
     ``config`` uses Kafka's keys (``bootstrap.servers``, ``group.id``,
     ``partition.assignment.strategy``, ``session.timeout.ms``, ...; see the
     configuration reference). ``group.id`` is required. Use ``"cooperative-sticky"``
-    alone as the strategy for cooperative rebalancing.
+    alone as the strategy for cooperative rebalancing. Instead of subscribing, the
+    consumer may be given partitions with :meth:`assign` (no group membership; the
+    two modes exclude each other).
 
     A background thread heartbeats and runs the group protocol; everything the
     application sees -- rebalance listener callbacks, records, errors -- happens on the
@@ -1081,7 +1083,8 @@ class Consumer:
         self._fetcher.resume(wanted)
 
     def assignment(self) -> frozenset[TopicPartition]:
-        """The partitions currently assigned to this consumer (as applied by ``poll``)."""
+        """The partitions currently assigned to this consumer: by the group (as applied
+        by ``poll``) or by :meth:`assign` (current when that returns)."""
         return frozenset(self._assigned)
 
     def group_metadata(self) -> ConsumerGroupMetadata:

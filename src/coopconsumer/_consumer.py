@@ -910,6 +910,11 @@ class Consumer:
         ``RequestTimeoutError`` after ``default.api.timeout.ms``. A failed commit
         changes nothing in the consumer. ``asynchronous=True`` returns a
         ``concurrent.futures.Future`` completed with None or one of those errors.
+
+        With a manual assignment (:meth:`assign`) the commit carries no generation
+        (Kafka's "simple consumer" commit): ``CommitFailedError`` if the group has
+        members; one asked for before the group coordinator is found waits for it (up
+        to ``request.timeout.ms``, then a retriable ``KafkaError``).
         """
         self._check_usable()
         if offsets is None:

@@ -183,13 +183,42 @@ def test_a_commit_refused_for_a_group_with_members_fails_for_good(code: int) -> 
     assert _kinds(effects) == [CommitDone]  # no rejoin, no reset: there is no group
 
 
-def test_a_commit_before_the_coordinator_is_known_fails_retriably() -> None:
+def test_a_commit_before_the_coordinator_is_known_waits_for_it_in_order() -> None:
     s = Script()
     s.feed(AssignRequested(partitions={TP0}))
-    effects = s.feed(CommitRequested(offsets={TP0: OffsetAndMetadata(offset=7)}, token="c"))
-    (done,) = [e for e in effects if isinstance(e, CommitDone)]
+    for token, offset in (("a", 3), ("b", 4)):
+        effects = s.feed(
+            CommitRequested(offsets={TP0: OffsetAndMetadata(offset=offset)}, token=token)
+        )
+        assert not any(isinstance(e, CommitDone | Send) for e in effects)
+    assert s.member.next_deadline == pytest.approx(30.0)  # request.timeout.ms
+    s.feed(CoordinatorFound(node_id=1), at=0.5)
+    offsets = [
+        send.request.topics[0].partitions[0].committed_offset
+        for send in s.sent(OffsetCommitRequest)
+        if isinstance(send.request, OffsetCommitRequest)
+    ]
+    assert offsets == [3, 4]
+
+
+def test_a_commit_waiting_for_the_coordinator_fails_retriably_at_its_deadline() -> None:
+    s = Script()
+    s.feed(AssignRequested(partitions={TP0}))
+    s.feed(CommitRequested(offsets={TP0: OffsetAndMetadata(offset=3)}, token="a"))
+    assert not [e for e in s.feed(Tick(), at=29.9) if isinstance(e, CommitDone)]
+    (done,) = [e for e in s.feed(Tick(), at=30.0) if isinstance(e, CommitDone)]
     assert isinstance(done.error, KafkaError)
     assert done.error.retriable
+    assert s.sent(OffsetCommitRequest) == []
+
+
+def test_close_fails_a_commit_still_waiting_for_the_coordinator() -> None:
+    s = Script()
+    s.feed(AssignRequested(partitions={TP0}))
+    s.feed(CommitRequested(offsets={TP0: OffsetAndMetadata(offset=3)}, token="a"))
+    (done,) = [e for e in s.feed(CloseRequested()) if isinstance(e, CommitDone)]
+    assert isinstance(done.error, CommitFailedError)
+    assert s.state() is S.CLOSED
 
 
 def test_committed_offsets_are_fetched_through_the_coordinator() -> None:

@@ -11,12 +11,7 @@ from __future__ import annotations
 
 from .._errors import CommitFailedError, RebalanceInProgressError
 from .._protocol import errors
-from .._protocol.messages import (
-    OffsetCommitRequest,
-    OffsetCommitRequestPartition,
-    OffsetCommitRequestTopic,
-)
-from ._core import NO_GENERATION, MemberCore
+from ._core import NO_GENERATION, MemberCore, WaitingCommit, ms
 from ._effects import CommitDone
 from ._error_actions import Api, ErrorAction, action_for
 from ._inputs import CommitRequested
@@ -53,7 +48,7 @@ def commit_send(m: MemberCore, event: CommitRequested, now: float) -> None:
             )
         )
         return
-    _send_commit(m, event, now, generation_id=m.generation_id, member_id=m.member_id)
+    m.send_commit(event, now, generation_id=m.generation_id, member_id=m.member_id)
 
 
 def commit_manual(m: MemberCore, event: CommitRequested, now: float) -> None:
@@ -63,44 +58,15 @@ def commit_manual(m: MemberCore, event: CommitRequested, now: float) -> None:
     if not event.offsets:
         m.emit(CommitDone(token=event.token))
         return
-    if m.coordinator_id is None:
+    if m.coordinator_id is None or m.waiting_commits:
+        # Right after assign() the lookup is still under way: wait for it (in order)
+        # rather than fail a commit the application could not have timed better.
         m.ensure_coordinator(now)
-        m.emit(
-            CommitDone(
-                token=event.token,
-                error=m.kafka_error(errors.COORDINATOR_NOT_AVAILABLE, Api.OFFSET_COMMIT),
-            )
+        m.waiting_commits.append(
+            WaitingCommit(event=event, deadline=now + ms(m.config.request_timeout_ms))
         )
         return
-    _send_commit(m, event, now, generation_id=NO_GENERATION, member_id="")
-
-
-def _send_commit(
-    m: MemberCore, event: CommitRequested, now: float, *, generation_id: int, member_id: str
-) -> None:
-    by_topic: dict[str, list[OffsetCommitRequestPartition]] = {}
-    for tp in sorted(event.offsets):
-        om = event.offsets[tp]
-        by_topic.setdefault(tp.topic, []).append(
-            OffsetCommitRequestPartition(
-                partition_index=tp.partition,
-                committed_offset=om.offset,
-                committed_leader_epoch=om.leader_epoch,
-                committed_metadata=om.metadata,
-            )
-        )
-    request = OffsetCommitRequest(
-        group_id=m.config.group_id,
-        generation_id=generation_id,
-        member_id=member_id,
-        # A member without a generation commits as nobody: no static identity either.
-        group_instance_id=m.config.group_instance_id if member_id else None,
-        topics=tuple(
-            OffsetCommitRequestTopic(name=topic, partitions=tuple(parts))
-            for topic, parts in by_topic.items()
-        ),
-    )
-    m.send(Api.OFFSET_COMMIT, request, now, token=event.token)
+    m.send_commit(event, now, generation_id=NO_GENERATION, member_id="")
 
 
 def commit_rebalancing(m: MemberCore, event: CommitRequested, now: float) -> None:

@@ -4,7 +4,8 @@
 ``assign``, ``incremental_assign``, ``incremental_unassign``) with ``Assign``/``Unassign``
 effects and no group membership at all: no JoinGroup, heartbeat, LeaveGroup or
 listener. The coordinator is still looked up at once, since commits and committed
-offsets go through it (``_commit.commit_manual``, ``_fetch``). An empty assignment is
+offsets go through it (``_commit.commit_manual``, ``_fetch``); a commit asked for
+before it is found waits for it (``drive_waiting_commits``). An empty assignment is
 no mode: the member is back in UNJOINED, free to subscribe (Java's ``assign(empty)``
 is ``unsubscribe()``). ``_table.py`` says which state and input each handler serves;
 mixing with ``Subscribe`` is rejected there (docs/architecture.md, "Manual
@@ -16,9 +17,11 @@ Pure: imports only the core; never I/O, threads or clocks.
 from __future__ import annotations
 
 from .._errors import CommitFailedError, ConfigurationError, CoopConsumerError
+from .._protocol import errors
 from .._types import TopicPartition
-from ._core import MemberCore
-from ._effects import Assign, Unassign
+from ._core import NO_GENERATION, MemberCore
+from ._effects import Assign, CommitDone, Unassign
+from ._error_actions import Api
 from ._inputs import AssignmentChange, AssignRequested, CloseRequested, LeaveRequested
 from ._states import MemberState
 
@@ -93,3 +96,25 @@ def _drop_all(m: MemberCore) -> None:
         owned = frozenset(m.owned)
         m.owned.clear()
         m.emit(Unassign(partitions=owned))
+
+
+def drive_waiting_commits(m: MemberCore, now: float) -> None:
+    """Send the commits that waited for the coordinator, in order, once it is known;
+    fail those whose deadline passed first (retriable: the coordinator may come)."""
+    if not m.waiting_commits:
+        return
+    if m.coordinator_id is not None:
+        waiting, m.waiting_commits = m.waiting_commits, []
+        for commit in waiting:
+            m.send_commit(commit.event, now, generation_id=NO_GENERATION, member_id="")
+        return
+    late = [w for w in m.waiting_commits if now >= w.deadline]
+    if late:
+        m.waiting_commits = [w for w in m.waiting_commits if now < w.deadline]
+        for commit in late:
+            m.emit(
+                CommitDone(
+                    token=commit.event.token,
+                    error=m.kafka_error(errors.COORDINATOR_NOT_AVAILABLE, Api.OFFSET_COMMIT),
+                )
+            )

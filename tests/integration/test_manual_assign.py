@@ -3,7 +3,8 @@
 ``assign``/``unassign``/``incremental_assign``/``incremental_unassign`` (confluent-kafka's
 names and semantics): records from given and committed offsets, commits without a
 generation (Kafka's "simple consumer" commit) that a second consumer resumes from,
-auto-commit at close, and the two modes refusing each other.
+auto-commit at close, the two modes refusing each other, and a commit without a
+generation refused while the group has members (both brokers refuse it, as Kafka).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import pytest
 from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, Producer
 from confluent_kafka import TopicPartition as CkTopicPartition
 
-from coopconsumer import Consumer, IllegalStateError, TopicPartition
+from coopconsumer import CommitFailedError, Consumer, IllegalStateError, TopicPartition
 from coopconsumer.testing import EmbeddedBroker
 from integration.test_consumer import PARTITIONS, PATIENCE_S, config
 
@@ -145,3 +146,20 @@ def test_unassign_returns_to_neither_mode_and_the_modes_refuse_each_other(
         consumer.unsubscribe()
         consumer.assign([tp0])
         assert consumer.assignment() == {tp0}
+
+
+def test_a_manual_commit_to_a_group_with_members_fails(
+    broker: EmbeddedBroker, unique_topic: str, unique_group: str
+) -> None:
+    tp0, *_ = _setup(broker, unique_topic)
+    with Consumer(config(broker, unique_group)) as member:
+        member.subscribe([unique_topic])
+        deadline = time.monotonic() + PATIENCE_S
+        while len(member.assignment()) < PARTITIONS:
+            assert time.monotonic() < deadline, "the member never got its partitions"
+            member.poll(0.1)
+        with Consumer(_manual(broker, unique_group)) as outsider:
+            outsider.assign([tp0])
+            with pytest.raises(CommitFailedError, match="active members"):
+                outsider.commit({tp0: 1})
+            assert outsider.committed([tp0]) == {tp0: None}

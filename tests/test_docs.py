@@ -32,6 +32,7 @@ EXAMPLES = ROOT / "examples"
 _NEEDS_BROKER = {
     ("quickstart.md", 0),
     ("quickstart.md", 3),  # compiled only; tests/integration/test_consumer.py runs these calls
+    ("quickstart.md", 4),  # run by test_quickstart_manual_assignment_runs
     ("testing.md", 0),
     ("testing.md", 1),
     ("testing.md", 2),
@@ -190,6 +191,28 @@ def test_quickstart_program_runs(tmp_path: Path) -> None:
     lines = [line for line in done.stdout.splitlines() if "b'order " in line]
     assert len(lines) == 10
     assert {line.split()[-1] for line in lines} == {f"{i}'" for i in range(10)}
+
+
+@pytest.mark.integration
+def test_quickstart_manual_assignment_runs(tmp_path: Path) -> None:
+    script = tmp_path / "manual.py"
+    script.write_text(_python_blocks("quickstart.md")[4])
+    done = subprocess.run(
+        [sys.executable, str(script)],
+        capture_output=True,
+        text=True,
+        timeout=_SUBPROCESS_TIMEOUT_S,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    lines = [line for line in done.stdout.splitlines() if line.startswith("manual ")]
+    assert sorted(lines) == [
+        "manual 0 0 b'entry 0'",
+        "manual 0 1 b'entry 2'",
+        "manual 1 0 b'entry 1'",
+        "manual 1 1 b'entry 3'",
+    ]
+    assert "TopicPartition(topic='audit', partition=0)" in done.stdout
 
 
 @pytest.mark.integration

@@ -13,6 +13,7 @@ from ._errors import CommitFailedError as CommitFailedError
 from ._errors import ConfigurationError as ConfigurationError
 from ._errors import CoopConsumerError as CoopConsumerError
 from ._errors import DeliveryError as DeliveryError
+from ._errors import IllegalStateError as IllegalStateError
 from ._errors import InvalidAssignmentError as InvalidAssignmentError
 from ._errors import KafkaError as KafkaError
 from ._errors import ProtocolError as ProtocolError
@@ -34,6 +35,7 @@ __all__ = [
     "ConsumerGroupMetadata",
     "CoopConsumerError",
     "DeliveryError",
+    "IllegalStateError",
     "InvalidAssignmentError",
     "KafkaError",
     "OffsetAndMetadata",

@@ -27,10 +27,13 @@ import attrs
 from ._config import ConsumerConfig
 from ._coordinator import (
     Assign,
+    AssignmentChange,
+    AssignRequested,
     CloseRequested,
     CommitBeforeRevoke,
     Fatal,
     GroupMember,
+    IllegalTransition,
     InvokeListener,
     LeaveRequested,
     ListenerDone,
@@ -46,6 +49,7 @@ from ._errors import (
     CommitFailedError,
     ConfigurationError,
     CoopConsumerError,
+    IllegalStateError,
     KafkaError,
     RebalanceInProgressError,
     RequestTimeoutError,
@@ -88,6 +92,13 @@ _OFFSET_END: Final = -1
 #: Delay before poll() retries a failed committed-offset lookup of new partitions.
 _POSITION_RETRY_S: Final = 1.0
 _STOPPED_STATES: Final = frozenset({MemberState.CLOSED, MemberState.FATAL})
+#: States in which nothing is queued for poll() until the application acts or a
+#: heartbeat answer starts a rebalance: poll() may use the longer slice.
+_QUIET_STATES: Final = frozenset({MemberState.STABLE, MemberState.MANUAL})
+#: librdkafka's OFFSET_STORED and OFFSET_INVALID (confluent-kafka's TopicPartition
+#: default): no start offset given, start at the committed offset.
+_NO_START_OFFSETS: Final = frozenset({-1000, -1001})
+_MIXED_MODES: Final = "subscription to topics, partitions and pattern are mutually exclusive"
 
 
 class FetcherLike(Protocol):
@@ -202,6 +213,32 @@ def _subscription(topics: object) -> Subscribe | None:
     raise ConfigurationError(f"subscribe() takes a list of topics or a pattern, not {topics!r}")
 
 
+def _assignment(partitions: object) -> tuple[frozenset[TopicPartition], dict[TopicPartition, int]]:
+    """The partitions of an ``assign()``-style argument and the start offsets some of
+    them carry (confluent-kafka's ``TopicPartition(topic, partition, offset)``)."""
+    if isinstance(partitions, str | bytes) or not isinstance(partitions, Iterable):
+        raise ConfigurationError(f"expected a list of TopicPartition, got {partitions!r}")
+    found: set[TopicPartition] = set()
+    starts: dict[TopicPartition, int] = {}
+    for item in partitions:
+        tp = _tp(item)
+        if tp in found:
+            raise ConfigurationError(f"{tp} is listed twice")
+        found.add(tp)
+        offset = getattr(item, "offset", None)
+        if offset is None or offset in _NO_START_OFFSETS:
+            continue
+        if not isinstance(offset, int) or isinstance(offset, bool):
+            raise ConfigurationError(f"the offset of {tp} must be an int: {offset!r}")
+        if offset < 0 and offset not in (_OFFSET_BEGINNING, _OFFSET_END):
+            raise ConfigurationError(
+                f"unsupported start offset {offset} for {tp}: give an offset >= 0, "
+                f"OFFSET_BEGINNING (-2) or OFFSET_END (-1)"
+            )
+        starts[tp] = offset
+    return frozenset(found), starts
+
+
 def _abandon(driver: Driver, fetcher: FetcherLike) -> None:
     """Finalizer of a consumer collected without ``close()``: no LeaveGroup (nobody
     can run the listeners), the coordinator expires the member after its session."""
@@ -230,7 +267,9 @@ class Consumer:
     ``config`` uses Kafka's keys (``bootstrap.servers``, ``group.id``,
     ``partition.assignment.strategy``, ``session.timeout.ms``, ...; see the
     configuration reference). ``group.id`` is required. Use ``"cooperative-sticky"``
-    alone as the strategy for cooperative rebalancing.
+    alone as the strategy for cooperative rebalancing. Instead of subscribing, the
+    consumer may be given partitions with :meth:`assign` (no group membership; the
+    two modes exclude each other).
 
     A background thread heartbeats and runs the group protocol; everything the
     application sees -- rebalance listener callbacks, records, errors -- happens on the
@@ -364,7 +403,8 @@ class Consumer:
         also run ``listener``'s callbacks.
 
         Raises ``ConfigurationError`` for an invalid argument (the subscription is
-        unchanged) and the fatal error if the consumer failed.
+        unchanged), ``IllegalStateError`` while partitions are assigned manually (see
+        :meth:`assign`; nothing changes) and the fatal error if the consumer failed.
         """
         self._check_usable()
         subscription = _subscription(topics)
@@ -372,7 +412,15 @@ class Consumer:
             self.unsubscribe()
             return
         invoker = ListenerInvoker(listener, self._metrics)
-        self._driver.request(subscription, self._api_timeout_s)
+        try:
+            self._driver.request(subscription, self._api_timeout_s)
+        except IllegalTransition as exc:
+            if exc.target is not None or exc.state is not MemberState.MANUAL:
+                raise
+            raise IllegalStateError(
+                f"subscribe(): {_MIXED_MODES}; partitions are assigned manually "
+                f"(call unassign() or unsubscribe() first)"
+            ) from None
         self._invoker = invoker
 
     def unsubscribe(self) -> None:
@@ -387,11 +435,16 @@ class Consumer:
         does not get there in time, the partitions are left uncommitted (their next
         owner may read some records again; none is lost).
 
+        With a manual assignment (:meth:`assign`) it drops the assignment instead, as
+        :meth:`unassign`; there is no group to leave.
+
         Raises the first listener exception after the consumer has left (it is then
         unsubscribed); ``RequestTimeoutError`` if leaving did not finish within
         ``default.api.timeout.ms`` (the leave then completes in the background).
         """
         self._check_usable()
+        if self._driver.state is MemberState.MANUAL:
+            self._commit_removed(frozenset(self._assigned))
         deadline = time.monotonic() + self._api_timeout_s
         # Half the time may go to waiting for a rebalance under way to reach the
         # SyncGroup answer, so that the member commits before leaving (its decision).
@@ -403,6 +456,91 @@ class Consumer:
             "leaving the group",
         )
         self._raise_pending()
+
+    # ------------------------------------------------------------------ manual assignment
+
+    def assign(self, partitions: Iterable[object]) -> None:
+        """Consume exactly ``partitions``, without joining the group (confluent-kafka's
+        ``assign``; Java's ``KafkaConsumer.assign``).
+
+        ``partitions`` are ``TopicPartition``s, or confluent-kafka style objects with
+        ``topic``, ``partition`` and ``offset``. A partition carrying an offset starts
+        there (``OFFSET_BEGINNING`` -2 and ``OFFSET_END`` -1 too); the others start at
+        the group's committed offset (looked up without blocking ``poll()``), else at
+        ``auto.offset.reset``. Replaces the whole previous manual assignment: as in
+        librdkafka, every old partition is dropped and a partition assigned again
+        restarts from its given or committed offset. An empty list is
+        :meth:`unassign`.
+
+        No JoinGroup, heartbeat, LeaveGroup or rebalance listener: the consumer is not
+        a group member. ``group.id`` still names the group whose offsets it commits and
+        reads; Kafka accepts those commits (generation -1, no member id) only while no
+        member is subscribed to that group. With ``enable.auto.commit`` the consumed
+        positions of dropped partitions are committed first, without waiting.
+
+        :meth:`assignment` reflects the change when this returns; records follow from
+        :meth:`poll`/:meth:`consume`. Raises ``ConfigurationError`` for an invalid
+        argument and ``IllegalStateError`` while subscribed (Java: "Subscription to
+        topics, partitions and pattern are mutually exclusive"; call
+        :meth:`unsubscribe` first); either way nothing changes.
+        """
+        wanted, starts = _assignment(partitions)
+        self._change_assignment(
+            AssignRequested(partitions=wanted, starts=starts, change=AssignmentChange.REPLACE),
+            "assign()",
+        )
+
+    def unassign(self) -> None:
+        """Drop the manual assignment (confluent-kafka's ``unassign``): nothing is
+        fetched any more and the consumer is in neither mode, free to :meth:`subscribe`.
+        With ``enable.auto.commit`` the consumed positions are committed first, without
+        waiting. Does nothing when nothing is assigned. Raises ``IllegalStateError``
+        while subscribed (use :meth:`unsubscribe`); nothing changes then."""
+        self._change_assignment(
+            AssignRequested(partitions=frozenset(), change=AssignmentChange.REPLACE),
+            "unassign()",
+        )
+
+    def incremental_assign(self, partitions: Iterable[object]) -> None:
+        """Add ``partitions`` to the manual assignment (confluent-kafka's
+        ``incremental_assign``), each starting as in :meth:`assign`; the others keep
+        their positions. Raises ``ConfigurationError`` if one is already assigned and
+        ``IllegalStateError`` while subscribed; nothing changes then."""
+        wanted, starts = _assignment(partitions)
+        self._change_assignment(
+            AssignRequested(partitions=wanted, starts=starts, change=AssignmentChange.ADD),
+            "incremental_assign()",
+        )
+
+    def incremental_unassign(self, partitions: Iterable[object]) -> None:
+        """Remove ``partitions`` from the manual assignment (confluent-kafka's
+        ``incremental_unassign``); removing the last one leaves the consumer in neither
+        mode, as :meth:`unassign`. With ``enable.auto.commit`` their consumed positions
+        are committed first, without waiting. Raises ``ConfigurationError`` if one is
+        not assigned and ``IllegalStateError`` while subscribed; nothing changes then."""
+        wanted, _ = _assignment(partitions)
+        self._change_assignment(
+            AssignRequested(partitions=wanted, change=AssignmentChange.REMOVE),
+            "incremental_unassign()",
+        )
+
+    def _change_assignment(self, event: AssignRequested, what: str) -> None:
+        self._check_usable()
+        if self._driver.state is MemberState.MANUAL:
+            if event.change is AssignmentChange.REMOVE:
+                self._commit_removed(event.partitions & self._assigned)
+            elif event.change is AssignmentChange.REPLACE:
+                self._commit_removed(frozenset(self._assigned))
+        try:
+            self._driver.request(event, self._api_timeout_s)
+        except IllegalTransition as exc:
+            if exc.target is not None:
+                raise
+            raise IllegalStateError(
+                f"{what}: {_MIXED_MODES}; the consumer is subscribed "
+                f"({exc.state.value}): call unsubscribe() first"
+            ) from None
+        self._run_app_work()
 
     # ------------------------------------------------------------------ records
 
@@ -448,7 +586,7 @@ class Consumer:
                 self._report_client_errors()
             slice_s = (
                 _STABLE_SLICE_S
-                if driver.state is MemberState.STABLE and not self._unpositioned
+                if driver.state in _QUIET_STATES and not self._unpositioned
                 else _SLICE_S
             )
             wait = slice_s if deadline is None else max(0.0, min(slice_s, deadline - now))
@@ -542,7 +680,10 @@ class Consumer:
             if self._closed:
                 self._unpositioned |= item.partitions  # closing: nothing will be fetched
             else:
-                self._position(item.partitions)
+                # Given start offsets (manual assignment) go to the fetcher with the
+                # other known starts once the queued work has run (_flush_starts).
+                self._pending_starts.update(item.starts)
+                self._position(item.partitions - item.starts.keys())
         elif isinstance(item, Unassign):
             self._drop(item.partitions)
         elif isinstance(item, CommitBeforeRevoke):
@@ -634,6 +775,48 @@ class Consumer:
                     ),
                 )
             )
+
+    def _commit_manual_before_close(self, deadline: float) -> None:
+        offsets = self._uncommitted(frozenset(self._assigned))
+        error = self._commit_sync(offsets, deadline)
+        if error is not None:
+            log.warning(
+                "auto-commit of %d manually assigned partition(s) at close failed: %s",
+                len(offsets),
+                error,
+            )
+
+    def _commit_sync(
+        self, offsets: Mapping[TopicPartition, OffsetAndMetadata], deadline: float
+    ) -> CoopConsumerError | None:
+        """Commit ``offsets`` and wait; returns None when committed, else the error.
+
+        For ``close()`` of a manually assigned consumer only, a call that blocks until
+        its own deadline anyway (a rebalance's commit runs in the background:
+        ``_start_revoke_commit``). Retried after ``retry.backoff.ms`` while the failure
+        is one a retry can cure, until ``deadline``; not retried:
+        ``RebalanceInProgressError`` and ``CommitFailedError``. Raises only when the
+        driver failed.
+        """
+        if not offsets:
+            return None
+        while True:
+            try:
+                self._wait(self._driver.commit(offsets), max(0.0, deadline - time.monotonic()))
+            except CoopConsumerError as exc:
+                if self._driver.failure is not None:
+                    raise
+                if (
+                    not exc.retriable
+                    or isinstance(exc, RebalanceInProgressError | CommitFailedError)
+                    or time.monotonic() + self._retry_backoff_s >= deadline
+                ):
+                    return exc
+                log.info("auto-commit at close failed, retrying: %s", exc)
+                time.sleep(self._retry_backoff_s)
+                continue
+            self._last_auto_commit.update({tp: om.offset for tp, om in offsets.items()})
+            return None
 
     def _start_revoke_commit(self, partitions: frozenset[TopicPartition]) -> None:
         """Java's auto-commit in ``onJoinPrepare``: the consumed positions of the
@@ -727,7 +910,18 @@ class Consumer:
 
     def _auto_commit_async(self, now: float) -> None:
         self._next_auto_commit = now + self._auto_commit_interval_s
-        changed = self._uncommitted(frozenset(self._assigned))
+        self._commit_uncommitted_async(frozenset(self._assigned))
+
+    def _commit_removed(self, partitions: frozenset[TopicPartition]) -> None:
+        """With auto-commit, commit the consumed positions of manually assigned
+        ``partitions`` about to be unassigned, without waiting (Java's ``assign()``
+        commits asynchronously before changing the assignment; librdkafka commits
+        removed partitions too). Queued before the change, so it is sent first."""
+        if self._auto_commit and partitions:
+            self._commit_uncommitted_async(partitions)
+
+    def _commit_uncommitted_async(self, partitions: frozenset[TopicPartition]) -> None:
+        changed = self._uncommitted(partitions)
         if not changed:
             return
         future = self._driver.commit(changed)
@@ -820,6 +1014,11 @@ class Consumer:
         ``RequestTimeoutError`` after ``default.api.timeout.ms``. A failed commit
         changes nothing in the consumer. ``asynchronous=True`` returns a
         ``concurrent.futures.Future`` completed with None or one of those errors.
+
+        With a manual assignment (:meth:`assign`) the commit carries no generation
+        (Kafka's "simple consumer" commit): ``CommitFailedError`` if the group has
+        members; one asked for before the group coordinator is found waits for it (up
+        to ``request.timeout.ms``, then a retriable ``KafkaError``).
         """
         self._check_usable()
         if offsets is None:
@@ -993,7 +1192,8 @@ class Consumer:
         self._fetcher.resume(wanted)
 
     def assignment(self) -> frozenset[TopicPartition]:
-        """The partitions currently assigned to this consumer (as applied by ``poll``)."""
+        """The partitions currently assigned to this consumer: by the group (as applied
+        by ``poll``) or by :meth:`assign` (current when that returns)."""
         return frozenset(self._assigned)
 
     def group_metadata(self) -> ConsumerGroupMetadata:
@@ -1071,7 +1271,8 @@ class Consumer:
     def close(self, timeout: float | None = None) -> None:
         """Leave the group and release everything: commit the consumed positions (with
         ``enable.auto.commit``), run ``on_partitions_revoked`` (or ``lost``) on this
-        thread, send LeaveGroup (dynamic members), stop the background thread, close
+        thread, send LeaveGroup (dynamic members; a consumer with a manual assignment
+        only commits, with at most half of ``timeout``), stop the background thread, close
         the fetcher and the sockets. Waits at most ``timeout`` seconds (default 30)
         for the group steps. Idempotent.
 
@@ -1095,6 +1296,10 @@ class Consumer:
         try:
             if driver.failure is None and driver.alive:
                 try:
+                    if self._auto_commit and driver.state is MemberState.MANUAL:
+                        # No group to leave, so no revocation commits for us: commit
+                        # here, as Java's close() does (maybeAutoCommitOffsetsSync).
+                        self._commit_manual_before_close(time.monotonic() + timeout_s / 2)
                     driver.submit(CloseRequested(commit_wait_s=timeout_s / 2))
                     self._run_until(
                         lambda: driver.state in _STOPPED_STATES,

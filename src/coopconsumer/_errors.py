@@ -230,6 +230,15 @@ class CommitFailedError(CoopConsumerError):
     """
 
 
+class IllegalStateError(CoopConsumerError):
+    """The call is not allowed in the consumer's current mode: ``subscribe()`` while
+    partitions are assigned manually, or ``assign()``/``unassign()`` (and the
+    incremental forms) while subscribed (Java's ``IllegalStateException``: "Subscription
+    to topics, partitions and pattern are mutually exclusive"). Nothing changed;
+    ``unsubscribe()`` (or ``unassign()``) returns the consumer to neither mode.
+    """
+
+
 class DeliveryError(CoopConsumerError):
     """A produced record was not acknowledged by the broker.
 

@@ -12,6 +12,7 @@ from _coord_assignors import CooperativeTestAssignor, EagerTestAssignor
 
 from coopconsumer import consumer_protocol
 from coopconsumer._coordinator import (
+    AssignRequested,
     CloseRequested,
     CoordinatorFound,
     Effect,
@@ -208,6 +209,9 @@ def in_state(state: MemberState, *, cooperative: bool = False) -> Script:
     s = Script(cooperative=cooperative)
     if state is MemberState.UNJOINED:
         pass
+    elif state is MemberState.MANUAL:
+        s.feed(AssignRequested(partitions=tps("t-0", "t-1")))
+        s.feed(CoordinatorFound(node_id=1))
     elif state is MemberState.JOINING:
         s.subscribe()
     elif state is MemberState.LEADER_AWAITING_METADATA:

@@ -20,6 +20,8 @@ from _coord_script import Script, in_state, tps
 
 from coopconsumer import consumer_protocol
 from coopconsumer._coordinator import (
+    AssignmentChange,
+    AssignRequested,
     CloseRequested,
     CommitRequested,
     CommittedOffsetsRequested,
@@ -81,6 +83,7 @@ INPUT_TYPES: tuple[type, ...] = (
     CommittedOffsetsRequested,
     FindCoordinatorOutcome,
     OffsetFetchOutcome,
+    AssignRequested,
 )
 
 ALL_PAIRS = [(s, t) for s in MemberState for t in INPUT_TYPES]
@@ -104,6 +107,10 @@ EXPECTED: dict[tuple[MemberState, type], MemberState] = {
     **{(s, t): s for s in MemberState for t in _SAME if (s, t) in TRANSITIONS},
     (S.UNJOINED, Subscribe): S.JOINING,
     (S.UNJOINED, CloseRequested): S.CLOSED,
+    (S.UNJOINED, AssignRequested): S.MANUAL,
+    (S.MANUAL, AssignRequested): S.MANUAL,
+    (S.MANUAL, LeaveRequested): S.UNJOINED,
+    (S.MANUAL, CloseRequested): S.CLOSED,
     (S.PREPARING_JOIN, Subscribe): S.PREPARING_JOIN,
     (S.PREPARING_JOIN, ListenerDone): S.JOINING,
     (S.PREPARING_JOIN, LeaveRequested): S.LEAVING,
@@ -190,6 +197,8 @@ def _canonical(script: Script, input_type: type) -> object:
         return HeartbeatOutcome(pending=pending, response=HeartbeatResponse())
     if input_type is LeaveGroupOutcome:
         return LeaveGroupOutcome(pending=pending, response=LeaveGroupResponse())
+    if input_type is AssignRequested:
+        return AssignRequested(partitions=tps("t-2"), change=AssignmentChange.ADD)
     if input_type is CommittedOffsetsRequested:
         return CommittedOffsetsRequested(partitions=tps("t-0"), token="f", timeout_s=5.0)
     if input_type is FindCoordinatorOutcome:

@@ -21,7 +21,8 @@ The driver's contract, effect by effect (execute each batch in order):
   calling ``poll()``; feed ``ListenerDone(invocation_id, kind)`` whether it raised or not.
   While a REVOKED call is pending, return no records of its partitions (Java's
   ``markPendingRevocation``); the Unassign follows its ``ListenerDone``.
-- ``Assign(partitions)`` / ``Unassign(partitions)``: incremental fetcher changes.
+- ``Assign(partitions, starts)`` / ``Unassign(partitions)``: incremental fetcher
+  changes; ``starts`` are start offsets the application gave (manual assignment).
   ``set_assigned_partitions`` is the running size of their union.
 - ``CommitBeforeRevoke(partitions)``: with ``enable.auto.commit``, commit the consumed
   offsets of ``partitions`` (``CommitRequested``) before running the REVOKED callback
@@ -35,7 +36,8 @@ The driver's contract, effect by effect (execute each batch in order):
 - ``ReportError(error)``: raise from the next ``poll()``; the member continues.
 - ``Fatal(error)``: raise from ``poll()`` and every later call until ``close()``.
 
-Inputs the driver feeds besides answers: ``Subscribe``, ``PollCalled`` (at every
+Inputs the driver feeds besides answers: ``Subscribe``, ``AssignRequested`` (manual
+assignment: no group membership, see ``MemberState.MANUAL``), ``PollCalled`` (at every
 ``poll()``), ``CommitRequested``, ``CommittedOffsetsRequested``, ``LeaveRequested``
 (unsubscribe), ``CloseRequested``, and ``Tick`` at ``next_deadline``.
 """
@@ -65,6 +67,8 @@ from ._error_actions import Api as Api
 from ._error_actions import ErrorAction as ErrorAction
 from ._error_actions import action_for as action_for
 from ._errors import IllegalTransition as IllegalTransition
+from ._inputs import AssignmentChange as AssignmentChange
+from ._inputs import AssignRequested as AssignRequested
 from ._inputs import CloseRequested as CloseRequested
 from ._inputs import CommitRequested as CommitRequested
 from ._inputs import CommittedOffsetsRequested as CommittedOffsetsRequested
@@ -87,6 +91,8 @@ __all__ = [
     "AddCoordinator",
     "Api",
     "Assign",
+    "AssignRequested",
+    "AssignmentChange",
     "AssignmentDiff",
     "CloseRequested",
     "CommitBeforeRevoke",

@@ -11,12 +11,7 @@ from __future__ import annotations
 
 from .._errors import CommitFailedError, RebalanceInProgressError
 from .._protocol import errors
-from .._protocol.messages import (
-    OffsetCommitRequest,
-    OffsetCommitRequestPartition,
-    OffsetCommitRequestTopic,
-)
-from ._core import MemberCore
+from ._core import NO_GENERATION, MemberCore, WaitingCommit, ms
 from ._effects import CommitDone
 from ._error_actions import Api, ErrorAction, action_for
 from ._inputs import CommitRequested
@@ -53,28 +48,25 @@ def commit_send(m: MemberCore, event: CommitRequested, now: float) -> None:
             )
         )
         return
-    by_topic: dict[str, list[OffsetCommitRequestPartition]] = {}
-    for tp in sorted(event.offsets):
-        om = event.offsets[tp]
-        by_topic.setdefault(tp.topic, []).append(
-            OffsetCommitRequestPartition(
-                partition_index=tp.partition,
-                committed_offset=om.offset,
-                committed_leader_epoch=om.leader_epoch,
-                committed_metadata=om.metadata,
-            )
+    m.send_commit(event, now, generation_id=m.generation_id, member_id=m.member_id)
+
+
+def commit_manual(m: MemberCore, event: CommitRequested, now: float) -> None:
+    """MANUAL: Kafka's "simple consumer" commit, generation -1 and no member id (Java's
+    ``ConsumerCoordinator`` sends ``Generation.NO_GENERATION`` when it has no group
+    membership); the coordinator accepts it only while the group has no members."""
+    if not event.offsets:
+        m.emit(CommitDone(token=event.token))
+        return
+    if m.coordinator_id is None or m.waiting_commits:
+        # Right after assign() the lookup is still under way: wait for it (in order)
+        # rather than fail a commit the application could not have timed better.
+        m.ensure_coordinator(now)
+        m.waiting_commits.append(
+            WaitingCommit(event=event, deadline=now + ms(m.config.request_timeout_ms))
         )
-    request = OffsetCommitRequest(
-        group_id=m.config.group_id,
-        generation_id=m.generation_id,
-        member_id=m.member_id,
-        group_instance_id=m.config.group_instance_id,
-        topics=tuple(
-            OffsetCommitRequestTopic(name=topic, partitions=tuple(parts))
-            for topic, parts in by_topic.items()
-        ),
-    )
-    m.send(Api.OFFSET_COMMIT, request, now, token=event.token)
+        return
+    m.send_commit(event, now, generation_id=NO_GENERATION, member_id="")
 
 
 def commit_rebalancing(m: MemberCore, event: CommitRequested, now: float) -> None:
@@ -130,7 +122,23 @@ def commit_outcome(m: MemberCore, event: OffsetCommitOutcome, now: float) -> Non
     same_generation = (
         event.pending.generation_id == m.generation_id and event.pending.member_id == m.member_id
     )
-    if action is ErrorAction.RESET_AND_REJOIN:
+    if event.pending.generation_id == NO_GENERATION and action in (
+        ErrorAction.RESET_AND_REJOIN,
+        ErrorAction.REJOIN,
+    ):
+        # A commit without a generation (manual assignment) refused because the group
+        # has members: no retry can help while they are there.
+        m.emit(
+            CommitDone(
+                token=token,
+                error=CommitFailedError(
+                    f"the commit failed with {name}: the group {m.config.group_id!r} has "
+                    f"active members, and a consumer with a manual assignment may only "
+                    f"commit for a group nobody is subscribed to"
+                ),
+            )
+        )
+    elif action is ErrorAction.RESET_AND_REJOIN:
         m.emit(
             CommitDone(
                 token=token,

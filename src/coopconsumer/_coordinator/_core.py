@@ -21,7 +21,12 @@ import attrs
 
 from .._errors import ConfigurationError, CoopConsumerError, KafkaError, ProtocolError
 from .._protocol import errors
-from .._protocol.messages import JoinGroupResponseMember
+from .._protocol.messages import (
+    JoinGroupResponseMember,
+    OffsetCommitRequest,
+    OffsetCommitRequestPartition,
+    OffsetCommitRequestTopic,
+)
 from .._types import ConsumerGroupMetadata, TopicPartition
 from ..assignors._api import Assignment, ClusterMetadata, ConsumerPartitionAssignor
 from ..assignors._loading import select_rebalance_protocol
@@ -43,7 +48,7 @@ from ._effects import (
 )
 from ._error_actions import Api
 from ._errors import IllegalTransition
-from ._inputs import ListenerDone, RequestFailed, ResponseReceived, Subscribe
+from ._inputs import CommitRequested, ListenerDone, RequestFailed, ResponseReceived, Subscribe
 from ._outcomes import (
     RESPONSE_TYPES,
     FindCoordinatorOutcome,
@@ -140,6 +145,15 @@ class FetchJob:
     retry_at: float | None = None
     request_id: int | None = None
     last_error: CoopConsumerError | None = None
+
+
+@attrs.frozen(kw_only=True)
+class WaitingCommit:
+    """A commit of a manual assignment asked for before the coordinator was found:
+    sent once it is, failed (retriable) at ``deadline`` (see ``_manual``)."""
+
+    event: CommitRequested
+    deadline: float
 
 
 @attrs.frozen(kw_only=True)
@@ -251,6 +265,8 @@ class MemberCore:
         # Committed-offset fetches in progress, by fetch id (any live state).
         self.fetches: dict[int, FetchJob] = {}
         self.next_fetch_id = 1
+        # MANUAL: commits waiting for the coordinator to be found, oldest first.
+        self.waiting_commits: list[WaitingCommit] = []
 
         self.fx: list[Effect] = []
 
@@ -303,6 +319,7 @@ class MemberCore:
             # Due at its deadline, or at once when there is nothing left to commit.
             leave = self.leave_pending
             candidates.append(leave.deadline if self.leave_worth_waiting() else leave.asked_at)
+        candidates.extend(w.deadline for w in self.waiting_commits)
         for job in self.fetches.values():
             candidates.append(job.deadline)
             if (
@@ -504,6 +521,35 @@ class MemberCore:
         )
         return request_id
 
+    def send_commit(
+        self, event: CommitRequested, now: float, *, generation_id: int, member_id: str
+    ) -> None:
+        """Send ``event``'s OffsetCommit to the coordinator as ``generation_id`` and
+        ``member_id`` (-1 and "" for a consumer outside the group)."""
+        by_topic: dict[str, list[OffsetCommitRequestPartition]] = {}
+        for tp in sorted(event.offsets):
+            om = event.offsets[tp]
+            by_topic.setdefault(tp.topic, []).append(
+                OffsetCommitRequestPartition(
+                    partition_index=tp.partition,
+                    committed_offset=om.offset,
+                    committed_leader_epoch=om.leader_epoch,
+                    committed_metadata=om.metadata,
+                )
+            )
+        request = OffsetCommitRequest(
+            group_id=self.config.group_id,
+            generation_id=generation_id,
+            member_id=member_id,
+            # Committing as nobody (no member id) carries no static identity either.
+            group_instance_id=self.config.group_instance_id if member_id else None,
+            topics=tuple(
+                OffsetCommitRequestTopic(name=topic, partitions=tuple(parts))
+                for topic, parts in by_topic.items()
+            ),
+        )
+        self.send(Api.OFFSET_COMMIT, request, now, token=event.token)
+
     def invoke(
         self,
         kind: ListenerKind,
@@ -597,6 +643,9 @@ class MemberCore:
         self.emit(Fatal(error=error))
 
     def fail_commits(self, error: CoopConsumerError) -> None:
+        waiting, self.waiting_commits = self.waiting_commits, []
+        for commit in waiting:
+            self.emit(CommitDone(token=commit.event.token, error=error))
         for request_id, pending in list(self.pending.items()):
             if pending.api is Api.OFFSET_COMMIT:
                 del self.pending[request_id]

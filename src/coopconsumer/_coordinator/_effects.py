@@ -88,6 +88,10 @@ def _optional_topics(values: Iterable[str] | None) -> frozenset[str] | None:
     return None if values is None else frozenset(values)
 
 
+def _start_offsets(values: Mapping[TopicPartition, int]) -> Mapping[TopicPartition, int]:
+    return MappingProxyType(dict(values))
+
+
 @attrs.frozen(kw_only=True)
 class Send:
     """Send ``request`` to broker ``node_id`` (always the group coordinator): a
@@ -150,9 +154,16 @@ class InvokeListener:
 
 @attrs.frozen(kw_only=True)
 class Assign:
-    """Start fetching ``partitions`` (incremental: add them to the fetcher)."""
+    """Start fetching ``partitions`` (incremental: add them to the fetcher).
+
+    ``starts``: start offsets the application gave with a manual assignment (real or
+    librdkafka's logical ones); every other partition starts at the group's committed
+    offset, else ``auto.offset.reset``."""
 
     partitions: frozenset[TopicPartition] = attrs.field(converter=_tp_frozenset)
+    starts: Mapping[TopicPartition, int] = attrs.field(
+        factory=lambda: MappingProxyType({}), converter=_start_offsets
+    )
 
 
 @attrs.frozen(kw_only=True)

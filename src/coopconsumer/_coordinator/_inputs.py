@@ -6,6 +6,7 @@ Pure data (frozen attrs classes). Must not import sockets, threads, clocks,
 
 from __future__ import annotations
 
+import enum
 import re
 from collections.abc import Iterable, Mapping
 from types import MappingProxyType
@@ -18,6 +19,8 @@ from ..assignors._api import ClusterMetadata
 from ._effects import ListenerKind, OffsetAndMetadata
 
 __all__ = [
+    "AssignRequested",
+    "AssignmentChange",
     "CloseRequested",
     "CommitRequested",
     "CommittedOffsetsRequested",
@@ -185,8 +188,44 @@ class CloseRequested:
     commit_wait_s: float = 0.0
 
 
+class AssignmentChange(enum.Enum):
+    """How ``AssignRequested`` changes a manual assignment (confluent-kafka's calls)."""
+
+    REPLACE = "replace"
+    """``assign()``: the assignment becomes exactly the partitions given (every old
+    one is unassigned first, as librdkafka does; empty: back to UNJOINED)."""
+
+    ADD = "add"
+    """``incremental_assign()``: add partitions not assigned yet."""
+
+    REMOVE = "remove"
+    """``incremental_unassign()``: remove assigned partitions (none left: UNJOINED)."""
+
+
+def _starts(values: Mapping[TopicPartition, int]) -> Mapping[TopicPartition, int]:
+    return MappingProxyType(dict(values))
+
+
+@attrs.frozen(kw_only=True)
+class AssignRequested:
+    """The application changed its manual assignment (``change``) by ``partitions``.
+
+    ``starts`` gives the start offset of some of them (a real offset, or librdkafka's
+    logical -2 beginning / -1 end); the others start at the group's committed offset,
+    else ``auto.offset.reset``. Only UNJOINED and MANUAL accept it; a partition added
+    twice or removed without being assigned raises ``ConfigurationError`` and changes
+    nothing."""
+
+    partitions: frozenset[TopicPartition] = attrs.field(converter=_partitions)
+    change: AssignmentChange = AssignmentChange.REPLACE
+    starts: Mapping[TopicPartition, int] = attrs.field(
+        factory=lambda: MappingProxyType({}), converter=_starts
+    )
+
+
 Input = (
-    Subscribe
+    AssignRequested
+    | Subscribe
     | MetadataUpdate
     | CoordinatorFound
     | CoordinatorUnavailable

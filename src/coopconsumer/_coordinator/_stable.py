@@ -23,6 +23,7 @@ from ._fetch import drive_fetches
 from ._inputs import MetadataUpdate, PollCalled, Subscribe
 from ._join import enter_prepare, leader_assign, maybe_send_join
 from ._leave import leave_if_pending, poll_expired
+from ._manual import drive_waiting_commits
 from ._outcomes import HeartbeatOutcome
 from ._states import CoordinatorLookup, MemberState
 
@@ -128,6 +129,7 @@ def on_tick(m: MemberCore, event: object, now: float) -> None:
 def drive(m: MemberCore, now: float) -> None:
     """Do whatever is due at ``now``: offset fetches, a pending leave, lookups,
     session/poll expiry, heartbeats and (re)sending JoinGroup."""
+    drive_waiting_commits(m, now)  # before fetches: a fetch may read these commits back
     drive_fetches(m, now)
     if leave_if_pending(m, now):
         return

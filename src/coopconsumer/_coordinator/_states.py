@@ -26,6 +26,15 @@ class MemberState(enum.Enum):
     UNJOINED = "unjoined"
     """Not subscribed (initial state), or unsubscribed after a ``LeaveRequested``."""
 
+    MANUAL = "manual"
+    """The application assigned partitions itself (``AssignRequested``; never empty
+    here): not a group member, so no JoinGroup, heartbeats, LeaveGroup or listeners.
+    Commits carry generation -1 and an empty member id (Kafka's "simple consumer"
+    commit, accepted only while the group has no members); committed offsets and the
+    coordinator are looked up as in the group states. ``Subscribe`` is refused here,
+    and ``AssignRequested`` in the group states (docs/architecture.md, "Manual
+    assignment")."""
+
     PREPARING_JOIN = "preparing-join"
     """A (re)join is due. Runs the pre-join listeners first: LOST for every owned
     partition when the generation was reset, then REVOKED for every owned partition

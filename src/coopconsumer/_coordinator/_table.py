@@ -23,9 +23,10 @@ from typing import Any, Final
 
 import attrs
 
-from . import _commit, _discovery, _fetch, _join, _leave, _stable, _sync
+from . import _commit, _discovery, _fetch, _join, _leave, _manual, _stable, _sync
 from ._core import MemberCore
 from ._inputs import (
+    AssignRequested,
     CloseRequested,
     CommitRequested,
     CommittedOffsetsRequested,
@@ -102,9 +103,11 @@ INPUT_TYPES: tuple[type, ...] = (
     CommittedOffsetsRequested,
     FindCoordinatorOutcome,
     OffsetFetchOutcome,
+    AssignRequested,
 )
 
 UNJOINED = MemberState.UNJOINED
+MANUAL = MemberState.MANUAL
 PREPARING_JOIN = MemberState.PREPARING_JOIN
 JOINING = MemberState.JOINING
 LEADER_AWAITING_METADATA = MemberState.LEADER_AWAITING_METADATA
@@ -138,6 +141,7 @@ _LEAVE = (LEAVING, UNJOINED, CLOSED)
 #: answer, see _leave.defer_leave) may do in each state.
 _DRIVE: Mapping[MemberState, tuple[MemberState, ...]] = {
     UNJOINED: (),
+    MANUAL: (),
     PREPARING_JOIN: (JOINING, POLL_EXPIRED, *_LEAVE),
     JOINING: (*_REJOIN, *_LEAVE),
     LEADER_AWAITING_METADATA: (*_REJOIN, POLL_EXPIRED, *_LEAVE),
@@ -206,8 +210,14 @@ _ROWS: tuple[tuple[Iterable[MemberState], type, Handler, Iterable[MemberState]],
         (),
     ),
     ((UNJOINED, POLL_EXPIRED, CLOSED), CommitRequested, _commit.commit_not_member, ()),
+    ((MANUAL,), CommitRequested, _commit.commit_manual, ()),
     ((FATAL,), CommitRequested, _commit.commit_fatal, ()),
-    ((UNJOINED, POLL_EXPIRED, LEAVING), OffsetCommitOutcome, _commit.commit_outcome, (FATAL,)),
+    (
+        (UNJOINED, MANUAL, POLL_EXPIRED, LEAVING),
+        OffsetCommitOutcome,
+        _commit.commit_outcome,
+        (FATAL,),
+    ),
     (
         (PREPARING_JOIN, JOINING, LEADER_AWAITING_METADATA, AWAITING_SYNC, ASSIGNING, STABLE),
         OffsetCommitOutcome,
@@ -225,6 +235,10 @@ _ROWS: tuple[tuple[Iterable[MemberState], type, Handler, Iterable[MemberState]],
     ((UNJOINED,), CloseRequested, _leave.close_unjoined, (CLOSED,)),
     ((LEAVING,), CloseRequested, _leave.close_while_leaving, ()),
     ((FATAL,), CloseRequested, _leave.close_fatal, (CLOSED,)),
+    # Manual assignment: no group membership (docs/architecture.md, "Manual assignment").
+    ((UNJOINED, MANUAL), AssignRequested, _manual.assign, (MANUAL, UNJOINED)),
+    ((MANUAL,), LeaveRequested, _manual.unassign_all, (UNJOINED,)),
+    ((MANUAL,), CloseRequested, _manual.close_manual, (CLOSED,)),
     ((LEAVING,), ListenerDone, _leave.leave_listener_done, (UNJOINED, CLOSED)),
     ((LEAVING,), LeaveGroupOutcome, _leave.leave_outcome, (UNJOINED, CLOSED)),
     ((s for s in _LIVE if s is not LEAVING), LeaveGroupOutcome, _leave.ignore_leave_outcome, ()),
@@ -255,6 +269,7 @@ IGNORED: frozenset[tuple[MemberState, type]] = frozenset(
         (CLOSED, LeaveRequested),
         (CLOSED, CloseRequested),
         (FATAL, Subscribe),
+        (FATAL, AssignRequested),
         # Heartbeats are cancelled on leaving the heartbeating states; a driver that
         # still delivers one (or a same-generation answer racing a state change) is
         # harmless: the JoinGroup/SyncGroup/LeaveGroup answer decides.
@@ -280,13 +295,18 @@ IGNORED: frozenset[tuple[MemberState, type]] = frozenset(
     }
 )
 
-#: Pairs that raise ``IllegalTransition``: they can only come from a driver bug (an
-#: answer to a request this state cancelled cannot arrive: ``MemberCore.route`` drops
-#: it).
+#: Pairs that raise ``IllegalTransition`` and leave the member unchanged: answers that
+#: only a driver bug could deliver (an answer to a request this state cancelled cannot
+#: arrive: ``MemberCore.route`` drops it), and the two modes mixed: ``Subscribe`` while
+#: MANUAL, ``AssignRequested`` while in (or leaving) the group. The consumer reports
+#: the latter as ``IllegalStateError`` (Java's "Subscription to topics, partitions and
+#: pattern are mutually exclusive").
 REJECTED: frozenset[tuple[MemberState, type]] = frozenset(
     {
         (LEAVING, Subscribe),
         (CLOSED, Subscribe),
+        (MANUAL, Subscribe),
+        *((s, AssignRequested) for s in (*_IN_GROUP, LEAVING, CLOSED)),
         *((s, JoinGroupOutcome) for s in _LIVE if s is not JOINING),
         *((s, SyncGroupOutcome) for s in _LIVE if s is not AWAITING_SYNC),
     }

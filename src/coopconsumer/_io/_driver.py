@@ -308,8 +308,11 @@ class Driver:
             except CoopConsumerError as exc:
                 future.set_exception(exc)
                 return
-            future.set_result(None)
+            # Executed (state published, app work queued) before the caller wakes, so
+            # what it reads next already reflects the input (assignment() after
+            # assign()). If executing fails, the driver stops and _wait raises that.
             self._execute_all(effects)
+            future.set_result(None)
 
         self._command(run)
         self._wait(future, timeout_s, "the consumer's background thread")

@@ -10,6 +10,8 @@ cluster, its state topic and consumer group live on Tansu.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -197,3 +199,72 @@ def test_coopconsumer_heal_command(
         for p in cluster.partitions("t"):
             assert 2 not in p.replicas
             assert len(set(p.replicas)) == 2
+
+
+def test_a_standby_takes_over_from_a_healer_killed_mid_chunk(
+    tansu: EmbeddedBroker, tmp_path: Path
+) -> None:
+    """``coopconsumer heal`` processes: the active one is SIGKILLed while a chunk moves
+    (no LeaveGroup, no goodbye); the standby waits out its session, resumes from the
+    state topic and finishes. Never two replicas on one broker, none on the dead one."""
+    settings = tmp_path / "state.properties"
+    settings.write_text("session.timeout.ms=2000\nheartbeat.interval.ms=200\n")
+    state_topic_name, group = unique_name("heal-state"), unique_name("heal")
+    with replication_cluster(6, racks=["a", "b", "c"]) as cluster:
+        cluster.create_topic("t", [[1 + i % 6, 1 + (i + 2) % 6] for i in range(30)])
+        for i in range(30):
+            cluster.set_partition_size("t", i, 600_000)
+        for b in range(1, 7):
+            cluster.set_replication_rate(b, 300_000)  # about 2 s a move
+        command = [
+            sys.executable,
+            "-m",
+            "coopconsumer",
+            "heal",
+            "--bootstrap-server",
+            cluster.bootstrap,
+            "--state-bootstrap-server",
+            tansu.bootstrap,
+            "--state-config",
+            str(settings),
+            "--state-topic",
+            state_topic_name,
+            "--group-id",
+            group,
+            "--replica-assignor",
+            "balanced",
+            "--failure-interval-ms",
+            "500",
+            "--chunk-size",
+            "4",
+            "--poll-interval",
+            "0.2",
+        ]
+        cluster.kill_broker(3)
+        first = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        second: subprocess.Popen[bytes] | None = None
+        try:
+            deadline = time.monotonic() + PATIENCE_S
+            while not any(p.reassigning for p in cluster.partitions("t")):
+                assert time.monotonic() < deadline, "the first healer never started a chunk"
+                assert first.poll() is None, first.stderr.read() if first.stderr else ""
+                time.sleep(0.1)
+            second = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            time.sleep(1.0)  # the standby joins the group; the first stays active
+            assert any(p.reassigning for p in cluster.partitions("t")), "killed mid-chunk"
+            first.kill()
+            first.wait()
+            deadline = time.monotonic() + 2 * PATIENCE_S
+            while not all(
+                3 not in p.replicas and not p.reassigning for p in cluster.partitions("t")
+            ):
+                assert time.monotonic() < deadline, "the standby never finished the healing"
+                assert second.poll() is None, second.stderr.read() if second.stderr else ""
+                time.sleep(0.2)
+            for p in cluster.partitions("t"):
+                assert len(set(p.replicas)) == len(p.replicas) == 2
+        finally:
+            for process in (first, second):
+                if process is not None and process.poll() is None:
+                    process.terminate()
+                    process.wait(10)

@@ -80,6 +80,10 @@ class KafkaStateTopic(RebalanceListener):
     ) -> None:
         settings = dict(config)
         settings.setdefault("group.id", DEFAULT_GROUP_ID)
+        # Sticky leadership: a standby that joins must not take the state partition
+        # from a working active healer (the default range assignor could hand it over
+        # to whichever member id sorts first).
+        settings.setdefault("partition.assignment.strategy", "cooperative-sticky")
         settings["enable.auto.commit"] = False  # the state is re-read, never skipped
         settings["auto.offset.reset"] = "earliest"
         self.topic = topic

@@ -9,15 +9,19 @@ Pure: imports the core and the join and stable phases; never I/O, threads or clo
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from .._errors import CommitFailedError, RebalanceInProgressError
 from .._protocol import errors
 from .._protocol.messages import (
     OffsetCommitRequest,
     OffsetCommitRequestPartition,
     OffsetCommitRequestTopic,
+    OffsetCommitResponse,
 )
+from .._types import TopicPartition
 from ._core import MemberCore
-from ._effects import CommitDone
+from ._effects import CommitDone, OffsetAndMetadata
 from ._error_actions import Api, ErrorAction, action_for
 from ._inputs import CommitRequested
 from ._join import enter_prepare
@@ -53,9 +57,30 @@ def commit_send(m: MemberCore, event: CommitRequested, now: float) -> None:
             )
         )
         return
+    request = offset_commit_request(
+        group_id=m.config.group_id,
+        generation_id=m.generation_id,
+        member_id=m.member_id,
+        group_instance_id=m.config.group_instance_id,
+        offsets=event.offsets,
+    )
+    m.send(Api.OFFSET_COMMIT, request, now, token=event.token)
+
+
+def offset_commit_request(
+    *,
+    group_id: str,
+    generation_id: int,
+    member_id: str,
+    group_instance_id: str | None,
+    offsets: Mapping[TopicPartition, OffsetAndMetadata],
+) -> OffsetCommitRequest:
+    """The OffsetCommit of ``offsets``, topics and partitions in order. Both group
+    protocols send it: ``generation_id`` is the classic generation or KIP-848's member
+    epoch (the field is ``GenerationIdOrMemberEpoch`` in the spec)."""
     by_topic: dict[str, list[OffsetCommitRequestPartition]] = {}
-    for tp in sorted(event.offsets):
-        om = event.offsets[tp]
+    for tp in sorted(offsets):
+        om = offsets[tp]
         by_topic.setdefault(tp.topic, []).append(
             OffsetCommitRequestPartition(
                 partition_index=tp.partition,
@@ -64,17 +89,29 @@ def commit_send(m: MemberCore, event: CommitRequested, now: float) -> None:
                 committed_metadata=om.metadata,
             )
         )
-    request = OffsetCommitRequest(
-        group_id=m.config.group_id,
-        generation_id=m.generation_id,
-        member_id=m.member_id,
-        group_instance_id=m.config.group_instance_id,
+    return OffsetCommitRequest(
+        group_id=group_id,
+        generation_id=generation_id,
+        member_id=member_id,
+        group_instance_id=group_instance_id,
         topics=tuple(
             OffsetCommitRequestTopic(name=topic, partitions=tuple(parts))
             for topic, parts in by_topic.items()
         ),
     )
-    m.send(Api.OFFSET_COMMIT, request, now, token=event.token)
+
+
+def first_commit_error(response: OffsetCommitResponse) -> int:
+    """The first partition error of an OffsetCommit answer (``errors.NONE`` if none)."""
+    return next(
+        (
+            p.error_code
+            for t in response.topics
+            for p in t.partitions
+            if p.error_code != errors.NONE
+        ),
+        errors.NONE,
+    )
 
 
 def commit_rebalancing(m: MemberCore, event: CommitRequested, now: float) -> None:
@@ -113,15 +150,7 @@ def commit_outcome(m: MemberCore, event: OffsetCommitOutcome, now: float) -> Non
         m.coordinator_dead(f"OffsetCommit failed: {event.error}", now)
         m.emit(CommitDone(token=token, error=event.error))
         return
-    code = next(
-        (
-            p.error_code
-            for t in event.response.topics
-            for p in t.partitions
-            if p.error_code != errors.NONE
-        ),
-        errors.NONE,
-    )
+    code = first_commit_error(event.response)
     if code == errors.NONE:
         m.emit(CommitDone(token=token))
         return

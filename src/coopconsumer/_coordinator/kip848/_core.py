@@ -160,6 +160,10 @@ class MemberCore:
         self.internal_topics: frozenset[str] = frozenset()
 
         self.owned: set[TopicPartition] = set()
+        # What heartbeats report as owned: the outcome of the last completed
+        # reconciliation (Java's ``currentAssignment``); a reconciliation under way is
+        # reported when it completes.
+        self.reconciled: frozenset[TopicPartition] = frozenset()
         # The latest target assignment, by topic id (None: none received since joining).
         self.target: frozenset[tuple[uuid.UUID, int]] | None = None
         # What the coordinator was last told (None: tell it everything next time).

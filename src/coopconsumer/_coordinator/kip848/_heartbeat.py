@@ -187,6 +187,7 @@ def rejoin(m: MemberCore, reason: str, now: float) -> None:
 def reset(m: MemberCore) -> None:
     """Forget the epoch and the target; the member id stays (KIP-1082)."""
     m.member_epoch = JOIN_EPOCH
+    m.reconciled = frozenset()
     m.target = None
     m.to_add = None
     m.sent = None
@@ -231,7 +232,7 @@ def heartbeat_request(m: MemberCore) -> tuple[ConsumerGroupHeartbeatRequest, Sen
     failure, every field is sent; otherwise only what changed (KIP-848)."""
     config = m.config
     subscribed = tuple(sorted(m.subscribed))
-    owned = frozenset(m.owned)
+    owned = m.reconciled
     fields = SentFields(subscribed_topic_names=subscribed, owned=owned)
     last = m.sent if m.member_epoch != JOIN_EPOCH else None
     full = last is None
@@ -295,7 +296,7 @@ def heartbeat_outcome(m: MemberCore, event: HeartbeatOutcome, now: float) -> Non
             for partition in topic.partitions
         )
     if m.state is ACKNOWLEDGING:
-        if isinstance(fields, SentFields) and fields.owned == frozenset(m.owned):
+        if isinstance(fields, SentFields) and fields.owned == m.reconciled:
             m.enter(STABLE)
         else:
             m.heartbeat_due = now  # this one left before the reconciliation ended

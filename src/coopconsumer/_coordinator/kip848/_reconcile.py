@@ -85,5 +85,6 @@ def reconcile_listener_done(m: MemberCore, event: ListenerDone, now: float) -> N
     started = m.rebalance_started_at
     m.rebalance_started_at = None
     m.observe(Observation.REBALANCE_COMPLETED, now, None if started is None else now - started)
+    m.reconciled = frozenset(m.owned)
     m.enter(ACKNOWLEDGING)
     m.heartbeat_due = now

@@ -56,6 +56,7 @@ from coopconsumer._errors import (
 from coopconsumer._protocol import errors
 from coopconsumer._protocol.group_messages import (
     ConsumerGroupHeartbeatAssignment,
+    ConsumerGroupHeartbeatQuery,
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatRequestTopicPartitions,
     ConsumerGroupHeartbeatResponse,
@@ -109,10 +110,10 @@ def sends(effects: Sequence[Effect]) -> list[Send]:
 
 
 def heartbeat(effects: Sequence[Effect]) -> tuple[int, ConsumerGroupHeartbeatRequest]:
-    (send,) = [s for s in sends(effects) if isinstance(s.request, ConsumerGroupHeartbeatRequest)]
+    (send,) = [s for s in sends(effects) if isinstance(s.request, ConsumerGroupHeartbeatQuery)]
     assert send.node_id == COORDINATOR
-    assert isinstance(send.request, ConsumerGroupHeartbeatRequest)
-    return send.request_id, send.request
+    assert isinstance(send.request, ConsumerGroupHeartbeatQuery)
+    return send.request_id, send.request.request
 
 
 def listeners(effects: Sequence[Effect]) -> list[InvokeListener]:

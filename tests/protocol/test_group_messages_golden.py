@@ -17,6 +17,7 @@ from coopconsumer._protocol.group_messages import (
     GROUP_REQUESTS,
     GROUP_RESPONSES,
     ConsumerGroupHeartbeatAssignment,
+    ConsumerGroupHeartbeatQuery,
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatRequestTopicPartitions,
     ConsumerGroupHeartbeatResponse,
@@ -177,3 +178,12 @@ def test_registry() -> None:
     assert {68: ConsumerGroupHeartbeatRequest} == GROUP_REQUESTS
     assert {68: ConsumerGroupHeartbeatResponse} == GROUP_RESPONSES
     assert not set(GROUP_REQUESTS) & set(ALL_REQUESTS)
+
+
+def test_query_sends_an_empty_regex_with_topic_names_from_v1() -> None:
+    query = ConsumerGroupHeartbeatQuery(request=JOIN)
+    assert query.api is ConsumerGroupHeartbeatRequest
+    assert query.build(0) == JOIN
+    assert query.build(1).subscribed_topic_regex == ""
+    unchanged = ConsumerGroupHeartbeatRequest(group_id="g", member_id="m", member_epoch=3)
+    assert ConsumerGroupHeartbeatQuery(request=unchanged).build(1) == unchanged

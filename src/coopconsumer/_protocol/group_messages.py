@@ -35,6 +35,7 @@ __all__ = [
     "LEAVE_EPOCH",
     "STATIC_LEAVE_EPOCH",
     "ConsumerGroupHeartbeatAssignment",
+    "ConsumerGroupHeartbeatQuery",
     "ConsumerGroupHeartbeatRequest",
     "ConsumerGroupHeartbeatRequestTopicPartitions",
     "ConsumerGroupHeartbeatResponse",
@@ -130,6 +131,31 @@ class ConsumerGroupHeartbeatResponse(Response):
 
 
 ConsumerGroupHeartbeatRequest.RESPONSE_TYPE = ConsumerGroupHeartbeatResponse
+
+
+@attrs.frozen(kw_only=True)
+class ConsumerGroupHeartbeatQuery:
+    """A heartbeat to write once the negotiated version is known (a
+    ``queries.Query``). From v1, a heartbeat that sends topic names sends an empty
+    ``SubscribedTopicRegex`` with them: the names replace any regex. librdkafka sends
+    this, and its mock coordinator requires names and regex to be both null or both
+    set (docs/testing.md)."""
+
+    request: ConsumerGroupHeartbeatRequest
+
+    @property
+    def api(self) -> type[Request]:
+        return ConsumerGroupHeartbeatRequest
+
+    def build(self, version: int) -> ConsumerGroupHeartbeatRequest:
+        request = self.request
+        if (
+            version >= 1
+            and request.subscribed_topic_names is not None
+            and request.subscribed_topic_regex is None
+        ):
+            return attrs.evolve(request, subscribed_topic_regex="")
+        return request
 
 
 #: Every request class declared here, by API key.

@@ -21,6 +21,7 @@ from ..._protocol.group_messages import (
     JOIN_EPOCH,
     LEAVE_EPOCH,
     STATIC_LEAVE_EPOCH,
+    ConsumerGroupHeartbeatQuery,
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatRequestTopicPartitions,
 )
@@ -213,7 +214,7 @@ def send_leave(m: MemberCore, epoch: int | None, now: float) -> bool:
         member_epoch=epoch,
         instance_id=m.config.group_instance_id,
     )
-    m.send(Api.CONSUMER_GROUP_HEARTBEAT, request, now, token=None)
+    m.send(Api.CONSUMER_GROUP_HEARTBEAT, ConsumerGroupHeartbeatQuery(request=request), now)
     return True
 
 
@@ -223,7 +224,8 @@ def send_leave(m: MemberCore, epoch: int | None, now: float) -> bool:
 def send_heartbeat(m: MemberCore, now: float) -> None:
     request, fields = heartbeat_request(m)
     m.heartbeat_due = None
-    m.send(Api.CONSUMER_GROUP_HEARTBEAT, request, now, token=fields)
+    query = ConsumerGroupHeartbeatQuery(request=request)
+    m.send(Api.CONSUMER_GROUP_HEARTBEAT, query, now, token=fields)
     m.observe(Observation.HEARTBEAT_SENT, now)
 
 

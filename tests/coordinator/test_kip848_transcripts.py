@@ -564,6 +564,17 @@ def test_poll_timeout_leaves_loses_and_rejoins_on_the_next_poll() -> None:
     assert any(isinstance(e, Log) and e.level == logging.INFO for e in fx)
 
 
+def test_a_broker_without_kip848_is_a_fatal_configuration_error() -> None:
+    m = Member()
+    request_id, _ = m.join()
+    unsupported = errors.to_exception(errors.UNSUPPORTED_VERSION, api_key=68)
+    fx = m.feed(RequestFailed(request_id=request_id, error=unsupported))
+    assert m.state() is S.FATAL
+    (fatal,) = [e for e in fx if isinstance(e, Fatal)]
+    assert isinstance(fatal.error, ConfigurationError)
+    assert "group.protocol=classic" in str(fatal.error)
+
+
 def test_config_rejects_an_unknown_server_assignor() -> None:
     with pytest.raises(ConfigurationError, match=r"group\.remote\.assignor"):
         ConsumerMemberConfig(group_id="g", server_assignor="sticky")

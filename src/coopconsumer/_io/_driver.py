@@ -660,7 +660,14 @@ class Driver:
             node = call.node()
             if node is None:
                 continue
-            version = self._client.try_negotiated_version(node, call.api)
+            try:
+                version = self._client.try_negotiated_version(node, call.api)
+            except CoopConsumerError as exc:
+                # The broker does not speak this API (ConsumerGroupHeartbeat on a
+                # broker without KIP-848): the call's answer is that error.
+                self._calls.remove(call)
+                call.on_error(exc)
+                continue
             if version is None:
                 self._client.ready(node)  # starts connecting; asked again next loop
                 continue

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 
+from ..._errors import ConfigurationError, KafkaError
 from ..._protocol import errors
 from ..._protocol.group_messages import (
     JOIN_EPOCH,
@@ -274,8 +275,21 @@ def owned_by_topic_id(
 
 def heartbeat_outcome(m: MemberCore, event: HeartbeatOutcome, now: float) -> None:
     response = event.response
-    if event.error is not None or response is None:
-        m.coordinator_dead(f"ConsumerGroupHeartbeat failed: {event.error}", now)
+    error = event.error
+    if isinstance(error, KafkaError) and error.code == errors.UNSUPPORTED_VERSION:
+        # A broker without KIP-848 (before Kafka 4.0, or one that does not enable it):
+        # no retry can help.
+        m.fatal(
+            ConfigurationError(
+                f"group.protocol=consumer needs a broker that supports KIP-848's "
+                f"ConsumerGroupHeartbeat (Kafka 4.0+); this one does not ({error}); "
+                f"use group.protocol=classic"
+            ),
+            now,
+        )
+        return
+    if error is not None or response is None:
+        m.coordinator_dead(f"ConsumerGroupHeartbeat failed: {error}", now)
         m.heartbeat_due = now + ms(m.config.retry_backoff_ms)
         return
     code = response.error_code

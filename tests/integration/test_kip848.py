@@ -1,0 +1,217 @@
+"""``group.protocol=consumer`` (KIP-848) end to end on librdkafka's mock cluster.
+
+The mock implements KIP-848 consumer groups (ConsumerGroupHeartbeat v1, its own uniform
+assignment) without being told to: a group is a consumer-protocol group when its first
+member heartbeats. Tansu does not answer API 68 at all, which the member reports as a
+fatal configuration error (docs/testing.md, "KIP-848 consumer groups").
+
+* One member consumes every record.
+* Scale 1 -> 2 -> 1 with the ownership ledger: never two owners, nothing lost, nothing
+  processed twice (every member commits before giving a partition up).
+* A confluent-kafka member with ``group.protocol=consumer`` in the same group.
+* A fenced member loses its partitions, rejoins at epoch 0 and goes on consuming.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Mapping
+
+import pytest
+
+from coopconsumer import Consumer, TopicPartition
+from coopconsumer._errors import ConfigurationError
+from coopconsumer._protocol import errors
+from coopconsumer.testing import EmbeddedBroker
+from integration._ledger import (
+    CoopMember,
+    KeyProducer,
+    OwnershipLedger,
+    RdkafkaMember,
+    RecordAccounting,
+    committed_offsets,
+    wait_for,
+)
+
+PARTITIONS = 6
+SETTLE_S = 40.0
+QUIET_S = 1.5
+CONSUMER_GROUP_HEARTBEAT = 68
+
+
+def _kip848(member: CoopMember | RdkafkaMember) -> None:
+    """Switch a ledger member to the consumer protocol: the broker assigns, so no
+    client-side assignor and no classic session settings."""
+    for key in ("partition.assignment.strategy", "session.timeout.ms", "heartbeat.interval.ms"):
+        member.config.pop(key, None)
+    member.config["group.protocol"] = "consumer"
+
+
+class _Group:
+    """Members of one consumer-protocol group sharing a ledger and a producer."""
+
+    def __init__(self, broker: EmbeddedBroker, topic: str, group: str) -> None:
+        self.broker = broker
+        self.topic = topic
+        self.group = group
+        broker.create_topic(topic, partitions=PARTITIONS)
+        self.all_tps = {TopicPartition(topic, p) for p in range(PARTITIONS)}
+        self.ledger = OwnershipLedger()
+        self.accounting = RecordAccounting()
+        self.producer = KeyProducer(broker.bootstrap, topic, PARTITIONS, self.accounting, rate=150)
+        self.live: list[CoopMember | RdkafkaMember] = []
+        self.started: list[CoopMember | RdkafkaMember] = []
+
+    def add(self, name: str, *, rdkafka: bool = False) -> CoopMember | RdkafkaMember:
+        member: CoopMember | RdkafkaMember
+        if rdkafka:
+            member = RdkafkaMember(
+                name, self.broker.bootstrap, self.group, [self.topic], self.ledger, self.accounting
+            )
+        else:
+            member = CoopMember(
+                name, self.broker.bootstrap, self.group, [self.topic], self.ledger, self.accounting
+            )
+        _kip848(member)
+        member.start()
+        self.live.append(member)
+        self.started.append(member)
+        return member
+
+    def settle(self, what: str) -> None:
+        def settled() -> bool:
+            owners = self.ledger.owners()
+            return (
+                set(owners) == self.all_tps
+                and set(owners.values()) == {m.name for m in self.live}
+                and self.ledger.quiet_for() >= QUIET_S
+            )
+
+        wait_for(settled, SETTLE_S, what, members=self.live)
+
+    def remove(self, member: CoopMember | RdkafkaMember) -> None:
+        self.live.remove(member)
+        member.stop()
+
+    def finish(self) -> None:
+        self.producer.stop()
+        wait_for(
+            lambda: not self.accounting.missing(),
+            SETTLE_S,
+            "every produced record to be processed",
+            members=self.live,
+        )
+        while self.live:
+            self.live.pop(0).stop()
+
+    def stop_all(self) -> None:
+        self.producer.stop()
+        while self.live:
+            self.live.pop(0).stop()
+
+    def check_clean(self) -> None:
+        for member in self.started:
+            assert member.error is None, f"{member.name}: {member.error!r}"
+        self.ledger.check()
+        failures = {m.name: m.commit_failures[:3] for m in self.started if m.commit_failures}
+        assert not failures, failures
+        self.accounting.check(allow_duplicates=False)
+        committed = committed_offsets(self.broker.bootstrap, self.group, self.all_tps)
+        assert committed == self.accounting.end_offsets()
+        assert not self.producer.errors
+
+    def kept_partitions_never_revoked(self, member: CoopMember | RdkafkaMember) -> None:
+        """Incremental: what a member still owns was never revoked from it."""
+        revoked = self.ledger.removed_since(member.name, 0.0)
+        assert not revoked & self.ledger.owned_by(member.name), self.ledger.events(member.name)
+
+
+@pytest.fixture
+def group(mock_broker: EmbeddedBroker, unique_topic: str, unique_group: str) -> Iterator[_Group]:
+    g = _Group(mock_broker, unique_topic, unique_group)
+    try:
+        yield g
+    finally:
+        g.stop_all()
+
+
+def test_one_member_consumes_every_record(group: _Group) -> None:
+    group.producer.produce(300)
+    group.add("m1")
+    group.settle("m1 to own every partition")
+    group.finish()
+    group.check_clean()
+
+
+@pytest.mark.slow
+def test_scale_one_two_one(group: _Group) -> None:
+    group.producer.start()
+    first = group.add("m1")
+    group.settle("m1 to own every partition")
+    second = group.add("m2")
+    group.settle("m1 and m2 to share the partitions")
+    assert group.ledger.owned_by("m2"), "the second member got nothing"
+    group.kept_partitions_never_revoked(first)
+    group.remove(second)
+    group.settle("m1 to own every partition again")
+    group.finish()
+    group.check_clean()
+
+
+@pytest.mark.slow
+def test_confluent_kafka_member_in_the_same_group(group: _Group) -> None:
+    group.producer.start()
+    ours = group.add("coop")
+    group.settle("coop to own every partition")
+    theirs = group.add("rdkafka", rdkafka=True)
+    group.settle("coop and rdkafka to share the partitions")
+    assert group.ledger.owned_by("rdkafka")
+    group.kept_partitions_never_revoked(ours)
+    group.remove(theirs)
+    group.settle("coop to own every partition again")
+    group.finish()
+    group.check_clean()
+
+
+def test_fenced_member_loses_its_partitions_and_rejoins(group: _Group) -> None:
+    group.producer.produce(120)
+    member = group.add("m1")
+    group.settle("m1 to own every partition")
+    group.broker.push_request_errors(CONSUMER_GROUP_HEARTBEAT, [errors.FENCED_MEMBER_EPOCH])
+    wait_for(
+        lambda: any(e.kind == "lost" for e in group.ledger.events("m1")),
+        SETTLE_S,
+        "m1 to report its partitions lost",
+        members=group.live,
+    )
+    group.settle("m1 to own every partition after rejoining")
+    group.producer.produce(120)
+    group.finish()
+    assert member.error is None
+    group.ledger.check()
+    group.accounting.check(allow_duplicates=True)  # records after the last commit repeat
+    assert not group.accounting.missing()
+
+
+def test_tansu_does_not_answer_consumer_group_heartbeat(
+    tansu_broker: EmbeddedBroker, unique_topic: str, unique_group: str
+) -> None:
+    tansu_broker.create_topic(unique_topic, partitions=1)
+    settings: Mapping[str, object] = {
+        "bootstrap.servers": tansu_broker.bootstrap,
+        "group.id": unique_group,
+        "group.protocol": "consumer",
+    }
+    consumer = Consumer(dict(settings))
+    try:
+        consumer.subscribe([unique_topic])
+        with pytest.raises(ConfigurationError, match=r"group\.protocol=classic"):
+            _poll_for(consumer, 10.0)
+    finally:
+        consumer.close()
+
+
+def _poll_for(consumer: Consumer, seconds: float) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        consumer.poll(0.1)

@@ -14,8 +14,9 @@ fatal configuration error (docs/testing.md, "KIP-848 consumer groups").
 
 from __future__ import annotations
 
+import functools
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 
 import pytest
 
@@ -137,10 +138,70 @@ def group(mock_broker: EmbeddedBroker, unique_topic: str, unique_group: str) -> 
 
 def test_one_member_consumes_every_record(group: _Group) -> None:
     group.producer.produce(300)
-    group.add("m1")
+    member = group.add("m1")
     group.settle("m1 to own every partition")
     group.finish()
     group.check_clean()
+    assert isinstance(member, CoopMember)
+    assert member.consumer is not None
+    metrics = member.consumer.metrics()
+    # KIP-429's rebalance metrics are kept for the consumer protocol (as Java does).
+    assert metrics["rebalance-total"] >= 1
+    assert metrics["heartbeat-total"] >= 1
+
+
+@pytest.mark.slow
+def test_coordinator_moves(group: _Group) -> None:
+    group.producer.produce(60)
+    group.add("m1")
+    group.settle("m1 to own every partition")
+    broker = group.broker
+    broker.start_request_tracking()
+    for broker_id in (2, 3, 1):
+        broker.clear_requests()
+        broker.set_coordinator(group.group, broker_id)
+        # The old coordinator answers NOT_COORDINATOR; the member looks the new one up
+        # and heartbeats there (the mock's heartbeat interval is 3 s).
+        wait_for(
+            functools.partial(_heartbeats_to, broker, broker_id, 2),
+            SETTLE_S,
+            f"heartbeats to broker {broker_id}",
+            members=group.live,
+        )
+        group.producer.produce(60)
+        wait_for(
+            lambda: not group.accounting.missing(),
+            SETTLE_S,
+            f"records after the coordinator moved to broker {broker_id}",
+            members=group.live,
+        )
+    assert group.ledger.owned_by("m1") == group.all_tps
+    group.finish()
+    group.check_clean()
+
+
+def test_unsubscribe_and_subscribe_again(
+    mock_broker: EmbeddedBroker, unique_topic: str, unique_group: str
+) -> None:
+    mock_broker.create_topic(unique_topic, partitions=2)
+    consumer = Consumer(
+        {
+            "bootstrap.servers": mock_broker.bootstrap,
+            "group.id": unique_group,
+            "group.protocol": "consumer",
+            "group.remote.assignor": "uniform",
+        }
+    )
+    everything = {TopicPartition(unique_topic, 0), TopicPartition(unique_topic, 1)}
+    try:
+        for _ in range(2):
+            consumer.subscribe([unique_topic])
+            _poll_until(consumer, lambda: consumer.assignment() == everything)
+            assert consumer.group_metadata().generation_id >= 1
+            consumer.unsubscribe()
+            assert consumer.assignment() == set()
+    finally:
+        consumer.close()
 
 
 @pytest.mark.slow
@@ -215,3 +276,19 @@ def _poll_for(consumer: Consumer, seconds: float) -> None:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         consumer.poll(0.1)
+
+
+def _poll_until(consumer: Consumer, condition: Callable[[], bool], seconds: float = 20.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        consumer.poll(0.1)
+
+
+def _heartbeats_to(broker: EmbeddedBroker, broker_id: int, count: int) -> bool:
+    heartbeats = [
+        r
+        for r in broker.requests()
+        if r.api_key == CONSUMER_GROUP_HEARTBEAT and r.broker_id == broker_id
+    ]
+    return len(heartbeats) >= count

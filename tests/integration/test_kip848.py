@@ -180,6 +180,28 @@ def test_coordinator_moves(group: _Group) -> None:
     group.check_clean()
 
 
+@pytest.mark.slow
+def test_coordinator_down_and_up_keeps_the_assignment(group: _Group) -> None:
+    group.broker.set_coordinator(group.group, 2)
+    group.producer.produce(60)
+    group.add("m1")
+    group.settle("m1 to own every partition")
+    group.broker.set_broker_down(2)
+    time.sleep(4.0)  # more than a heartbeat interval, less than the 30 s session
+    group.broker.set_broker_up(2)
+    group.producer.produce(60)
+    wait_for(
+        lambda: not group.accounting.missing(),
+        SETTLE_S,
+        "the records produced after the outage",
+        members=group.live,
+    )
+    # The session outlived the outage: nothing was lost or handed over.
+    assert [e.kind for e in group.ledger.events("m1")] == ["assigned"]
+    group.finish()
+    group.check_clean()
+
+
 def test_unsubscribe_and_subscribe_again(
     mock_broker: EmbeddedBroker, unique_topic: str, unique_group: str
 ) -> None:

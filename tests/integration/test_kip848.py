@@ -202,6 +202,35 @@ def test_coordinator_down_and_up_keeps_the_assignment(group: _Group) -> None:
     group.check_clean()
 
 
+def test_static_member_comes_back_to_its_assignment(
+    mock_broker: EmbeddedBroker, unique_topic: str, unique_group: str
+) -> None:
+    mock_broker.create_topic(unique_topic, partitions=4)
+    settings = {
+        "bootstrap.servers": mock_broker.bootstrap,
+        "group.id": unique_group,
+        "group.protocol": "consumer",
+        "group.instance.id": "instance-1",
+    }
+    everything = {TopicPartition(unique_topic, p) for p in range(4)}
+    first = Consumer(settings)
+    try:
+        first.subscribe([unique_topic])
+        _poll_until(first, lambda: first.assignment() == everything)
+        epoch = first.group_metadata().generation_id
+    finally:
+        first.close()  # a static member leaves with epoch -2: it will come back
+    again = Consumer(settings)
+    try:
+        again.subscribe([unique_topic])
+        _poll_until(again, lambda: again.assignment() == everything)
+        # The coordinator kept the instance's assignment and epoch (a new member id).
+        assert again.group_metadata().generation_id == epoch
+        assert again.group_metadata().member_id != first.group_metadata().member_id
+    finally:
+        again.close()
+
+
 def test_unsubscribe_and_subscribe_again(
     mock_broker: EmbeddedBroker, unique_topic: str, unique_group: str
 ) -> None:

@@ -8,7 +8,8 @@ fatal configuration error (docs/testing.md, "KIP-848 consumer groups").
 * One member consumes every record.
 * Scale 1 -> 2 -> 1 with the ownership ledger: never two owners, nothing lost, nothing
   processed twice (every member commits before giving a partition up).
-* A confluent-kafka member with ``group.protocol=consumer`` in the same group.
+* A confluent-kafka member with ``group.protocol=consumer`` in the same group, and a
+  mixed group scaled 1 -> 4 -> 2.
 * A fenced member loses its partitions, rejoins at epoch 0 and goes on consuming.
 """
 
@@ -281,6 +282,24 @@ def test_confluent_kafka_member_in_the_same_group(group: _Group) -> None:
     group.kept_partitions_never_revoked(ours)
     group.remove(theirs)
     group.settle("coop to own every partition again")
+    group.finish()
+    group.check_clean()
+
+
+@pytest.mark.slow
+def test_mixed_group_scales_one_four_two(group: _Group) -> None:
+    """coopconsumer and confluent-kafka members, 1 -> 4 -> 2 (issue 13's mixed group)."""
+    group.producer.start()
+    first = group.add("coop-1")
+    group.settle("coop-1 to own every partition")
+    group.add("rdkafka-1", rdkafka=True)
+    group.add("coop-2")
+    group.add("rdkafka-2", rdkafka=True)
+    group.settle("four members to share the partitions")
+    group.kept_partitions_never_revoked(first)
+    for name in ("rdkafka-1", "coop-2"):
+        group.remove(next(m for m in group.live if m.name == name))
+    group.settle("two members to share the partitions")
     group.finish()
     group.check_clean()
 

@@ -516,7 +516,9 @@ def test_documented_keys_cover_every_accepted_key() -> None:
         if row.key in ("bootstrap.servers", "metadata.broker.list"):
             continue
         value = _documented_sample(row.key)
-        ConsumerConfig.from_mapping({**BASE, **_security_context(row.key), row.key: value})
+        # group.remote.assignor only applies to the KIP-848 protocol.
+        group = {"group.protocol": "consumer"} if row.key == "group.remote.assignor" else {}
+        ConsumerConfig.from_mapping({**BASE, **_security_context(row.key), **group, row.key: value})
 
 
 def _security_context(key: str) -> dict[str, object]:
@@ -554,6 +556,8 @@ def _documented_sample(key: str) -> object:
         "client.id": "c",
         "client.rack": "r",
         "partition.assignment.strategy": "range",
+        "group.protocol": "consumer",
+        "group.remote.assignor": "uniform",
         "auto.offset.reset": "earliest",
         "isolation.level": "read_committed",
         "security.protocol": "plaintext",
@@ -610,3 +614,31 @@ def test_connection_config_builds_the_wire_clients_config() -> None:
     assert client.request_timeout_ms == 1234
     assert client.retry_backoff_max_ms == 5000
     assert client.connections_max_idle_ms == 1000
+
+
+def test_group_protocol_consumer_and_its_assignor() -> None:
+    cfg = ConsumerConfig.from_mapping(
+        {**BASE, "group.protocol": "Consumer", "group.remote.assignor": "range"}
+    )
+    assert (cfg.group_protocol, cfg.group_remote_assignor) == ("consumer", "range")
+    assert ConsumerConfig.from_mapping(BASE).group_protocol == "classic"
+
+
+def test_group_protocol_consumer_refuses_client_assignors() -> None:
+    with pytest.raises(ConfigurationError, match="the broker assigns partitions"):
+        ConsumerConfig.from_mapping(
+            {
+                **BASE,
+                "group.protocol": "consumer",
+                "partition.assignment.strategy": "cooperative-sticky",
+            }
+        )
+
+
+def test_remote_assignor_needs_the_consumer_protocol() -> None:
+    with pytest.raises(ConfigurationError, match=r"only applies to group\.protocol=consumer"):
+        ConsumerConfig.from_mapping({**BASE, "group.remote.assignor": "uniform"})
+    with pytest.raises(ConfigurationError, match=r"expected range \| uniform"):
+        ConsumerConfig.from_mapping(
+            {**BASE, "group.protocol": "consumer", "group.remote.assignor": "sticky"}
+        )

@@ -323,6 +323,24 @@ _OPTIONS: tuple[_Option, ...] = (
         "use 'cooperative-sticky' alone for incremental cooperative rebalancing.",
     ),
     _Option(
+        "group.protocol",
+        "group_protocol",
+        _choice({"classic": "classic", "consumer": "consumer"}),
+        "classic",
+        "The group protocol: 'classic' (JoinGroup/SyncGroup, assignors run in the "
+        "client) or 'consumer' (KIP-848: ConsumerGroupHeartbeat, the broker assigns; "
+        "needs Kafka 4.0+).",
+    ),
+    _Option(
+        "group.remote.assignor",
+        "group_remote_assignor",
+        _choice({"uniform": "uniform", "range": "range"}),
+        None,
+        "With group.protocol=consumer: the broker-side assignor, 'uniform' or 'range' "
+        "(unset: the broker's default).",
+        "(broker default)",
+    ),
+    _Option(
         "session.timeout.ms",
         "session_timeout_ms",
         _int(1),
@@ -530,9 +548,7 @@ _MANAGED: dict[str, str] = {
     "enable.auto.offset.store": "the fetcher never stores offsets; positions are tracked "
     "by coopconsumer",
     "enable.partition.eof": "partition EOF events are not surfaced",
-    "group.protocol": "coopconsumer implements the classic group protocol itself",
     "group.protocol.type": "coopconsumer implements the classic group protocol itself",
-    "group.remote.assignor": "KIP-848 server-side assignment is not used",
     "partition.assignment.strategy.librdkafka": "use partition.assignment.strategy",
 }
 
@@ -604,6 +620,10 @@ class ConsumerConfig:
     group_id: str | None
     group_instance_id: str | None
     client_rack: str | None
+    #: ``"classic"`` or ``"consumer"`` (KIP-848).
+    group_protocol: str
+    #: KIP-848's broker-side assignor (``group.remote.assignor``), None for the default.
+    group_remote_assignor: str | None
     #: The raw ``partition.assignment.strategy`` entries (names, import paths, classes
     #: or instances), for ``coopconsumer.assignors.load_assignors``.
     partition_assignment_strategy: tuple[object, ...]
@@ -697,6 +717,7 @@ class ConsumerConfig:
             given_as[target] = raw_key
             store[target] = parse(key, value)
         _check_passthrough(passthrough)
+        _check_group_protocol(values)
 
         resolved: dict[str, Any] = {}
         for option in _OPTIONS:
@@ -795,6 +816,21 @@ def _check_passthrough(passthrough: Mapping[str, ConfigValue]) -> None:
                 f"'receive.message.max.bytes' ({receive_max}) must be at least "
                 f"'fetch.max.bytes' ({fetch_max}) + 512"
             )
+
+
+def _check_group_protocol(values: Mapping[str, Any]) -> None:
+    consumer = values.get("group.protocol") == "consumer"
+    if consumer and "partition.assignment.strategy" in values:
+        raise ConfigurationError(
+            "'partition.assignment.strategy' cannot be set with group.protocol=consumer: "
+            "with KIP-848 the broker assigns partitions; choose its assignor with "
+            "'group.remote.assignor' (uniform or range) or leave it to the broker"
+        )
+    if not consumer and "group.remote.assignor" in values:
+        raise ConfigurationError(
+            "'group.remote.assignor' only applies to group.protocol=consumer (KIP-848); "
+            "the classic protocol's assignors are 'partition.assignment.strategy'"
+        )
 
 
 def _check_relations(resolved: Mapping[str, Any]) -> None:

@@ -45,6 +45,7 @@ from ._coordinator import (
     Subscribe,
     Unassign,
 )
+from ._coordinator.kip848 import ConsumerGroupMember, ConsumerMemberState
 from ._errors import (
     CommitFailedError,
     ConfigurationError,
@@ -56,6 +57,7 @@ from ._errors import (
 )
 from ._io._client import ClientConfig, KafkaClient
 from ._io._driver import AppWork, ClientLike, CommittedOffsets, Driver
+from ._io._kip848 import consumer_protocol_member
 from ._listener import ListenerInvoker, RebalanceListener, RebalanceListenerLike
 from ._metrics import CoordinatorMetrics, FetchMetrics
 from ._protocol import errors
@@ -91,10 +93,16 @@ _OFFSET_BEGINNING: Final = -2
 _OFFSET_END: Final = -1
 #: Delay before poll() retries a failed committed-offset lookup of new partitions.
 _POSITION_RETRY_S: Final = 1.0
-_STOPPED_STATES: Final = frozenset({MemberState.CLOSED, MemberState.FATAL})
+_STOPPED_STATES: Final = frozenset(
+    {MemberState.CLOSED, MemberState.FATAL, ConsumerMemberState.CLOSED, ConsumerMemberState.FATAL}
+)
+#: Out of the group after an unsubscribe, in either group protocol.
+_UNJOINED_STATES: Final = frozenset({MemberState.UNJOINED, ConsumerMemberState.UNSUBSCRIBED})
 #: States in which nothing is queued for poll() until the application acts or a
 #: heartbeat answer starts a rebalance: poll() may use the longer slice.
-_QUIET_STATES: Final = frozenset({MemberState.STABLE, MemberState.MANUAL})
+_QUIET_STATES: Final = frozenset(
+    {MemberState.STABLE, MemberState.MANUAL, ConsumerMemberState.STABLE}
+)
 #: librdkafka's OFFSET_STORED and OFFSET_INVALID (confluent-kafka's TopicPartition
 #: default): no start offset given, start at the committed offset.
 _NO_START_OFFSETS: Final = frozenset({-1000, -1001})
@@ -348,25 +356,12 @@ class Consumer:
         self._held_work: list[AppWork] = []
         self._owner = threading.get_ident()
         try:
-            assignors = load_assignors(list(cfg.partition_assignment_strategy))  # type: ignore[arg-type]
-            member = GroupMember(
-                MemberConfig(
-                    group_id=cfg.require_group_id(),
-                    session_timeout_ms=cfg.session_timeout_ms,
-                    heartbeat_interval_ms=cfg.heartbeat_interval_ms,
-                    max_poll_interval_ms=cfg.max_poll_interval_ms,
-                    retry_backoff_ms=cfg.connection.retry_backoff_ms,
-                    request_timeout_ms=cfg.connection.request_timeout_ms,
-                    group_instance_id=cfg.group_instance_id,
-                    client_rack=cfg.client_rack,
-                    enable_auto_commit=cfg.enable_auto_commit,
-                    # KIP-447: as Java, read_committed consumers start after open
-                    # transactions' offsets are settled.
-                    require_stable=cfg.isolation_level == "read_committed",
-                ),
-                assignors,
-            )
-            self._rebalance_protocol = member.protocol
+            member: GroupMember | ConsumerGroupMember
+            if cfg.group_protocol == "consumer":
+                member = consumer_protocol_member(cfg)
+                self._rebalance_protocol = RebalanceProtocol.COOPERATIVE
+            else:
+                member = self._classic_member(cfg)
             self._driver = Driver(
                 member,
                 client,
@@ -383,6 +378,29 @@ class Consumer:
         # A consumer dropped without close() must not leave a thread heartbeating for
         # a member nobody polls: stop the driver when the object is collected.
         self._finalizer = weakref.finalize(self, _abandon, self._driver, fetcher)
+
+    def _classic_member(self, cfg: ConsumerConfig) -> GroupMember:
+        """group.protocol=classic: the JoinGroup/SyncGroup member and its assignors."""
+        assignors = load_assignors(list(cfg.partition_assignment_strategy))  # type: ignore[arg-type]
+        member = GroupMember(
+            MemberConfig(
+                group_id=cfg.require_group_id(),
+                session_timeout_ms=cfg.session_timeout_ms,
+                heartbeat_interval_ms=cfg.heartbeat_interval_ms,
+                max_poll_interval_ms=cfg.max_poll_interval_ms,
+                retry_backoff_ms=cfg.connection.retry_backoff_ms,
+                request_timeout_ms=cfg.connection.request_timeout_ms,
+                group_instance_id=cfg.group_instance_id,
+                client_rack=cfg.client_rack,
+                enable_auto_commit=cfg.enable_auto_commit,
+                # KIP-447: as Java, read_committed consumers start after open
+                # transactions' offsets are settled.
+                require_stable=cfg.isolation_level == "read_committed",
+            ),
+            assignors,
+        )
+        self._rebalance_protocol = member.protocol
+        return member
 
     # ------------------------------------------------------------------ subscription
 
@@ -451,7 +469,7 @@ class Consumer:
         leave = LeaveRequested(commit_wait_s=self._api_timeout_s / 2)
         self._driver.request(leave, max(0.0, deadline - time.monotonic()))
         self._run_until(
-            lambda: self._driver.state in (MemberState.UNJOINED, *_STOPPED_STATES),
+            lambda: self._driver.state in (*_UNJOINED_STATES, *_STOPPED_STATES),
             max(0.0, deadline - time.monotonic()),
             "leaving the group",
         )
@@ -526,6 +544,12 @@ class Consumer:
 
     def _change_assignment(self, event: AssignRequested, what: str) -> None:
         self._check_usable()
+        if self._config.group_protocol == "consumer":
+            # The KIP-848 member has no manual mode yet; refusing keeps it consistent.
+            raise ConfigurationError(
+                f"{what}: manual assignment is not supported with group.protocol=consumer "
+                "yet; use group.protocol=classic for a consumer that assigns partitions"
+            )
         if self._driver.state is MemberState.MANUAL:
             if event.change is AssignmentChange.REMOVE:
                 self._commit_removed(event.partitions & self._assigned)

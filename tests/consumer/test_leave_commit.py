@@ -25,6 +25,7 @@ from _consumer_fakes import FakeCluster
 
 from coopconsumer import Consumer, RebalanceListener, TopicPartition
 from coopconsumer._coordinator import MemberState
+from coopconsumer._coordinator.kip848 import ConsumerMemberState
 from coopconsumer._protocol import errors
 
 GROUP = "g"
@@ -117,7 +118,7 @@ def until(condition: Callable[[], bool], step: Callable[[], None], what: str) ->
         step()
 
 
-def state(consumer: Consumer) -> MemberState:
+def state(consumer: Consumer) -> MemberState | ConsumerMemberState:
     return consumer._driver.state
 
 

@@ -35,6 +35,7 @@ import pytest
 
 from coopconsumer import Consumer, RebalanceListener, TopicPartition
 from coopconsumer._coordinator import MemberState
+from coopconsumer._coordinator.kip848 import ConsumerMemberState
 from coopconsumer.testing import EmbeddedBroker
 from integration._ledger import KeyProducer, OwnershipLedger, RecordAccounting, late_sync_on_mock
 
@@ -107,7 +108,7 @@ class _Polled:
         self.processed = 0
 
     @property
-    def state(self) -> MemberState:
+    def state(self) -> MemberState | ConsumerMemberState:
         return self.consumer._driver.state
 
     def poll(self) -> None:

@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 import attrs
 from hypothesis import strategies as st
 
-from coopconsumer._protocol import messages
+from coopconsumer._protocol import group_messages, messages
 from coopconsumer._protocol._schema import FieldMeta, Struct, field_meta
 from coopconsumer._protocol.consumer import (
     ConsumerProtocolAssignment,
@@ -33,8 +33,14 @@ INT_RANGES = {
     "int64": (-(2**63), 2**63 - 1),
 }
 
-REQUESTS = sorted(messages.ALL_REQUESTS.values(), key=lambda c: c.API_KEY)
-RESPONSES = sorted(messages.ALL_RESPONSES.values(), key=lambda c: c.API_KEY)
+REQUESTS = sorted(
+    [*messages.ALL_REQUESTS.values(), *group_messages.GROUP_REQUESTS.values()],
+    key=lambda c: c.API_KEY,
+)
+RESPONSES = sorted(
+    [*messages.ALL_RESPONSES.values(), *group_messages.GROUP_RESPONSES.values()],
+    key=lambda c: c.API_KEY,
+)
 CONSUMER_SCHEMAS: list[type[Struct]] = [
     ConsumerProtocolSubscription,
     ConsumerProtocolAssignment,

@@ -100,7 +100,7 @@ def test_requests_round_trip_with_their_header(
     frame = encode_request(
         msg, api_version=version, correlation_id=correlation_id, client_id=client_id
     )
-    header, decoded = decode_request(frame)
+    header, decoded = decode_request(frame, request_types={cls.API_KEY: cls})
     assert decoded == msg
     assert (header.api_key, header.api_version) == (cls.API_KEY, version)
     assert (header.correlation_id, header.client_id) == (correlation_id, client_id)

@@ -11,7 +11,13 @@ from __future__ import annotations
 
 from .._errors import CommitFailedError, RebalanceInProgressError
 from .._protocol import errors
-from ._core import NO_GENERATION, MemberCore, WaitingCommit, ms
+from ._core import (
+    NO_GENERATION,
+    MemberCore,
+    WaitingCommit,
+    first_commit_error,
+    ms,
+)
 from ._effects import CommitDone
 from ._error_actions import Api, ErrorAction, action_for
 from ._inputs import CommitRequested
@@ -105,15 +111,7 @@ def commit_outcome(m: MemberCore, event: OffsetCommitOutcome, now: float) -> Non
         m.coordinator_dead(f"OffsetCommit failed: {event.error}", now)
         m.emit(CommitDone(token=token, error=event.error))
         return
-    code = next(
-        (
-            p.error_code
-            for t in event.response.topics
-            for p in t.partitions
-            if p.error_code != errors.NONE
-        ),
-        errors.NONE,
-    )
+    code = first_commit_error(event.response)
     if code == errors.NONE:
         m.emit(CommitDone(token=token))
         return

@@ -26,6 +26,7 @@ from .._protocol.messages import (
     OffsetCommitRequest,
     OffsetCommitRequestPartition,
     OffsetCommitRequestTopic,
+    OffsetCommitResponse,
 )
 from .._types import ConsumerGroupMetadata, TopicPartition
 from ..assignors._api import Assignment, ClusterMetadata, ConsumerPartitionAssignor
@@ -526,27 +527,13 @@ class MemberCore:
     ) -> None:
         """Send ``event``'s OffsetCommit to the coordinator as ``generation_id`` and
         ``member_id`` (-1 and "" for a consumer outside the group)."""
-        by_topic: dict[str, list[OffsetCommitRequestPartition]] = {}
-        for tp in sorted(event.offsets):
-            om = event.offsets[tp]
-            by_topic.setdefault(tp.topic, []).append(
-                OffsetCommitRequestPartition(
-                    partition_index=tp.partition,
-                    committed_offset=om.offset,
-                    committed_leader_epoch=om.leader_epoch,
-                    committed_metadata=om.metadata,
-                )
-            )
-        request = OffsetCommitRequest(
+        request = offset_commit_request(
             group_id=self.config.group_id,
             generation_id=generation_id,
             member_id=member_id,
             # Committing as nobody (no member id) carries no static identity either.
             group_instance_id=self.config.group_instance_id if member_id else None,
-            topics=tuple(
-                OffsetCommitRequestTopic(name=topic, partitions=tuple(parts))
-                for topic, parts in by_topic.items()
-            ),
+            offsets=event.offsets,
         )
         self.send(Api.OFFSET_COMMIT, request, now, token=event.token)
 
@@ -686,3 +673,45 @@ class MemberCore:
 
     def rebalance_failed(self, now: float) -> None:
         self.observe(Observation.REBALANCE_FAILED, now)
+
+
+def offset_commit_request(
+    *,
+    group_id: str,
+    generation_id: int,
+    member_id: str,
+    group_instance_id: str | None,
+    offsets: Mapping[TopicPartition, OffsetAndMetadata],
+) -> OffsetCommitRequest:
+    """The OffsetCommit of ``offsets``, topics and partitions in order. Both group
+    protocols send it: ``generation_id`` is the classic generation (-1 outside a group)
+    or KIP-848's member epoch (the field is ``GenerationIdOrMemberEpoch`` in the spec)."""
+    by_topic: dict[str, list[OffsetCommitRequestPartition]] = {}
+    for tp in sorted(offsets):
+        om = offsets[tp]
+        by_topic.setdefault(tp.topic, []).append(
+            OffsetCommitRequestPartition(
+                partition_index=tp.partition,
+                committed_offset=om.offset,
+                committed_leader_epoch=om.leader_epoch,
+                committed_metadata=om.metadata,
+            )
+        )
+    return OffsetCommitRequest(
+        group_id=group_id,
+        generation_id=generation_id,
+        member_id=member_id,
+        group_instance_id=group_instance_id,
+        topics=tuple(
+            OffsetCommitRequestTopic(name=topic, partitions=tuple(parts))
+            for topic, parts in by_topic.items()
+        ),
+    )
+
+
+def first_commit_error(response: OffsetCommitResponse) -> int:
+    """The first partition error of an OffsetCommit answer (``errors.NONE`` if none)."""
+    return next(
+        (p.error_code for t in response.topics for p in t.partitions if p.error_code),
+        errors.NONE,
+    )

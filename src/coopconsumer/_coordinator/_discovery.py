@@ -24,6 +24,7 @@ from .._protocol.queries import coordinator_answer
 from ._core import MemberCore, ms
 from ._effects import AddCoordinator
 from ._error_actions import Api, ErrorAction, action_for
+from ._host import GroupHost
 from ._inputs import CoordinatorFound, CoordinatorUnavailable
 from ._outcomes import FindCoordinatorOutcome
 from ._stable import drive
@@ -42,12 +43,12 @@ def on_coordinator_found(m: MemberCore, event: CoordinatorFound, now: float) -> 
     drive(m, now)
 
 
-def on_coordinator_unavailable(m: MemberCore, event: CoordinatorUnavailable, now: float) -> None:
+def on_coordinator_unavailable(m: GroupHost, event: CoordinatorUnavailable, now: float) -> None:
     m.cancel(Api.FIND_COORDINATOR)
     lookup_failed(m, event.error, now)
 
 
-def lookup_failed(m: MemberCore, error: CoopConsumerError | None, now: float) -> None:
+def lookup_failed(m: GroupHost, error: CoopConsumerError | None, now: float) -> None:
     """The lookup failed: retry after ``retry.backoff.ms``, or fail for good."""
     if (
         isinstance(error, KafkaError)
@@ -65,7 +66,7 @@ def lookup_failed(m: MemberCore, error: CoopConsumerError | None, now: float) ->
         m.log(logging.DEBUG, f"coordinator lookup failed: {error}")
 
 
-def lookup_outcome(m: MemberCore, event: FindCoordinatorOutcome, now: float) -> None:
+def lookup_outcome(m: GroupHost, event: FindCoordinatorOutcome, now: float) -> None:
     """Read the FindCoordinator answer (of whichever version) for our group."""
     response = event.response
     if event.error is not None or response is None:

@@ -2,7 +2,8 @@
 
 A default action per error code, overridden per API where Java's response handlers
 differ (``AbstractCoordinator``'s Join/Sync/Heartbeat/LeaveGroup handlers and
-``ConsumerCoordinator``'s OffsetCommit handler). Pure: imports only the error table.
+``ConsumerCoordinator``'s OffsetCommit handler) and for KIP-848's
+ConsumerGroupHeartbeat. Pure: imports only the error table.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ class Api(enum.Enum):
     HEARTBEAT = 12
     LEAVE_GROUP = 13
     SYNC_GROUP = 14
+    CONSUMER_GROUP_HEARTBEAT = 68
 
 
 class ErrorAction(enum.Enum):
@@ -111,6 +113,18 @@ _OVERRIDES: Mapping[tuple[Api, int], ErrorAction] = MappingProxyType(
                 ErrorAction.FATAL,
             )
         },
+        # KIP-848's heartbeat (Java's ConsumerHeartbeatRequestManager): a fenced epoch is
+        # a reset (partitions lost, rejoin at epoch 0); what the group or the member's
+        # settings refuse cannot be retried.
+        (Api.CONSUMER_GROUP_HEARTBEAT, errors.FENCED_MEMBER_EPOCH): ErrorAction.RESET_AND_REJOIN,
+        (Api.CONSUMER_GROUP_HEARTBEAT, errors.UNRELEASED_INSTANCE_ID): ErrorAction.FATAL,
+        (Api.CONSUMER_GROUP_HEARTBEAT, errors.UNSUPPORTED_ASSIGNOR): ErrorAction.FATAL,
+        (Api.CONSUMER_GROUP_HEARTBEAT, errors.INVALID_REQUEST): ErrorAction.FATAL,
+        (Api.CONSUMER_GROUP_HEARTBEAT, errors.INVALID_REGULAR_EXPRESSION): ErrorAction.FATAL,
+        # A commit with a member epoch the coordinator has moved past (KIP-848): the
+        # member learns the new epoch from its next heartbeat; the commit may be retried.
+        (Api.OFFSET_COMMIT, errors.STALE_MEMBER_EPOCH): ErrorAction.RETRY,
+        (Api.OFFSET_COMMIT, errors.FENCED_MEMBER_EPOCH): ErrorAction.RESET_AND_REJOIN,
         # A member that is leaving does not care why the coordinator objects.
         **{
             (Api.LEAVE_GROUP, code): ErrorAction.IGNORE
@@ -149,4 +163,7 @@ def action_for(api: Api, code: int) -> ErrorAction:
         return ErrorAction.IGNORE
     if errors.is_retriable(code) or api is Api.HEARTBEAT:
         return ErrorAction.RETRY
+    if api is Api.CONSUMER_GROUP_HEARTBEAT:
+        # Java's consumer-protocol member treats an unexpected heartbeat error as fatal.
+        return ErrorAction.FATAL
     return ErrorAction.REPORT_AND_REJOIN

@@ -5,6 +5,8 @@ Pure: imports only the package's exception hierarchy and the state enum.
 
 from __future__ import annotations
 
+import enum
+
 from .._errors import CoopConsumerError
 from ._states import MemberState
 
@@ -15,7 +17,8 @@ class IllegalTransition(CoopConsumerError):
     """The group member was asked to do something its transition table forbids: a
     driver or core bug, never a broker's or a user's doing.
 
-    Two cases, told apart by ``target``:
+    ``state``/``target`` are the classic ``MemberState`` or, for a KIP-848 member,
+    ``kip848.ConsumerMemberState``. Two cases, told apart by ``target``:
 
     - ``target is None``: ``input_type`` arrived in ``state``, which rejects it (or a
       ``ListenerDone`` named no outstanding listener). The member is unchanged.
@@ -26,11 +29,11 @@ class IllegalTransition(CoopConsumerError):
 
     def __init__(
         self,
-        state: MemberState,
+        state: MemberState | enum.Enum,
         input_type: type,
         detail: str = "",
         *,
-        target: MemberState | None = None,
+        target: MemberState | enum.Enum | None = None,
     ) -> None:
         if target is None:
             text = f"{input_type.__name__} is not allowed in state {state.name}"

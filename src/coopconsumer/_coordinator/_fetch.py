@@ -8,7 +8,8 @@ connection), and ends in exactly one ``CommittedOffsetsDone``: the offsets, the 
 or ``RequestTimeoutError`` at the request's deadline. Answers are read by
 ``_protocol.queries.offset_fetch_answer``, the one reader of OffsetFetch.
 
-Pure: imports only the core; never I/O, threads or clocks.
+Shared by both group protocols (``_host.GroupHost``). Pure: imports only the core;
+never I/O, threads or clocks.
 """
 
 from __future__ import annotations
@@ -20,14 +21,15 @@ from .._protocol import errors
 from .._protocol.messages import OffsetFetchRequest
 from .._protocol.queries import OffsetFetchQuery, offset_fetch_answer
 from .._types import TopicPartition
-from ._core import FetchJob, MemberCore, ms
+from ._core import FetchJob, ms
 from ._effects import CommittedOffsetsDone, OffsetAndMetadata
 from ._error_actions import Api, ErrorAction, action_for
+from ._host import GroupHost
 from ._inputs import CommittedOffsetsRequested
 from ._outcomes import OffsetFetchOutcome
 
 
-def fetch_committed(m: MemberCore, event: CommittedOffsetsRequested, now: float) -> None:
+def fetch_committed(m: GroupHost, event: CommittedOffsetsRequested, now: float) -> None:
     if not event.partitions:
         m.emit(CommittedOffsetsDone(token=event.token))
         return
@@ -39,18 +41,18 @@ def fetch_committed(m: MemberCore, event: CommittedOffsetsRequested, now: float)
     _step(m, fetch_id, now)
 
 
-def fetch_fatal(m: MemberCore, event: CommittedOffsetsRequested, now: float) -> None:
+def fetch_fatal(m: GroupHost, event: CommittedOffsetsRequested, now: float) -> None:
     assert m.fatal_error is not None
     m.emit(CommittedOffsetsDone(token=event.token, error=m.fatal_error))
 
 
-def fetch_closed(m: MemberCore, event: CommittedOffsetsRequested, now: float) -> None:
+def fetch_closed(m: GroupHost, event: CommittedOffsetsRequested, now: float) -> None:
     m.emit(
         CommittedOffsetsDone(token=event.token, error=CoopConsumerError("the consumer is closed"))
     )
 
 
-def drive_fetches(m: MemberCore, now: float) -> None:
+def drive_fetches(m: GroupHost, now: float) -> None:
     """Time out fetches past their deadline; send those whose retry is due."""
     for fetch_id, job in list(m.fetches.items()):
         if now >= job.deadline:
@@ -59,7 +61,7 @@ def drive_fetches(m: MemberCore, now: float) -> None:
             _step(m, fetch_id, now)
 
 
-def fetch_outcome(m: MemberCore, event: OffsetFetchOutcome, now: float) -> None:
+def fetch_outcome(m: GroupHost, event: OffsetFetchOutcome, now: float) -> None:
     fetch_id = event.pending.token
     if not isinstance(fetch_id, int) or fetch_id not in m.fetches:
         # route drops answers of finished fetches; only a harness gets here
@@ -104,7 +106,7 @@ def fetch_outcome(m: MemberCore, event: OffsetFetchOutcome, now: float) -> None:
         m.finish_fetch(fetch_id, error=error)
 
 
-def _step(m: MemberCore, fetch_id: int, now: float) -> None:
+def _step(m: GroupHost, fetch_id: int, now: float) -> None:
     job = m.fetches[fetch_id]
     if job.request_id is not None or (job.retry_at is not None and now < job.retry_at):
         return
@@ -123,7 +125,7 @@ def _step(m: MemberCore, fetch_id: int, now: float) -> None:
     job.request_id = m.send(Api.OFFSET_FETCH, query, now, token=fetch_id)
 
 
-def _retry(m: MemberCore, fetch_id: int, error: CoopConsumerError | None, now: float) -> None:
+def _retry(m: GroupHost, fetch_id: int, error: CoopConsumerError | None, now: float) -> None:
     job = m.fetches[fetch_id]
     retry_at = now + ms(m.config.retry_backoff_ms)
     if retry_at >= job.deadline:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import enum
 import re
+import uuid
 from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 
@@ -69,13 +70,22 @@ def _internal(values: Iterable[str]) -> frozenset[str]:
     return frozenset(values)
 
 
+def _topic_ids(values: Mapping[str, uuid.UUID]) -> Mapping[str, uuid.UUID]:
+    return MappingProxyType(dict(values))
+
+
 @attrs.frozen(kw_only=True)
 class MetadataUpdate:
     """Fresh cluster metadata: every known topic's partition count (and racks).
-    ``internal_topics`` names topics a pattern subscription must skip."""
+    ``internal_topics`` names topics a pattern subscription must skip. ``topic_ids``
+    maps topic names to their ids (Metadata v10+; KIP-848 assignments name topics by
+    id), empty when the broker did not say."""
 
     metadata: ClusterMetadata
     internal_topics: frozenset[str] = attrs.field(default=frozenset(), converter=_internal)
+    topic_ids: Mapping[str, uuid.UUID] = attrs.field(
+        factory=lambda: MappingProxyType({}), converter=_topic_ids
+    )
 
 
 @attrs.frozen(kw_only=True)

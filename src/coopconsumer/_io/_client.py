@@ -26,6 +26,7 @@ import random
 import selectors
 import socket
 import time
+import uuid
 from collections.abc import Callable, Iterable, Mapping
 from types import MappingProxyType
 from typing import Any, Final
@@ -41,7 +42,7 @@ from .._errors import (
     RequestTimeoutError,
 )
 from .._protocol import errors
-from .._protocol._schema import Request, Response
+from .._protocol._schema import ZERO_UUID, Request, Response
 from .._protocol.messages import (
     ALL_REQUESTS,
     FindCoordinatorRequest,
@@ -256,6 +257,8 @@ class TopicInfo:
     error_code: int
     partitions: Mapping[int, PartitionInfo]
     is_internal: bool = False
+    #: The topic id (Metadata v10+), ``ZERO_UUID`` when the broker did not say.
+    topic_id: uuid.UUID = ZERO_UUID
 
 
 @attrs.frozen(kw_only=True)
@@ -313,6 +316,7 @@ class ClusterSnapshot:
                 error_code=topic.error_code,
                 partitions=MappingProxyType(partitions),
                 is_internal=topic.is_internal,
+                topic_id=topic.topic_id,
             )
         return cls(
             brokers=MappingProxyType(brokers),

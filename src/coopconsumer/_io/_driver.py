@@ -62,9 +62,10 @@ from .._coordinator import (
     Tick,
     Unassign,
 )
+from .._coordinator.kip848 import ConsumerGroupMember, ConsumerMemberState
 from .._errors import BrokerConnectionError, CoopConsumerError, RequestTimeoutError
 from .._metrics import CoordinatorMetrics
-from .._protocol._schema import Request
+from .._protocol._schema import ZERO_UUID, Request
 from .._protocol.messages import (
     MetadataRequest,
     MetadataRequestTopic,
@@ -195,7 +196,7 @@ class Driver:
 
     def __init__(
         self,
-        member: GroupMember,
+        member: GroupMember | ConsumerGroupMember,
         client: ClientLike,
         metrics: CoordinatorMetrics,
         *,
@@ -243,8 +244,9 @@ class Driver:
     # ------------------------------------------------------------------ app-thread API
 
     @property
-    def state(self) -> MemberState:
-        """The member's state after the last input the driver fed it."""
+    def state(self) -> MemberState | ConsumerMemberState:
+        """The member's state after the last input the driver fed it (a KIP-848
+        member's states are ``ConsumerMemberState``)."""
         return self._state
 
     @property
@@ -661,7 +663,14 @@ class Driver:
             node = call.node()
             if node is None:
                 continue
-            version = self._client.try_negotiated_version(node, call.api)
+            try:
+                version = self._client.try_negotiated_version(node, call.api)
+            except CoopConsumerError as exc:
+                # The broker does not speak this API (ConsumerGroupHeartbeat on a
+                # broker without KIP-848): the call's answer is that error.
+                self._calls.remove(call)
+                call.on_error(exc)
+                continue
             if version is None:
                 self._client.ready(node)  # starts connecting; asked again next loop
                 continue
@@ -760,4 +769,7 @@ def _metadata_update(snapshot: ClusterSnapshot) -> MetadataUpdate:
         partition_racks={tp: racks for tp, racks in snapshot.partition_racks().items() if racks},
     )
     internal = frozenset(name for name, info in snapshot.topics.items() if info.is_internal)
-    return MetadataUpdate(metadata=metadata, internal_topics=internal)
+    topic_ids = {
+        name: info.topic_id for name, info in snapshot.topics.items() if info.topic_id != ZERO_UUID
+    }
+    return MetadataUpdate(metadata=metadata, internal_topics=internal, topic_ids=topic_ids)

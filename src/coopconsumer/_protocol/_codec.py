@@ -451,6 +451,31 @@ def _not_null(writer: Writer, what: str, version: int) -> Writer:
     return write
 
 
+def _nullable_struct_writer(writer: Writer) -> Writer:
+    # A nullable struct is an int8 marker, -1 for null or 1 before the struct, as in
+    # the code Kafka generates from its specs (ConsumerGroupHeartbeatResponse.Assignment).
+    def write(out: bytearray, value: Any) -> None:
+        if value is None:
+            out.append(0xFF)
+            return
+        out.append(1)
+        writer(out, value)
+
+    return write
+
+
+def _nullable_struct_reader(decode: Reader, what: str) -> Reader:
+    def read(data: bytes, pos: int) -> tuple[Any, int]:
+        if pos >= len(data):
+            raise _Malformed(f"{what}: truncated before its null marker")
+        marker = data[pos]
+        if marker >= 0x80:
+            return None, pos + 1
+        return decode(data, pos + 1)
+
+    return read
+
+
 def _field_writer(
     meta: FieldMeta, version: int, flexible: bool, nullable: bool, what: str
 ) -> Writer:
@@ -471,9 +496,10 @@ def _scalar_writer(
     type_: str | type[Struct], version: int, flexible: bool, nullable: bool, what: str
 ) -> Writer:
     if not isinstance(type_, str):
+        struct_writer = _struct_writer(_plan(type_, version, flexible), what)
         if nullable:
-            raise TypeError(f"{what}: nullable structs are not supported")
-        return _not_null(_struct_writer(_plan(type_, version, flexible), what), what, version)
+            return _nullable_struct_writer(struct_writer)
+        return _not_null(struct_writer, what, version)
     if type_ in _FIXED:
         pack = struct.Struct(">" + _FIXED[type_][0]).pack
 
@@ -497,7 +523,8 @@ def _scalar_reader(
     type_: str | type[Struct], version: int, flexible: bool, nullable: bool, what: str
 ) -> Reader:
     if not isinstance(type_, str):
-        return _plan(type_, version, flexible).decode
+        decode = _plan(type_, version, flexible).decode
+        return _nullable_struct_reader(decode, what) if nullable else decode
     if type_ in _FIXED:
         s = struct.Struct(">" + _FIXED[type_][0])
         unpack, size = s.unpack_from, s.size

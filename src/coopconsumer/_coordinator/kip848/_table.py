@@ -1,0 +1,232 @@
+"""The KIP-848 member's transition table: ``(state, input type) -> (handler, next states)``.
+
+The same rules as the classic member's table (``.._table``): every
+``(ConsumerMemberState, input type)`` pair is in exactly one of ``TRANSITIONS``,
+``IGNORED`` or ``REJECTED``; ``MemberCore.enter`` refuses any move a row does not list.
+A row's next states are every state the handler may pass through or end in while
+handling one input (FENCED -> JOINING happens within one input when no listener runs).
+
+Pure: imports the phase modules and the input types; never I/O, threads or clocks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from types import MappingProxyType
+from typing import Any, Final
+
+import attrs
+
+from .. import _discovery, _fetch
+from .._inputs import (
+    CloseRequested,
+    CommitRequested,
+    CommittedOffsetsRequested,
+    CoordinatorFound,
+    CoordinatorUnavailable,
+    LeaveRequested,
+    ListenerDone,
+    MetadataUpdate,
+    PollCalled,
+    Subscribe,
+    Tick,
+)
+from .._outcomes import FindCoordinatorOutcome, OffsetCommitOutcome, OffsetFetchOutcome
+from . import _commit, _heartbeat, _leave
+from ._core import HeartbeatOutcome, MemberCore
+from ._states import ConsumerMemberState
+
+__all__ = [
+    "IGNORED",
+    "INITIAL_STATE",
+    "INPUT_TYPES",
+    "REJECTED",
+    "TRANSITIONS",
+    "Transition",
+    "moves",
+    "predecessors",
+]
+
+Handler = Callable[[MemberCore, Any, float], None]
+
+
+def _states(values: Iterable[ConsumerMemberState]) -> frozenset[ConsumerMemberState]:
+    return frozenset(values)
+
+
+@attrs.frozen(kw_only=True)
+class Transition:
+    """One row: the handler of a ``(state, input type)`` pair and the states it may
+    move the member to."""
+
+    handler: Handler
+    next_states: frozenset[ConsumerMemberState] = attrs.field(converter=_states)
+
+
+#: The state of a new member.
+INITIAL_STATE: Final = ConsumerMemberState.UNSUBSCRIBED
+
+#: The input types the table dispatches on (answers routed to per-API outcomes first).
+INPUT_TYPES: tuple[type, ...] = (
+    Subscribe,
+    MetadataUpdate,
+    CoordinatorFound,
+    CoordinatorUnavailable,
+    Tick,
+    PollCalled,
+    ListenerDone,
+    CommitRequested,
+    LeaveRequested,
+    CloseRequested,
+    HeartbeatOutcome,
+    OffsetCommitOutcome,
+    CommittedOffsetsRequested,
+    FindCoordinatorOutcome,
+    OffsetFetchOutcome,
+)
+
+UNSUBSCRIBED = ConsumerMemberState.UNSUBSCRIBED
+JOINING = ConsumerMemberState.JOINING
+RECONCILING = ConsumerMemberState.RECONCILING
+ACKNOWLEDGING = ConsumerMemberState.ACKNOWLEDGING
+STABLE = ConsumerMemberState.STABLE
+FENCED = ConsumerMemberState.FENCED
+STALE = ConsumerMemberState.STALE
+PREPARE_LEAVING = ConsumerMemberState.PREPARE_LEAVING
+LEAVING = ConsumerMemberState.LEAVING
+CLOSED = ConsumerMemberState.CLOSED
+FATAL = ConsumerMemberState.FATAL
+
+_LIVE = tuple(s for s in ConsumerMemberState if s not in (CLOSED, FATAL))
+_HEARTBEAT = (JOINING, RECONCILING, ACKNOWLEDGING, STABLE)
+_IN_GROUP = (*_HEARTBEAT, FENCED, STALE)
+#: A heartbeat answer: reconcile, settle, be fenced (and rejoin), fail, or find the
+#: poll timeout expired.
+_HEARTBEAT_MOVES = (RECONCILING, STABLE, FENCED, JOINING, FATAL, STALE)
+
+#: (states, input type, handler, next states), one line per handler and its states.
+_ROWS: tuple[
+    tuple[Iterable[ConsumerMemberState], type, Handler, Iterable[ConsumerMemberState]], ...
+] = (
+    # The subscription and cluster metadata.
+    ((UNSUBSCRIBED,), Subscribe, _heartbeat.subscribe_unsubscribed, (JOINING,)),
+    (_IN_GROUP, Subscribe, _heartbeat.on_subscribe, (STALE,)),
+    (_LIVE, MetadataUpdate, _heartbeat.on_metadata, (RECONCILING, STALE)),
+    # The coordinator, timers and polls.
+    (_LIVE, CoordinatorFound, _heartbeat.on_coordinator_found, (STALE,)),
+    (_LIVE, CoordinatorUnavailable, _discovery.on_coordinator_unavailable, (FATAL,)),
+    (_LIVE, FindCoordinatorOutcome, _discovery.lookup_outcome, (FATAL,)),
+    (_LIVE, Tick, _heartbeat.on_tick, (STALE,)),
+    ((s for s in _LIVE if s is not STALE), PollCalled, _heartbeat.on_poll, ()),
+    ((STALE,), PollCalled, _heartbeat.rejoin_after_poll, (JOINING,)),
+    # Heartbeats, reconciliation and fencing.
+    (_HEARTBEAT, HeartbeatOutcome, _heartbeat.heartbeat_outcome, _HEARTBEAT_MOVES),
+    ((RECONCILING,), ListenerDone, _heartbeat.reconcile_listener_done, (ACKNOWLEDGING, STALE)),
+    ((FENCED,), ListenerDone, _heartbeat.fenced_listener_done, (JOINING,)),
+    # Commits.
+    (
+        (RECONCILING, ACKNOWLEDGING, STABLE, PREPARE_LEAVING),
+        CommitRequested,
+        _commit.commit_send,
+        (),
+    ),
+    ((JOINING, FENCED), CommitRequested, _commit.commit_rejoining, ()),
+    ((UNSUBSCRIBED, STALE, LEAVING, CLOSED), CommitRequested, _commit.commit_not_member, ()),
+    ((FATAL,), CommitRequested, _commit.commit_fatal, ()),
+    (_LIVE, OffsetCommitOutcome, _commit.commit_outcome, ()),
+    # Committed offsets (the classic member's handlers).
+    (_LIVE, CommittedOffsetsRequested, _fetch.fetch_committed, ()),
+    ((FATAL,), CommittedOffsetsRequested, _fetch.fetch_fatal, ()),
+    ((CLOSED,), CommittedOffsetsRequested, _fetch.fetch_closed, ()),
+    (_LIVE, OffsetFetchOutcome, _fetch.fetch_outcome, ()),
+    # Leaving and closing.
+    (_IN_GROUP, LeaveRequested, _leave.unsubscribe, (PREPARE_LEAVING, LEAVING, UNSUBSCRIBED)),
+    (_IN_GROUP, CloseRequested, _leave.close, (PREPARE_LEAVING, LEAVING, CLOSED)),
+    ((UNSUBSCRIBED,), CloseRequested, _leave.close_unsubscribed, (CLOSED,)),
+    ((PREPARE_LEAVING, LEAVING), CloseRequested, _leave.close_while_leaving, ()),
+    ((FATAL,), CloseRequested, _leave.close_fatal, (CLOSED,)),
+    ((PREPARE_LEAVING,), ListenerDone, _leave.leave_listener_done, (LEAVING, UNSUBSCRIBED, CLOSED)),
+    ((LEAVING,), HeartbeatOutcome, _leave.leave_outcome, (UNSUBSCRIBED, CLOSED)),
+)
+
+
+def _build() -> Mapping[tuple[ConsumerMemberState, type], Transition]:
+    table: dict[tuple[ConsumerMemberState, type], Transition] = {}
+    for states, input_type, handler, next_states in _ROWS:
+        for state in states:
+            key = (state, input_type)
+            if key in table:
+                raise AssertionError(f"two rows for {state.name} x {input_type.__name__}")
+            table[key] = Transition(handler=handler, next_states=next_states)
+    return MappingProxyType(table)
+
+
+#: The transition table (see the module docstring).
+TRANSITIONS: Mapping[tuple[ConsumerMemberState, type], Transition] = _build()
+
+#: Pairs that are legal and do nothing.
+IGNORED: frozenset[tuple[ConsumerMemberState, type]] = frozenset(
+    {
+        # A listener that is not part of a reconciliation, fencing or leave: LOST
+        # after a poll timeout, or one still running when the member moved on. The
+        # member releases its partitions whatever the state (``handle``).
+        *(
+            (s, ListenerDone)
+            for s in ConsumerMemberState
+            if s not in (RECONCILING, FENCED, PREPARE_LEAVING)
+        ),
+        (UNSUBSCRIBED, LeaveRequested),
+        (PREPARE_LEAVING, LeaveRequested),
+        (LEAVING, LeaveRequested),
+        (FATAL, LeaveRequested),
+        (CLOSED, LeaveRequested),
+        (CLOSED, CloseRequested),
+        (FATAL, Subscribe),
+        # Heartbeats are cancelled on leaving the heartbeating states; one a driver
+        # still delivers changes nothing.
+        *((s, HeartbeatOutcome) for s in (UNSUBSCRIBED, FENCED, STALE, PREPARE_LEAVING)),
+        *(
+            (s, t)
+            for s in (CLOSED, FATAL)
+            for t in (
+                MetadataUpdate,
+                CoordinatorFound,
+                CoordinatorUnavailable,
+                Tick,
+                PollCalled,
+                HeartbeatOutcome,
+                OffsetCommitOutcome,
+                FindCoordinatorOutcome,
+                OffsetFetchOutcome,
+            )
+        ),
+    }
+)
+
+#: Pairs that raise ``IllegalTransition``: only a driver bug can produce them.
+REJECTED: frozenset[tuple[ConsumerMemberState, type]] = frozenset(
+    {
+        (PREPARE_LEAVING, Subscribe),
+        (LEAVING, Subscribe),
+        (CLOSED, Subscribe),
+    }
+)
+
+
+def moves() -> dict[tuple[ConsumerMemberState, ConsumerMemberState], tuple[type, ...]]:
+    """Every move the table allows, ``(from, to) -> input types`` that may cause it."""
+    found: dict[tuple[ConsumerMemberState, ConsumerMemberState], list[type]] = {}
+    for source in ConsumerMemberState:
+        for input_type in INPUT_TYPES:
+            row = TRANSITIONS.get((source, input_type))
+            if row is None:
+                continue
+            for target in ConsumerMemberState:
+                if target in row.next_states and target is not source:
+                    found.setdefault((source, target), []).append(input_type)
+    return {edge: tuple(inputs) for edge, inputs in found.items()}
+
+
+def predecessors(state: ConsumerMemberState) -> frozenset[ConsumerMemberState]:
+    """The states from which one input may move a member to ``state``."""
+    return frozenset(source for (source, target) in moves() if target is state)

@@ -1,0 +1,470 @@
+"""Transcripts of one KIP-848 ``ConsumerGroupMember``: feed inputs, assert effects and state.
+
+No broker: the tests answer each ConsumerGroupHeartbeat by hand, so every effect the
+member emits at each step is visible. Scenarios follow KIP-848 and Java's
+``ConsumerMembershipManager``.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+
+import pytest
+from _kip848_script import (
+    COORDINATOR,
+    MAX_POLL_S,
+    T_ID,
+    Member,
+    S,
+    assignment,
+    failed,
+    heartbeat,
+    joined,
+    listeners,
+    metadata,
+    ok,
+    quiet,
+    sends,
+    tps,
+)
+
+from coopconsumer._coordinator import (
+    Assign,
+    CloseRequested,
+    CommitBeforeRevoke,
+    CommitDone,
+    CommitRequested,
+    CoordinatorFound,
+    Effect,
+    Fatal,
+    FindCoordinator,
+    InvokeListener,
+    LeaveRequested,
+    ListenerDone,
+    ListenerKind,
+    Log,
+    MetadataNeeded,
+    OffsetAndMetadata,
+    PollCalled,
+    RequestFailed,
+    ResponseReceived,
+    Subscribe,
+    Tick,
+    Unassign,
+)
+from coopconsumer._coordinator.kip848 import (
+    ConsumerMemberConfig,
+)
+from coopconsumer._errors import (
+    BrokerConnectionError,
+    CommitFailedError,
+    ConfigurationError,
+    KafkaError,
+    RebalanceInProgressError,
+)
+from coopconsumer._protocol import errors
+from coopconsumer._protocol.group_messages import (
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatRequestTopicPartitions,
+    ConsumerGroupHeartbeatResponse,
+)
+from coopconsumer._protocol.messages import (
+    OffsetCommitRequest,
+    OffsetCommitResponse,
+    OffsetCommitResponsePartition,
+    OffsetCommitResponseTopic,
+)
+from coopconsumer._types import TopicPartition
+
+# ---------------------------------------------------------------------- joining
+
+
+def test_join_sends_epoch_zero_with_every_field() -> None:
+    m = Member(server_assignor="uniform", client_rack="r1", group_instance_id="i-1")
+    _, request = m.join()
+    assert request == ConsumerGroupHeartbeatRequest(
+        group_id="g",
+        member_id="m-1",
+        member_epoch=0,
+        instance_id="i-1",
+        rack_id="r1",
+        rebalance_timeout_ms=300_000,
+        subscribed_topic_names=("t",),
+        server_assignor="uniform",
+        topic_partitions=(),
+    )
+
+
+def test_first_assignment_assigns_then_acknowledges_then_is_stable() -> None:
+    m = Member()
+    request_id, _ = m.join()
+    fx = m.answer(request_id, joined(1, assignment(t=[0, 1])))
+    assert m.state() is S.RECONCILING
+    assert m.member.member_epoch == 1
+    assert quiet(fx) == [
+        Assign(partitions=tps("t-0", "t-1")),
+        InvokeListener(invocation_id=1, kind=ListenerKind.ASSIGNED, partitions=tps("t-0", "t-1")),
+    ]
+    fx = m.feed(ListenerDone(invocation_id=1, kind=ListenerKind.ASSIGNED))
+    assert m.state() is S.ACKNOWLEDGING
+    ack_id, ack = heartbeat(fx)  # sent at once, not at the interval
+    assert ack.member_epoch == 1
+    assert ack.topic_partitions == (
+        ConsumerGroupHeartbeatRequestTopicPartitions(topic_id=T_ID, partitions=(0, 1)),
+    )
+    # Unchanged since the answered join: left null.
+    assert ack.subscribed_topic_names is None
+    assert ack.rebalance_timeout_ms == -1
+    m.answer(ack_id, ok(1))
+    assert m.state() is S.STABLE
+    assert m.member.owned_partitions == tps("t-0", "t-1")
+    assert m.member.group_metadata.generation_id == 1
+
+
+def test_an_empty_first_assignment_still_calls_on_partitions_assigned() -> None:
+    m = Member()
+    request_id, _ = m.join()
+    fx = m.answer(request_id, joined(1, assignment()))
+    assert listeners(fx) == [
+        InvokeListener(invocation_id=1, kind=ListenerKind.ASSIGNED, partitions=frozenset())
+    ]
+
+
+def test_heartbeats_at_the_interval_the_broker_returns() -> None:
+    m = Member()
+    m.stable(0)
+    assert m.member.next_deadline == pytest.approx(m.now + 2.0)
+    assert sends(m.feed(Tick(), after=1.9)) == []
+    _, request = heartbeat(m.feed(Tick(), after=0.1))
+    # Nothing changed: every optional field is null.
+    assert request == ConsumerGroupHeartbeatRequest(group_id="g", member_id="m-1", member_epoch=1)
+
+
+def test_a_broker_chosen_member_id_is_kept() -> None:
+    m = Member(member_id="")
+    request_id, request = m.join()
+    assert request.member_id == ""
+    m.answer(
+        request_id,
+        ConsumerGroupHeartbeatResponse(member_id="chosen", member_epoch=1, assignment=assignment()),
+    )
+    assert m.member.member_id == "chosen"
+
+
+# ---------------------------------------------------------------------- reconciliation
+
+
+def test_revoke_first_then_assign_then_acknowledge() -> None:
+    m = Member(enable_auto_commit=True)
+    m.stable(0, 1)
+    request_id, _ = heartbeat(m.feed(Tick(), after=2.0))
+    fx = m.answer(request_id, ok(2, assignment(t=[1, 2])))
+    assert m.state() is S.RECONCILING
+    assert quiet(fx) == [
+        CommitBeforeRevoke(partitions=tps("t-0")),
+        InvokeListener(invocation_id=2, kind=ListenerKind.REVOKED, partitions=tps("t-0")),
+    ]
+    # The REVOKED listener may commit, with the new epoch as generation.
+    token = object()
+    fx = m.feed(
+        CommitRequested(offsets={TopicPartition("t", 0): OffsetAndMetadata(offset=5)}, token=token)
+    )
+    (commit,) = sends(fx)
+    assert isinstance(commit.request, OffsetCommitRequest)
+    assert commit.request.generation_id == 2
+    assert commit.request.member_id == "m-1"
+    fx = m.feed(ListenerDone(invocation_id=2, kind=ListenerKind.REVOKED))
+    assert quiet(fx) == [
+        Unassign(partitions=tps("t-0")),
+        Assign(partitions=tps("t-2")),
+        InvokeListener(invocation_id=3, kind=ListenerKind.ASSIGNED, partitions=tps("t-2")),
+    ]
+    fx = m.feed(ListenerDone(invocation_id=3, kind=ListenerKind.ASSIGNED))
+    ack_id, ack = heartbeat(fx)
+    assert ack.topic_partitions == (
+        ConsumerGroupHeartbeatRequestTopicPartitions(topic_id=T_ID, partitions=(1, 2)),
+    )
+    m.answer(ack_id, ok(2))
+    assert m.state() is S.STABLE
+    assert m.member.owned_partitions == tps("t-1", "t-2")
+
+
+def test_a_target_that_arrives_while_reconciling_waits_for_the_acknowledgement() -> None:
+    m = Member()
+    m.stable(0)
+    request_id, _ = heartbeat(m.feed(Tick(), after=2.0))
+    m.answer(request_id, ok(2, assignment(t=[0, 1])))
+    assert m.state() is S.RECONCILING
+    # A heartbeat during the reconciliation brings a newer target.
+    request_id, during = heartbeat(m.feed(Tick(), after=2.0))
+    assert during.topic_partitions is None  # owned has not changed yet
+    fx = m.answer(request_id, ok(3, assignment(t=[0, 1, 2])))
+    assert listeners(fx) == []  # one reconciliation at a time
+    fx = m.feed(ListenerDone(invocation_id=2, kind=ListenerKind.ASSIGNED))
+    ack_id, _ = heartbeat(fx)
+    fx = m.answer(ack_id, ok(3))
+    assert m.state() is S.RECONCILING
+    assert quiet(fx)[:2] == [
+        Assign(partitions=tps("t-2")),
+        InvokeListener(invocation_id=3, kind=ListenerKind.ASSIGNED, partitions=tps("t-2")),
+    ]
+
+
+def test_unknown_topic_ids_wait_for_metadata() -> None:
+    m = Member()
+    fx = m.feed(Subscribe(topics={"t", "u"}))
+    m.feed(metadata("t"))
+    request_id, _ = heartbeat(m.feed(CoordinatorFound(node_id=COORDINATOR)))
+    fx = m.answer(request_id, joined(1, assignment(t=[0], u=[0])))
+    assert MetadataNeeded(topics={"t", "u"}) in fx
+    assert Assign(partitions=tps("t-0")) in fx  # the resolvable part now
+    fx = m.feed(ListenerDone(invocation_id=1, kind=ListenerKind.ASSIGNED))
+    ack_id, _ = heartbeat(fx)
+    m.answer(ack_id, ok(1))
+    assert m.state() is S.STABLE
+    fx = m.feed(metadata("t", "u"))
+    assert m.state() is S.RECONCILING
+    assert Assign(partitions=tps("u-0")) in fx
+
+
+def test_a_new_subscription_is_sent_at_once() -> None:
+    m = Member()
+    m.stable(0)
+    _, request = heartbeat(m.feed(Subscribe(topics={"t", "u"})))
+    assert request.subscribed_topic_names == ("t", "u")
+
+
+def test_pattern_subscription_sends_the_matching_names() -> None:
+    m = Member()
+    m.feed(Subscribe(pattern=re.compile("t|u")))
+    m.feed(metadata("t", "u"))
+    _, request = heartbeat(m.feed(CoordinatorFound(node_id=COORDINATOR)))
+    assert request.subscribed_topic_names == ("t", "u")
+
+
+# ---------------------------------------------------------------------- fencing
+
+
+@pytest.mark.parametrize("code", [errors.FENCED_MEMBER_EPOCH, errors.UNKNOWN_MEMBER_ID])
+def test_fenced_member_loses_its_partitions_and_rejoins_at_epoch_zero(code: int) -> None:
+    m = Member()
+    m.stable(0, 1)
+    request_id, _ = heartbeat(m.feed(Tick(), after=2.0))
+    fx = m.answer(request_id, failed(code))
+    assert m.state() is S.FENCED
+    assert quiet(fx) == [
+        Unassign(partitions=tps("t-0", "t-1")),
+        InvokeListener(invocation_id=2, kind=ListenerKind.LOST, partitions=tps("t-0", "t-1")),
+    ]
+    token = object()
+    fx = m.feed(
+        CommitRequested(offsets={TopicPartition("t", 0): OffsetAndMetadata(offset=1)}, token=token)
+    )
+    (done,) = quiet(fx)
+    assert isinstance(done, CommitDone)
+    assert isinstance(done.error, RebalanceInProgressError)
+    fx = m.feed(ListenerDone(invocation_id=2, kind=ListenerKind.LOST))
+    assert m.state() is S.JOINING
+    _, rejoin = heartbeat(fx)
+    assert rejoin.member_epoch == 0
+    assert rejoin.member_id == "m-1"  # kept (KIP-1082)
+    assert rejoin.subscribed_topic_names == ("t",)
+    assert rejoin.topic_partitions == ()
+
+
+def test_fenced_while_revoking_reports_only_what_is_not_being_revoked() -> None:
+    m = Member()
+    m.stable(0, 1)
+    request_id, _ = heartbeat(m.feed(Tick(), after=2.0))
+    m.answer(request_id, ok(2, assignment(t=[1])))
+    request_id, _ = heartbeat(m.feed(Tick(), after=2.0))
+    fx = m.answer(request_id, failed(errors.FENCED_MEMBER_EPOCH))
+    assert listeners(fx) == [
+        InvokeListener(invocation_id=3, kind=ListenerKind.LOST, partitions=tps("t-1"))
+    ]
+    m.feed(ListenerDone(invocation_id=3, kind=ListenerKind.LOST))
+    assert m.state() is S.FENCED  # the REVOKED listener still runs
+    fx = m.feed(ListenerDone(invocation_id=2, kind=ListenerKind.REVOKED))
+    assert Unassign(partitions=tps("t-0")) in fx
+    assert m.state() is S.JOINING
+
+
+def test_coordinator_errors_look_the_coordinator_up_again() -> None:
+    m = Member()
+    m.stable(0)
+    request_id, _ = heartbeat(m.feed(Tick(), after=2.0))
+    fx = m.answer(request_id, failed(errors.NOT_COORDINATOR))
+    assert any(isinstance(e, FindCoordinator) for e in fx)
+    _, request = heartbeat(m.feed(CoordinatorFound(node_id=COORDINATOR)))
+    assert request.subscribed_topic_names == ("t",)  # a new coordinator hears everything
+    assert m.member.owned_partitions == tps("t-0")
+
+
+def test_a_lost_connection_retries_with_every_field() -> None:
+    m = Member()
+    m.stable(0)
+    request_id, _ = heartbeat(m.feed(Tick(), after=2.0))
+    m.feed(RequestFailed(request_id=request_id, error=BrokerConnectionError("gone")))
+    _, request = heartbeat(m.feed(CoordinatorFound(node_id=COORDINATOR)))
+    assert request.topic_partitions is not None
+    assert m.state() is S.STABLE
+
+
+@pytest.mark.parametrize(
+    "code",
+    [errors.UNRELEASED_INSTANCE_ID, errors.GROUP_AUTHORIZATION_FAILED, errors.UNSUPPORTED_ASSIGNOR],
+)
+def test_errors_no_retry_can_cure_are_fatal(code: int) -> None:
+    m = Member()
+    m.stable(0)
+    request_id, _ = heartbeat(m.feed(Tick(), after=2.0))
+    fx = m.answer(request_id, failed(code))
+    assert m.state() is S.FATAL
+    (fatal,) = [e for e in fx if isinstance(e, Fatal)]
+    assert isinstance(fatal.error, KafkaError)
+    assert fatal.error.code == code
+    assert Unassign(partitions=tps("t-0")) in fx
+    m.feed(CloseRequested())
+    assert m.state() is S.CLOSED
+
+
+# ---------------------------------------------------------------------- commits
+
+
+def test_commit_answers() -> None:
+    m = Member()
+    m.stable(0, epoch=4)
+    offsets = {TopicPartition("t", 0): OffsetAndMetadata(offset=9)}
+
+    def commit(code: int) -> CommitDone:
+        token = object()
+        (send,) = sends(m.feed(CommitRequested(offsets=offsets, token=token)))
+        assert isinstance(send.request, OffsetCommitRequest)
+        assert send.request.generation_id == 4
+        response = OffsetCommitResponse(
+            topics=(
+                OffsetCommitResponseTopic(
+                    name="t",
+                    partitions=(OffsetCommitResponsePartition(partition_index=0, error_code=code),),
+                ),
+            )
+        )
+        (done,) = [
+            e
+            for e in m.feed(ResponseReceived(request_id=send.request_id, response=response))
+            if isinstance(e, CommitDone)
+        ]
+        assert done.token is token
+        return done
+
+    assert commit(errors.NONE).error is None
+    assert isinstance(commit(errors.STALE_MEMBER_EPOCH).error, RebalanceInProgressError)
+    assert isinstance(commit(errors.FENCED_MEMBER_EPOCH).error, CommitFailedError)
+    assert isinstance(commit(errors.UNKNOWN_MEMBER_ID).error, CommitFailedError)
+    assert m.state() is S.STABLE  # the heartbeat, not the commit, learns of fencing
+
+
+def test_commit_outside_the_group_fails() -> None:
+    m = Member()
+    fx = m.feed(
+        CommitRequested(offsets={TopicPartition("t", 0): OffsetAndMetadata(offset=1)}, token=1)
+    )
+    (done,) = fx
+    assert isinstance(done, CommitDone)
+    assert isinstance(done.error, CommitFailedError)
+
+
+# ---------------------------------------------------------------------- leaving
+
+
+@pytest.mark.parametrize(
+    ("instance_id", "leave_group", "epoch"),
+    [(None, None, -1), ("i-1", None, -2), ("i-1", True, -1)],
+)
+def test_close_revokes_then_leaves(
+    instance_id: str | None, leave_group: bool | None, epoch: int
+) -> None:
+    m = Member(group_instance_id=instance_id)
+    m.stable(0)
+    fx = m.feed(CloseRequested(leave_group=leave_group))
+    assert m.state() is S.PREPARE_LEAVING
+    assert listeners(fx) == [
+        InvokeListener(invocation_id=2, kind=ListenerKind.REVOKED, partitions=tps("t-0"))
+    ]
+    fx = m.feed(ListenerDone(invocation_id=2, kind=ListenerKind.REVOKED))
+    assert Unassign(partitions=tps("t-0")) in fx
+    request_id, leave = heartbeat(fx)
+    assert leave == ConsumerGroupHeartbeatRequest(
+        group_id="g", member_id="m-1", member_epoch=epoch, instance_id=instance_id
+    )
+    assert m.state() is S.LEAVING
+    m.answer(request_id, ok(epoch))
+    assert m.state() is S.CLOSED
+
+
+def test_close_without_leaving_sends_nothing() -> None:
+    m = Member(group_instance_id="i-1")
+    m.stable(0)
+    m.feed(CloseRequested(leave_group=False))
+    fx = m.feed(ListenerDone(invocation_id=2, kind=ListenerKind.REVOKED))
+    assert sends(fx) == []
+    assert m.state() is S.CLOSED
+
+
+def test_unsubscribe_then_subscribe_again() -> None:
+    m = Member()
+    m.stable(0)
+    m.feed(LeaveRequested())
+    fx = m.feed(ListenerDone(invocation_id=2, kind=ListenerKind.REVOKED))
+    request_id, _ = heartbeat(fx)
+    m.answer(request_id, ok(-1))
+    assert m.state() is S.UNSUBSCRIBED
+    fx = m.feed(Subscribe(topics={"t"}))
+    assert m.state() is S.JOINING
+    _, request = heartbeat(fx)
+    assert request.member_epoch == 0
+
+
+# ---------------------------------------------------------------------- poll timeout
+
+
+def test_poll_timeout_leaves_loses_and_rejoins_on_the_next_poll() -> None:
+    m = Member()
+    m.stable(0)
+    deadline = m.member.next_deadline
+    assert deadline is not None
+    m.feed(PollCalled())
+    poll_deadline = m.now + MAX_POLL_S
+    fx: list[Effect] = []
+    while m.now < poll_deadline:  # heartbeats keep going while nobody polls
+        step = m.member.next_deadline
+        assert step is not None
+        fx = m.feed(Tick(), after=step - m.now)
+        for send in sends(fx):
+            m.answer(send.request_id, ok(1))
+    assert m.state() is S.STALE
+    _, leave = heartbeat(fx)
+    assert leave.member_epoch == -1
+    assert Unassign(partitions=tps("t-0")) in fx
+    assert InvokeListener(invocation_id=2, kind=ListenerKind.LOST, partitions=tps("t-0")) in fx
+    fx = m.feed(PollCalled())
+    assert m.state() is S.JOINING
+    assert heartbeat(fx)[1].member_epoch == 0
+    assert any(isinstance(e, Log) and e.level == logging.INFO for e in fx)
+
+
+def test_a_broker_without_kip848_is_a_fatal_configuration_error() -> None:
+    m = Member()
+    request_id, _ = m.join()
+    unsupported = errors.to_exception(errors.UNSUPPORTED_VERSION, api_key=68)
+    fx = m.feed(RequestFailed(request_id=request_id, error=unsupported))
+    assert m.state() is S.FATAL
+    (fatal,) = [e for e in fx if isinstance(e, Fatal)]
+    assert isinstance(fatal.error, ConfigurationError)
+    assert "group.protocol=classic" in str(fatal.error)
+
+
+def test_config_rejects_an_unknown_server_assignor() -> None:
+    with pytest.raises(ConfigurationError, match=r"group\.remote\.assignor"):
+        ConsumerMemberConfig(group_id="g", server_assignor="sticky")

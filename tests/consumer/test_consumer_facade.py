@@ -601,3 +601,15 @@ def test_fetch_metrics_count_records_and_read_lag_from_the_fetcher(cluster: Fake
     assert metrics["records-lag-max"] == 7
     consumer.close()
     assert consumer.records_lag() == {}
+
+
+def test_manual_assignment_is_refused_with_the_consumer_group_protocol(
+    cluster: FakeCluster,
+) -> None:
+    config = settings(**{"group.protocol": "consumer"})
+    del config["partition.assignment.strategy"]
+    consumer, _ = cluster.consumer(config)
+    with pytest.raises(ConfigurationError, match=r"group\.protocol=consumer"):
+        consumer.assign([TopicPartition(TOPIC, 0)])
+    assert consumer.assignment() == frozenset()
+    consumer.close()

@@ -63,8 +63,9 @@ from .._coordinator import (
     Unassign,
 )
 from .._coordinator.kip848 import ConsumerGroupMember, ConsumerMemberState
-from .._errors import BrokerConnectionError, CoopConsumerError, RequestTimeoutError
+from .._errors import BrokerConnectionError, CoopConsumerError, KafkaError, RequestTimeoutError
 from .._metrics import CoordinatorMetrics
+from .._protocol import errors
 from .._protocol._schema import ZERO_UUID, Request
 from .._protocol.messages import (
     MetadataRequest,
@@ -665,9 +666,13 @@ class Driver:
                 continue
             try:
                 version = self._client.try_negotiated_version(node, call.api)
-            except CoopConsumerError as exc:
+            except KafkaError as exc:
+                if exc.code != errors.UNSUPPORTED_VERSION:
+                    raise
                 # The broker does not speak this API (ConsumerGroupHeartbeat on a
-                # broker without KIP-848): the call's answer is that error.
+                # broker without KIP-848): the call's answer is that error. Anything
+                # else (an AuthenticationError above all) stays fatal to the driver,
+                # so that poll() raises it at once.
                 self._calls.remove(call)
                 call.on_error(exc)
                 continue

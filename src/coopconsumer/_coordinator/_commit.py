@@ -20,6 +20,8 @@ from ._core import (
 )
 from ._effects import CommitDone
 from ._error_actions import Api, ErrorAction, action_for
+from ._host import commit_fatal as commit_fatal
+from ._host import commit_not_member as commit_not_member
 from ._inputs import CommitRequested
 from ._join import enter_prepare
 from ._outcomes import OffsetCommitOutcome
@@ -87,22 +89,6 @@ def commit_rebalancing(m: MemberCore, event: CommitRequested, now: float) -> Non
             ),
         )
     )
-
-
-def commit_not_member(m: MemberCore, event: CommitRequested, now: float) -> None:
-    m.emit(
-        CommitDone(
-            token=event.token,
-            error=CommitFailedError(
-                "the commit cannot complete: the consumer is not part of an active group"
-            ),
-        )
-    )
-
-
-def commit_fatal(m: MemberCore, event: CommitRequested, now: float) -> None:
-    assert m.fatal_error is not None
-    m.emit(CommitDone(token=event.token, error=m.fatal_error))
 
 
 def commit_outcome(m: MemberCore, event: OffsetCommitOutcome, now: float) -> None:

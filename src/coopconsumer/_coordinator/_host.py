@@ -5,7 +5,10 @@ same in the classic group protocol and in KIP-848's (docs/architecture.md, "Two 
 protocols, one set of shared rules"). Their handlers take any member core with these
 members: the classic ``MemberCore`` and KIP-848's ``kip848.MemberCore`` both have them.
 
-Pure: a typing ``Protocol``; never I/O, threads or clocks.
+Also the commit answers both members give without looking at their group state
+(``commit_not_member``, ``commit_fatal``).
+
+Pure: a typing ``Protocol`` and two handlers; never I/O, threads or clocks.
 """
 
 from __future__ import annotations
@@ -13,14 +16,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Protocol
 
-from .._errors import CoopConsumerError
+from .._errors import CommitFailedError, CoopConsumerError
 from .._types import TopicPartition
 from ._core import FetchJob
-from ._effects import Effect, OffsetAndMetadata
+from ._effects import CommitDone, Effect, OffsetAndMetadata
 from ._error_actions import Api
+from ._inputs import CommitRequested
 from ._states import CoordinatorLookup
 
-__all__ = ["GroupHost", "HostConfig"]
+__all__ = ["GroupHost", "HostConfig", "commit_fatal", "commit_not_member"]
 
 
 class HostConfig(Protocol):
@@ -71,3 +75,21 @@ class GroupHost(Protocol):
         offsets: Mapping[TopicPartition, OffsetAndMetadata | None] | None = None,
         error: CoopConsumerError | None = None,
     ) -> None: ...
+
+
+def commit_not_member(m: GroupHost, event: CommitRequested, now: float) -> None:
+    """Not in a group (never joined, left, closed): the commit cannot be made."""
+    m.emit(
+        CommitDone(
+            token=event.token,
+            error=CommitFailedError(
+                "the commit cannot complete: the consumer is not part of an active group"
+            ),
+        )
+    )
+
+
+def commit_fatal(m: GroupHost, event: CommitRequested, now: float) -> None:
+    """FATAL: every commit fails with the error that stopped the member."""
+    assert m.fatal_error is not None
+    m.emit(CommitDone(token=event.token, error=m.fatal_error))

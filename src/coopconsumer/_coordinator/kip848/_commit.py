@@ -19,6 +19,8 @@ from ..._protocol import errors
 from .._core import first_commit_error, offset_commit_request
 from .._effects import CommitDone
 from .._error_actions import Api, ErrorAction, action_for
+from .._host import commit_fatal as commit_fatal
+from .._host import commit_not_member as commit_not_member
 from .._inputs import CommitRequested
 from .._outcomes import OffsetCommitOutcome
 from ._core import MemberCore
@@ -67,22 +69,6 @@ def commit_rejoining(m: MemberCore, event: CommitRequested, now: float) -> None:
             ),
         )
     )
-
-
-def commit_not_member(m: MemberCore, event: CommitRequested, now: float) -> None:
-    m.emit(
-        CommitDone(
-            token=event.token,
-            error=CommitFailedError(
-                "the commit cannot complete: the consumer is not part of an active group"
-            ),
-        )
-    )
-
-
-def commit_fatal(m: MemberCore, event: CommitRequested, now: float) -> None:
-    assert m.fatal_error is not None
-    m.emit(CommitDone(token=event.token, error=m.fatal_error))
 
 
 def commit_outcome(m: MemberCore, event: OffsetCommitOutcome, now: float) -> None:

@@ -366,9 +366,7 @@ class Consumer:
                 member,
                 client,
                 self._metrics,
-                metadata_max_age_ms=cfg.metadata_max_age_ms,
                 request_timeout_ms=cfg.connection.request_timeout_ms,
-                retry_backoff_ms=cfg.connection.retry_backoff_ms,
             )
             self._driver.start()
         except BaseException:
@@ -390,6 +388,7 @@ class Consumer:
                 max_poll_interval_ms=cfg.max_poll_interval_ms,
                 retry_backoff_ms=cfg.connection.retry_backoff_ms,
                 request_timeout_ms=cfg.connection.request_timeout_ms,
+                metadata_max_age_ms=cfg.metadata_max_age_ms,
                 group_instance_id=cfg.group_instance_id,
                 client_rack=cfg.client_rack,
                 enable_auto_commit=cfg.enable_auto_commit,

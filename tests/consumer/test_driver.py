@@ -15,9 +15,9 @@ import pytest
 from _consumer_fakes import FakeCluster
 
 from coopconsumer import KafkaError, TopicPartition
-from coopconsumer._io._client import ClusterSnapshot
-from coopconsumer._io._driver import _metadata_update
+from coopconsumer._coordinator._metadata import metadata_update as _metadata_update
 from coopconsumer._protocol import errors
+from coopconsumer._protocol.cluster import ClusterSnapshot
 from coopconsumer._protocol.messages import (
     MetadataResponse,
     MetadataResponseBroker,

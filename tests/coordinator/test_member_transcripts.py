@@ -87,6 +87,10 @@ from coopconsumer.assignors import (
 )
 
 S = MemberState
+#: The only timer left in the transcripts that pin ``next_deadline`` with nothing else
+#: due: the metadata refresh, ``metadata.max.age.ms`` (300 s) after the subscription's
+#: metadata answer at 0.
+METADATA_REFRESH_AT = 300.0
 T0 = TopicPartition("t", 0)
 
 
@@ -634,7 +638,8 @@ def test_cooperative_subscription_change_revokes_only_unsubscribed_topics() -> N
     s.answer(SyncGroupRequest, s.sync_response(tps("t-0", "u-1")))
     s.finish_listeners()
     effects = s.feed(Subscribe(topics=frozenset({"t"})))
-    assert kinds(effects) == ["MetadataNeeded", "REVOKED['u-1']"]
+    # No new topic: the metadata of the last answer covers it (no request at once).
+    assert kinds(effects) == ["REVOKED['u-1']"]
     assert "removed [u]" in s.member.rejoin_reason
     effects = s.finish_listener()
     assert kinds(effects) == ["Unassign['u-1']", "JoinGroup"]
@@ -736,7 +741,9 @@ def test_session_timeout_while_rejoining_without_the_coordinator_loses_partition
     assert (s.member.generation_id, s.member.member_id) == (-1, "")
     assert s.member.owned_partitions == frozenset()
     assert "session timed out" in s.member.rejoin_reason
-    assert s.member.next_deadline is None  # nothing left to time: the lookup is pending
+    assert (
+        s.member.next_deadline == METADATA_REFRESH_AT
+    )  # nothing left to time: the lookup is pending
     s.finish_listener()
     assert s.state() is S.JOINING
     assert s.sent(JoinGroupRequest) == []  # still waiting for the coordinator
@@ -797,7 +804,7 @@ def test_an_answer_from_the_coordinator_proves_the_connection_again() -> None:
         JoinGroupRequest, s.join_response(error_code=errors.MEMBER_ID_REQUIRED, member_id="m1")
     )
     s.request(JoinGroupRequest)  # sent at once on the connection that just answered
-    assert s.member.next_deadline is None
+    assert s.member.next_deadline == METADATA_REFRESH_AT
     assert kinds(s.feed(Tick(), at=ok_at + 2 * SESSION_S)) == []
     assert s.member.owned_partitions == tps("t-0", "t-1")
     assert s.member.generation_id == 1
@@ -809,15 +816,16 @@ def test_no_session_timeout_while_the_coordinator_holds_join_or_sync() -> None:
     the rebalance takes."""
     s = _cooperative_rejoin_under_way()
     ok_at = s.now
-    assert s.member.next_deadline is None
+    assert s.member.next_deadline == METADATA_REFRESH_AT
     assert kinds(s.feed(Tick(), at=ok_at + 5 * SESSION_S)) == []
     assert s.state() is S.JOINING
     assert s.member.owned_partitions == tps("t-0", "t-1")
     assert (s.member.generation_id, s.member.member_id) == (1, "m1")
     s.answer(JoinGroupRequest, s.join_response(generation_id=2))
     assert s.state() is S.AWAITING_SYNC
-    assert s.member.next_deadline is None
-    assert kinds(s.feed(Tick(), at=ok_at + 10 * SESSION_S)) == []
+    assert s.member.next_deadline == METADATA_REFRESH_AT
+    # Only the metadata refresh falls due (300 s), however long the sync is held.
+    assert kinds(s.feed(Tick(), at=ok_at + 10 * SESSION_S)) == ["MetadataNeeded"]
     assert s.state() is S.AWAITING_SYNC
     assert s.member.owned_partitions == tps("t-0", "t-1")
     s.answer(SyncGroupRequest, s.sync_response(tps("t-0", "t-1")))
@@ -840,7 +848,7 @@ def test_max_poll_interval_expiry_leaves_and_rejoins_on_the_next_poll() -> None:
     assert leave.members[0].reason is not None
     assert "poll timeout" in leave.members[0].reason
     assert s.state() is S.POLL_EXPIRED
-    assert s.member.next_deadline is None
+    assert s.member.next_deadline == METADATA_REFRESH_AT
     s.finish_listener()
     assert s.state() is S.POLL_EXPIRED
     effects = s.feed(PollCalled(), at=MAX_POLL_S + 60)
@@ -1146,7 +1154,7 @@ def test_join_backoff_does_not_arm_a_timer_while_the_coordinator_is_unknown() ->
     assert kinds(s.feed(Tick(), at=0.2)) == ["FindCoordinator"]
     # Both the join backoff and the lookup backoff are over; the lookup is in flight:
     # nothing is due until CoordinatorFound (a past deadline would make a driver spin).
-    assert s.member.next_deadline is None
+    assert s.member.next_deadline == METADATA_REFRESH_AT
     assert kinds(s.feed(CoordinatorFound(node_id=1), at=0.3)) == ["JoinGroup"]
 
 

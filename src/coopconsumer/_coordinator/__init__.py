@@ -15,8 +15,11 @@ The driver's contract, effect by effect (execute each batch in order):
   ``ResponseReceived(request_id, response, api_version)`` or ``RequestFailed``.
 - ``AddCoordinator(node_id, host, port)``: open a connection of its own to the
   coordinator; feed ``CoordinatorFound(node_id)`` with that connection's id.
-- ``MetadataNeeded(topics)``: fetch metadata (None = all topics); feed ``MetadataUpdate``.
-  Also refresh ``member.metadata_topics`` periodically (``metadata.max.age.ms``).
+- ``MetadataNeeded(request_id, topics)``: send its ``query`` (Metadata, None = all
+  topics) built at the negotiated version to any ready broker; feed
+  ``ResponseReceived(request_id, response, api_version)`` or ``RequestFailed``. The
+  member times the refreshes (``metadata.max.age.ms``) and the retries itself.
+- ``AddBrokers(brokers)``: make each broker reachable by its node id.
 - ``InvokeListener(invocation_id, kind, partitions)``: run the callback on the thread
   calling ``poll()``; feed ``ListenerDone(invocation_id, kind)`` whether it raised or not.
   While a REVOKED call is pending, return no records of its partitions (Java's
@@ -46,6 +49,7 @@ from ._core import MemberConfig as MemberConfig
 from ._diff import AssignmentDiff as AssignmentDiff
 from ._diff import diff_assignment as diff_assignment
 from ._diff import revoke_before_join as revoke_before_join
+from ._effects import AddBrokers as AddBrokers
 from ._effects import AddCoordinator as AddCoordinator
 from ._effects import Assign as Assign
 from ._effects import CommitBeforeRevoke as CommitBeforeRevoke
@@ -88,6 +92,7 @@ from ._member import GroupMember as GroupMember
 from ._states import MemberState as MemberState
 
 __all__ = [
+    "AddBrokers",
     "AddCoordinator",
     "Api",
     "Assign",

@@ -49,7 +49,15 @@ from ._effects import (
 )
 from ._error_actions import Api
 from ._errors import IllegalTransition
-from ._inputs import CommitRequested, ListenerDone, RequestFailed, ResponseReceived, Subscribe
+from ._inputs import (
+    CommitRequested,
+    ListenerDone,
+    MetadataUpdate,
+    RequestFailed,
+    ResponseReceived,
+    Subscribe,
+)
+from ._metadata import MetadataRefresh, metadata_answer
 from ._outcomes import (
     RESPONSE_TYPES,
     FindCoordinatorOutcome,
@@ -114,6 +122,8 @@ class MemberConfig:
     """The group settings a member needs, in Kafka's units (milliseconds).
 
     The rebalance timeout sent in JoinGroup is ``max_poll_interval_ms`` (as Java).
+    ``metadata_max_age_ms`` is how often the member refreshes the metadata of the
+    topics it wants (``_metadata.py``).
     ``enable_auto_commit`` only makes the member emit ``CommitBeforeRevoke`` before
     each REVOKED listener. ``require_stable`` (KIP-447; Java sets it for
     ``isolation.level=read_committed``) makes offset fetches wait out transactions
@@ -126,6 +136,7 @@ class MemberConfig:
     max_poll_interval_ms: int = attrs.field(default=300_000, validator=_positive)
     retry_backoff_ms: int = attrs.field(default=100, validator=_positive)
     request_timeout_ms: int = attrs.field(default=30_000, validator=_positive)
+    metadata_max_age_ms: int = attrs.field(default=300_000, validator=_positive)
     group_instance_id: str | None = None
     client_rack: str | None = None
     enable_auto_commit: bool = False
@@ -216,6 +227,9 @@ class MemberCore:
 
         self.subscription: Subscribe | None = None
         self.subscribed: frozenset[str] = frozenset()
+        self.metadata_refresh = MetadataRefresh(
+            max_age_s=ms(config.metadata_max_age_ms), retry_backoff_s=ms(config.retry_backoff_ms)
+        )
         self.metadata: ClusterMetadata | None = None
         self.internal_topics: frozenset[str] = frozenset()
         self.joined_subscription: frozenset[str] | None = None
@@ -293,6 +307,8 @@ class MemberCore:
         if target not in self._allowed:
             raise IllegalTransition(self._input_state, self._input_type, target=target)
         self._state = target
+        if target in (MemberState.CLOSED, MemberState.FATAL):
+            self.metadata_refresh.stop()
 
     @property
     def is_leader(self) -> bool:
@@ -314,6 +330,8 @@ class MemberCore:
         """When to feed the next ``Tick`` (None: no timer is armed). After a ``Tick`` at
         ``now`` it is always later than ``now`` or None, so a driver never spins."""
         candidates: list[float] = []
+        if (refresh := self.metadata_refresh.deadline) is not None:
+            candidates.append(refresh)
         if self.lookup is CoordinatorLookup.BACKING_OFF and self.lookup_retry_at is not None:
             candidates.append(self.lookup_retry_at)
         if self.leave_pending is not None:
@@ -348,9 +366,12 @@ class MemberCore:
                 candidates.append(self.heartbeat_due)
         return min(candidates) if candidates else None
 
-    def route(self, event: ResponseReceived | RequestFailed, now: float) -> Outcome | None:
+    def route(
+        self, event: ResponseReceived | RequestFailed, now: float
+    ) -> Outcome | MetadataUpdate | None:
         """The one place stale answers are dropped: superseded (cancelled) requests and
-        heartbeats of another generation; everything else becomes a per-API outcome."""
+        heartbeats of another generation; everything else becomes a per-API outcome
+        (a Metadata answer: the ``MetadataUpdate`` it carries, see ``_metadata``)."""
         pending = self.pending.pop(event.request_id, None)
         superseded = self.superseded.pop(event.request_id, None)
         sent = pending if pending is not None else superseded
@@ -379,6 +400,8 @@ class MemberCore:
                 f"got {type(event.response).__name__}",
                 api_key=pending.api.value,
             )
+        if pending.api is Api.METADATA:
+            return metadata_answer(self, response, error, now)
         if pending.api is Api.JOIN_GROUP:
             return JoinGroupOutcome(pending=pending, response=response, error=error)
         if pending.api is Api.SYNC_GROUP:

@@ -13,9 +13,12 @@ from types import MappingProxyType
 import attrs
 
 from .._errors import ConfigurationError, CoopConsumerError
+from .._protocol.cluster import BrokerInfo
+from .._protocol.queries import MetadataQuery
 from .._types import TopicPartition
 
 __all__ = [
+    "AddBrokers",
     "AddCoordinator",
     "Assign",
     "CommitBeforeRevoke",
@@ -134,10 +137,33 @@ class AddCoordinator:
 
 @attrs.frozen(kw_only=True)
 class MetadataNeeded:
-    """Fetch cluster metadata for ``topics`` (None: every topic, for a pattern
-    subscription) and answer with ``MetadataUpdate``."""
+    """Send ``query`` (Metadata of ``topics``; None: every topic, for a pattern
+    subscription) to any ready broker, built at the negotiated version, and feed
+    ``ResponseReceived(request_id, response, api_version)`` or ``RequestFailed``; the
+    member reads the answer itself (``AddBrokers``, then its ``MetadataUpdate``). The
+    member decides when to refresh (``metadata.max.age.ms``, retries; see
+    ``_metadata.py``). A test harness may instead feed ``MetadataUpdate`` directly,
+    which answers the refresh in flight."""
 
+    request_id: int
     topics: frozenset[str] | None = attrs.field(converter=_optional_topics)
+
+    @property
+    def query(self) -> MetadataQuery:
+        """The request, topics in name order."""
+        return MetadataQuery(topics=None if self.topics is None else sorted(self.topics))
+
+
+def _brokers(values: Iterable[BrokerInfo]) -> tuple[BrokerInfo, ...]:
+    return tuple(values)
+
+
+@attrs.frozen(kw_only=True)
+class AddBrokers:
+    """A Metadata answer named these brokers: make each reachable by its node id (the
+    bootstrap addresses are not node ids), without dropping connections."""
+
+    brokers: tuple[BrokerInfo, ...] = attrs.field(converter=_brokers)
 
 
 @attrs.frozen(kw_only=True)
@@ -265,6 +291,7 @@ Effect = (
     | FindCoordinator
     | AddCoordinator
     | MetadataNeeded
+    | AddBrokers
     | InvokeListener
     | Assign
     | Unassign

@@ -20,6 +20,7 @@ __all__ = ["Api", "ErrorAction", "action_for"]
 class Api(enum.Enum):
     """The group APIs whose error codes the member acts on (value = Kafka API key)."""
 
+    METADATA = 3
     OFFSET_COMMIT = 8
     OFFSET_FETCH = 9
     FIND_COORDINATOR = 10

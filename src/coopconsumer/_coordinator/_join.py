@@ -37,9 +37,10 @@ from ..assignors._api import (
 from ..assignors._validation import check_assignment, validate_cooperative_assignment
 from ._core import COOPERATIVE_STICKY, PROTOCOL_TYPE, MemberCore, ms
 from ._diff import revoke_before_join
-from ._effects import MetadataNeeded, Observation, ReportError
+from ._effects import Observation, ReportError
 from ._error_actions import Api, ErrorAction, action_for
 from ._inputs import ListenerDone
+from ._metadata import want_metadata
 from ._outcomes import JoinGroupOutcome
 from ._states import MemberState
 
@@ -267,7 +268,7 @@ def leader_assign(m: MemberCore, now: float, *, metadata_refreshed: bool) -> Non
     if missing and not metadata_refreshed:
         # Java refreshes metadata for the whole group subscription before assigning.
         m.enter(MemberState.LEADER_AWAITING_METADATA)
-        m.emit(MetadataNeeded(topics=group_topics | m.subscribed))
+        want_metadata(m, group_topics | m.subscribed, now)
         return
     metadata = m.metadata or ClusterMetadata(partition_counts={})
     group_subscription = GroupSubscription(subscriptions=subscriptions)

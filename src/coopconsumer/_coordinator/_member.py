@@ -19,9 +19,8 @@ from collections.abc import Sequence
 from .._types import ConsumerGroupMetadata, TopicPartition
 from ..assignors._api import ConsumerPartitionAssignor, RebalanceProtocol
 from ._core import MemberConfig, MemberCore
+from ._dispatch import dispatch
 from ._effects import Effect
-from ._errors import IllegalTransition
-from ._inputs import ListenerDone, PollCalled, RequestFailed, ResponseReceived
 from ._states import MemberState
 from ._table import IGNORED, TRANSITIONS
 
@@ -120,29 +119,4 @@ class GroupMember:
 
     def handle(self, event: object, now: float) -> list[Effect]:
         """Process one input at monotonic time ``now``; return the effects to execute."""
-        core = self._core
-        core.fx = []
-        routed: object = event
-        if isinstance(event, ResponseReceived | RequestFailed):
-            outcome = core.route(event, now)
-            if outcome is None:
-                return core.fx
-            routed = outcome
-        elif isinstance(event, ListenerDone) and event.invocation_id not in core.listeners:
-            raise IllegalTransition(
-                core.state, ListenerDone, f"no listener {event.invocation_id} outstanding"
-            )
-        key = (core.state, type(routed))
-        row = TRANSITIONS.get(key)
-        if row is None and key not in IGNORED:
-            raise IllegalTransition(core.state, type(routed))
-        # State-independent bookkeeping, done even where the state ignores the input:
-        # a finished REVOKED listener always releases its partitions.
-        if isinstance(routed, ListenerDone):
-            core.complete_listener(routed)
-        elif isinstance(routed, PollCalled):
-            core.last_poll = now
-        if row is not None:
-            core.begin(type(routed), row.next_states)
-            row.handler(core, routed, now)
-        return core.fx
+        return dispatch(self._core, event, now, TRANSITIONS, IGNORED)

@@ -18,6 +18,7 @@ from .._protocol.messages import (
     HeartbeatResponse,
     JoinGroupResponse,
     LeaveGroupResponse,
+    MetadataResponse,
     OffsetCommitResponse,
     OffsetFetchResponse,
     SyncGroupResponse,
@@ -135,4 +136,5 @@ RESPONSE_TYPES: Mapping[Api, type] = {
     Api.OFFSET_COMMIT: OffsetCommitResponse,
     Api.FIND_COORDINATOR: FindCoordinatorResponse,
     Api.OFFSET_FETCH: OffsetFetchResponse,
+    Api.METADATA: MetadataResponse,
 }

@@ -17,13 +17,14 @@ import logging
 from .._protocol import errors
 from .._protocol.messages import HeartbeatRequest
 from ._core import MemberCore, ms
-from ._effects import MetadataNeeded, Observation
+from ._effects import Observation
 from ._error_actions import Api, ErrorAction, action_for
 from ._fetch import drive_fetches
 from ._inputs import MetadataUpdate, PollCalled, Subscribe
 from ._join import enter_prepare, leader_assign, maybe_send_join
 from ._leave import leave_if_pending, poll_expired
 from ._manual import drive_waiting_commits
+from ._metadata import want_metadata
 from ._outcomes import HeartbeatOutcome
 from ._states import CoordinatorLookup, MemberState
 
@@ -53,7 +54,7 @@ def apply_subscription(m: MemberCore) -> bool:
 def on_subscribe(m: MemberCore, event: Subscribe, now: float) -> None:
     m.subscription = event
     apply_subscription(m)
-    m.emit(MetadataNeeded(topics=None if event.pattern is not None else event.topics))
+    want_metadata(m, None if event.pattern is not None else event.topics, now)
 
 
 def subscribe_unjoined(m: MemberCore, event: Subscribe, now: float) -> None:
@@ -88,6 +89,10 @@ def metadata_stable(m: MemberCore, event: MetadataUpdate, now: float) -> None:
 
 def metadata_leader(m: MemberCore, event: MetadataUpdate, now: float) -> None:
     on_metadata(m, event, now)
+    if m.metadata_refresh.in_flight is not None:
+        # An answer to a request sent before the leader asked for the group's topics:
+        # the request that asks for them is out (_metadata.py); assign from its answer.
+        return
     leader_assign(m, now, metadata_refreshed=True)
 
 

@@ -26,9 +26,7 @@ import random
 import selectors
 import socket
 import time
-import uuid
-from collections.abc import Callable, Iterable, Mapping
-from types import MappingProxyType
+from collections.abc import Callable, Iterable
 from typing import Any, Final
 
 import attrs
@@ -42,23 +40,22 @@ from .._errors import (
     RequestTimeoutError,
 )
 from .._protocol import errors
-from .._protocol._schema import ZERO_UUID, Request, Response
+from .._protocol._schema import Request, Response
+from .._protocol.cluster import BrokerInfo, ClusterSnapshot, PartitionInfo, TopicInfo
 from .._protocol.messages import (
     ALL_REQUESTS,
     FindCoordinatorRequest,
     FindCoordinatorResponse,
     MetadataRequest,
-    MetadataRequestTopic,
-    MetadataResponse,
 )
 from .._protocol.queries import (
     GROUP_KEY_TYPE,
     CoordinatorAnswer,
     FindCoordinatorQuery,
+    MetadataQuery,
     coordinator_answer,
 )
 from .._security import SecurityConfig
-from .._types import TopicPartition
 from ._backoff import ExponentialBackoff
 from ._connection import DEFAULT_MAX_RESPONSE_BYTES, BrokerConnection, ConnectionState
 from ._future import PendingRequest
@@ -223,107 +220,6 @@ class ClientConfig:
         if unknown:
             raise ConfigurationError(f"unknown client settings: {', '.join(unknown)}")
         return cls(bootstrap_servers=_to_servers(servers), **kwargs)
-
-
-# ===================================================================== cluster view
-
-
-@attrs.frozen(kw_only=True)
-class BrokerInfo:
-    """A broker as Metadata (or FindCoordinator) described it."""
-
-    node_id: int
-    host: str
-    port: int
-    rack: str | None = None
-
-
-@attrs.frozen(kw_only=True)
-class PartitionInfo:
-    """One partition of a topic: leader, replicas, in-sync replicas."""
-
-    partition: int
-    leader_id: int
-    replica_nodes: tuple[int, ...] = ()
-    isr_nodes: tuple[int, ...] = ()
-    error_code: int = 0
-
-
-@attrs.frozen(kw_only=True)
-class TopicInfo:
-    """A topic from Metadata; ``error_code`` != 0 means it is unknown or unusable."""
-
-    name: str
-    error_code: int
-    partitions: Mapping[int, PartitionInfo]
-    is_internal: bool = False
-    #: The topic id (Metadata v10+), ``ZERO_UUID`` when the broker did not say.
-    topic_id: uuid.UUID = ZERO_UUID
-
-
-@attrs.frozen(kw_only=True)
-class ClusterSnapshot:
-    """What one Metadata answer said about the cluster. Immutable."""
-
-    brokers: Mapping[int, BrokerInfo]
-    topics: Mapping[str, TopicInfo]
-    controller_id: int = -1
-    cluster_id: str | None = None
-
-    def partition_counts(self) -> dict[str, int]:
-        """``{topic: partition count}`` for topics without error."""
-        return {
-            name: len(info.partitions) for name, info in self.topics.items() if info.error_code == 0
-        }
-
-    def partition_racks(self) -> dict[TopicPartition, frozenset[str]]:
-        """Racks of each partition's replicas (KIP-881 rack-aware assignment input)."""
-        racks: dict[TopicPartition, frozenset[str]] = {}
-        for name, info in self.topics.items():
-            for partition in info.partitions.values():
-                replica_racks = frozenset(
-                    rack
-                    for node in partition.replica_nodes
-                    if (broker := self.brokers.get(node)) is not None
-                    and (rack := broker.rack) is not None
-                )
-                racks[TopicPartition(name, partition.partition)] = replica_racks
-        return racks
-
-    @classmethod
-    def from_response(cls, response: MetadataResponse) -> ClusterSnapshot:
-        """Build from a decoded ``MetadataResponse`` (any version)."""
-        brokers = {
-            b.node_id: BrokerInfo(node_id=b.node_id, host=b.host, port=b.port, rack=b.rack)
-            for b in response.brokers
-        }
-        topics: dict[str, TopicInfo] = {}
-        for topic in response.topics:
-            if topic.name is None:
-                continue
-            partitions = {
-                p.partition_index: PartitionInfo(
-                    partition=p.partition_index,
-                    leader_id=p.leader_id,
-                    replica_nodes=tuple(p.replica_nodes),
-                    isr_nodes=tuple(p.isr_nodes),
-                    error_code=p.error_code,
-                )
-                for p in topic.partitions
-            }
-            topics[topic.name] = TopicInfo(
-                name=topic.name,
-                error_code=topic.error_code,
-                partitions=MappingProxyType(partitions),
-                is_internal=topic.is_internal,
-                topic_id=topic.topic_id,
-            )
-        return cls(
-            brokers=MappingProxyType(brokers),
-            topics=MappingProxyType(topics),
-            controller_id=response.controller_id,
-            cluster_id=response.cluster_id,
-        )
 
 
 def raise_for_error(
@@ -772,7 +668,9 @@ class KafkaClient:
                 break
             try:
                 version = self.negotiated_version(node_id, MetadataRequest, timeout_ms=remaining_ms)
-                request = _metadata_request(names, version, allow_auto_topic_creation)
+                request = MetadataQuery(
+                    topics=names, allow_auto_topic_creation=allow_auto_topic_creation
+                ).build(version)
                 remaining_ms = max(1.0, (deadline - self._clock()) * 1000.0)
                 response = self.request(
                     node_id, request, timeout_ms=remaining_ms, api_version=version
@@ -1113,18 +1011,3 @@ def _request_type(api_key: int | type[Request]) -> type[Request]:
     if request_type is None:
         raise ConfigurationError(f"no request class for api_key {api_key}")
     return request_type
-
-
-def _metadata_request(
-    names: tuple[str, ...] | None, version: int, allow_auto_topic_creation: bool
-) -> MetadataRequest:
-    if names is None:
-        # "All topics" is an empty array at v0 and null from v1 (KIP-4).
-        topics: tuple[MetadataRequestTopic, ...] | None = () if version == 0 else None
-        if version == 0:
-            log.debug("Metadata v0 cannot tell 'all topics' from 'none'; asking for all")
-    else:
-        topics = tuple(MetadataRequestTopic(name=name) for name in names)
-    if version >= 4:
-        return MetadataRequest(topics=topics, allow_auto_topic_creation=allow_auto_topic_creation)
-    return MetadataRequest(topics=topics)

@@ -6,9 +6,9 @@ the member's next deadline, turn completed requests into ``ResponseReceived`` /
 execute the effects. It never branches on protocol state and reads no group answer:
 ``Send`` and ``FindCoordinator`` go to a socket (a version-dependent query is built at
 the negotiated version) and their answers go back to the member, which reads them;
-``AddCoordinator`` opens the coordinator's connection; ``MetadataNeeded`` becomes a
-metadata refresh, read and timed here still (docs/architecture.md, "Threads and what
-crosses between them"), whose ``MetadataUpdate`` is fed back;
+``AddCoordinator`` opens the coordinator's connection and ``AddBrokers`` makes the
+brokers a Metadata answer named reachable (the member times its metadata refreshes and
+reads their answers; docs/architecture.md, "Threads and what crosses between them");
 listener and fetcher work (``InvokeListener``, ``Assign``, ``Unassign``,
 ``CommitBeforeRevoke``, ``ReportError``, ``Fatal``) is queued *in order* for the thread
 that calls ``poll()``, and ``CommitDone`` completes the caller's future.
@@ -34,6 +34,7 @@ from concurrent.futures import Future
 from typing import Any, Final, Protocol
 
 from .._coordinator import (
+    AddBrokers,
     AddCoordinator,
     Assign,
     CommitBeforeRevoke,
@@ -51,7 +52,6 @@ from .._coordinator import (
     Log,
     MemberState,
     MetadataNeeded,
-    MetadataUpdate,
     Observe,
     OffsetAndMetadata,
     PollCalled,
@@ -66,16 +66,9 @@ from .._coordinator.kip848 import ConsumerGroupMember, ConsumerMemberState
 from .._errors import BrokerConnectionError, CoopConsumerError, KafkaError, RequestTimeoutError
 from .._metrics import CoordinatorMetrics
 from .._protocol import errors
-from .._protocol._schema import ZERO_UUID, Request
-from .._protocol.messages import (
-    MetadataRequest,
-    MetadataRequestTopic,
-    MetadataResponse,
-)
+from .._protocol._schema import Request
 from .._protocol.queries import FindCoordinatorQuery, Query
 from .._types import ConsumerGroupMetadata, TopicPartition
-from ..assignors._api import ClusterMetadata
-from ._client import ClusterSnapshot
 from ._future import PendingRequest
 
 __all__ = ["AppWork", "ClientLike", "Driver", "DriverFailedError", "forward_observation"]
@@ -201,18 +194,14 @@ class Driver:
         client: ClientLike,
         metrics: CoordinatorMetrics,
         *,
-        metadata_max_age_ms: int,
         request_timeout_ms: int,
-        retry_backoff_ms: int,
         clock: Callable[[], float] = time.monotonic,
         name: str = "coopconsumer-driver",
     ) -> None:
         self._member = member
         self._client = client
         self._metrics = metrics
-        self._metadata_max_age_s = metadata_max_age_ms / 1000.0
         self._request_timeout_s = request_timeout_ms / 1000.0
-        self._retry_backoff_s = retry_backoff_ms / 1000.0
         self._clock = clock
         self._commands: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
         self._cond = threading.Condition()
@@ -228,10 +217,6 @@ class Driver:
         self._calls: list[_Call] = []
         self._commit_futures: set[Future[None]] = set()
         self._fetch_futures: set[Future[CommittedOffsets]] = set()
-        self._metadata_topics: frozenset[str] | None = frozenset()
-        self._metadata_wanted = False
-        self._metadata_in_flight = False
-        self._metadata_next: float | None = None
         # Inputs that answer an effect (CoordinatorFound for AddCoordinator), fed once
         # the batch that asked for them has been executed.
         self._later: collections.deque[object] = collections.deque()
@@ -442,11 +427,7 @@ class Driver:
             self._feed(Tick())
             deadline = self._member.next_deadline
         self._step_calls(now)
-        self._maybe_refresh_metadata(now)
-        wait = _MAX_WAIT_S
-        for candidate in (deadline, self._metadata_next):
-            if candidate is not None:
-                wait = min(wait, candidate - now)
+        wait = _MAX_WAIT_S if deadline is None else min(_MAX_WAIT_S, deadline - now)
         if any(c.pending is None for c in self._calls):
             wait = min(wait, _CONNECT_POLL_S)
         # A floor of 1 ms: a deadline that a Tick did not move must not spin the loop.
@@ -531,7 +512,17 @@ class Driver:
             node_id = self._client.add_coordinator(effect.node_id, effect.host, effect.port)
             self._later.append(CoordinatorFound(node_id=node_id))
         elif isinstance(effect, MetadataNeeded):
-            self._want_metadata(effect.topics)
+            self._add_call(
+                self._answering_call(
+                    effect.request_id,
+                    effect.query,
+                    self._client.least_loaded_node,
+                    self._request_timeout_s,
+                )
+            )
+        elif isinstance(effect, AddBrokers):
+            for broker in effect.brokers:
+                self._client.add_broker(broker.node_id, broker.host, broker.port)
         else:  # pragma: no cover - every Effect type is listed above or app work
             raise TypeError(f"unknown effect {effect!r}")
 
@@ -703,62 +694,6 @@ class Driver:
             )
         )
 
-    # ------------------------------------------------------------------ Metadata
-
-    def _want_metadata(self, topics: frozenset[str] | None) -> None:
-        # Refreshes ask for every topic ever wanted: a leader's snapshot covers the
-        # whole group's topics and must not see them vanish from a narrower answer.
-        if topics is None or self._metadata_topics is None:
-            self._metadata_topics = None
-        else:
-            self._metadata_topics = self._metadata_topics | topics
-        self._metadata_wanted = True
-        self._metadata_next = self._clock()
-
-    def _maybe_refresh_metadata(self, now: float) -> None:
-        if self._metadata_in_flight or self._metadata_next is None or now < self._metadata_next:
-            return
-        if not self._metadata_wanted and self._metadata_topics == frozenset():
-            self._metadata_next = None  # nothing subscribed: nothing to refresh
-            return
-        self._metadata_wanted = False
-        self._metadata_in_flight = True
-        topics = self._metadata_topics
-
-        def build(version: int) -> Request:
-            if topics is None:
-                wanted: tuple[MetadataRequestTopic, ...] | None = () if version == 0 else None
-            else:
-                wanted = tuple(MetadataRequestTopic(name=t) for t in sorted(topics))
-            if version >= 4:  # never create topics by subscribing (Java's default)
-                return MetadataRequest(topics=wanted, allow_auto_topic_creation=False)
-            return MetadataRequest(topics=wanted)
-
-        def on_answer(response: MetadataResponse, version: int) -> None:
-            self._metadata_in_flight = False
-            snapshot = ClusterSnapshot.from_response(response)
-            for broker in snapshot.brokers.values():
-                self._client.add_broker(broker.node_id, broker.host, broker.port)
-            self._metadata_next = self._clock() + self._metadata_max_age_s
-            self._feed(_metadata_update(snapshot))
-
-        def on_error(error: CoopConsumerError) -> None:
-            self._metadata_in_flight = False
-            log.debug("metadata refresh failed, retrying: %s", error)
-            self._metadata_wanted = True
-            self._metadata_next = self._clock() + self._retry_backoff_s
-
-        self._add_call(
-            _Call(
-                api=MetadataRequest,
-                node=self._client.least_loaded_node,
-                build=build,
-                on_answer=on_answer,
-                on_error=on_error,
-                deadline=now + self._request_timeout_s,
-            )
-        )
-
 
 def _as_error(exc: BaseException) -> CoopConsumerError:
     if isinstance(exc, CoopConsumerError):
@@ -766,15 +701,3 @@ def _as_error(exc: BaseException) -> CoopConsumerError:
     error = BrokerConnectionError(f"request failed: {exc!r}")
     error.__cause__ = exc
     return error
-
-
-def _metadata_update(snapshot: ClusterSnapshot) -> MetadataUpdate:
-    metadata = ClusterMetadata(
-        partition_counts=snapshot.partition_counts(),
-        partition_racks={tp: racks for tp, racks in snapshot.partition_racks().items() if racks},
-    )
-    internal = frozenset(name for name, info in snapshot.topics.items() if info.is_internal)
-    topic_ids = {
-        name: info.topic_id for name, info in snapshot.topics.items() if info.topic_id != ZERO_UUID
-    }
-    return MetadataUpdate(metadata=metadata, internal_topics=internal, topic_ids=topic_ids)

@@ -25,6 +25,7 @@ def consumer_protocol_member(cfg: ConsumerConfig) -> ConsumerGroupMember:
             max_poll_interval_ms=cfg.max_poll_interval_ms,
             retry_backoff_ms=cfg.connection.retry_backoff_ms,
             request_timeout_ms=cfg.connection.request_timeout_ms,
+            metadata_max_age_ms=cfg.metadata_max_age_ms,
             group_instance_id=cfg.group_instance_id,
             client_rack=cfg.client_rack,
             server_assignor=cfg.group_remote_assignor,

@@ -1,7 +1,8 @@
 """Requests whose layout changes with the version, as version-free queries.
 
 FindCoordinator (a single ``key`` up to v3, a batch of ``coordinator_keys`` from v4,
-KIP-699) and OffsetFetch (one group up to v7, a batch of ``groups`` from v8, KIP-709)
+KIP-699), OffsetFetch (one group up to v7, a batch of ``groups`` from v8, KIP-709) and
+Metadata ("all topics" is ``[]`` at v0 and null later; topic creation is a v4 field)
 cannot be written before the connection's version is known. A query is a frozen value
 the group member can put in an effect; ``build(version)`` writes the request at the
 version the wire client negotiated, and one reader per message turns an answer of any
@@ -25,6 +26,8 @@ from ._schema import Request
 from .messages import (
     FindCoordinatorRequest,
     FindCoordinatorResponse,
+    MetadataRequest,
+    MetadataRequestTopic,
     OffsetFetchRequest,
     OffsetFetchRequestGroup,
     OffsetFetchRequestTopic,
@@ -39,6 +42,7 @@ __all__ = [
     "CommittedOffset",
     "CoordinatorAnswer",
     "FindCoordinatorQuery",
+    "MetadataQuery",
     "OffsetFetchAnswer",
     "OffsetFetchQuery",
     "Query",
@@ -240,3 +244,39 @@ def offset_fetch_answer(
         for p in topic.partitions
     }
     return OffsetFetchAnswer(error_code=code, partitions=rows)
+
+
+# ---------------------------------------------------------------------- Metadata
+
+
+def _optional_names(values: Sequence[str] | None) -> tuple[str, ...] | None:
+    return None if values is None else tuple(dict.fromkeys(values))
+
+
+@attrs.frozen(kw_only=True)
+class MetadataQuery:
+    """Metadata of ``topics`` (None: every topic, for a pattern subscription), in the
+    order given, duplicates dropped. ``allow_auto_topic_creation`` (v4+) is off by
+    default: subscribing never creates a topic (Java's default). Read the answer with
+    ``cluster.ClusterSnapshot.from_response``."""
+
+    topics: tuple[str, ...] | None = attrs.field(converter=_optional_names)
+    allow_auto_topic_creation: bool = False
+
+    @property
+    def api(self) -> type[Request]:
+        return MetadataRequest
+
+    def build(self, version: int) -> MetadataRequest:
+        """ "All topics" is an empty array at v0 and null from v1 (KIP-4); v0 cannot
+        tell "all" from "none" and is asked for all."""
+        wanted: tuple[MetadataRequestTopic, ...] | None
+        if self.topics is None:
+            wanted = () if version == 0 else None
+        else:
+            wanted = tuple(MetadataRequestTopic(name=name) for name in self.topics)
+        if version >= 4:
+            return MetadataRequest(
+                topics=wanted, allow_auto_topic_creation=self.allow_auto_topic_creation
+            )
+        return MetadataRequest(topics=wanted)

@@ -43,6 +43,7 @@ from .._effects import (
 from .._error_actions import Api
 from .._errors import IllegalTransition
 from .._inputs import ListenerDone, RequestFailed, ResponseReceived, Subscribe
+from .._metadata import MetadataRefresh, metadata_answer
 from .._outcomes import (
     RESPONSE_TYPES,
     FindCoordinatorOutcome,
@@ -100,6 +101,7 @@ class ConsumerMemberConfig:
     max_poll_interval_ms: int = attrs.field(default=300_000, validator=_positive)
     retry_backoff_ms: int = attrs.field(default=100, validator=_positive)
     request_timeout_ms: int = attrs.field(default=30_000, validator=_positive)
+    metadata_max_age_ms: int = attrs.field(default=300_000, validator=_positive)
     group_instance_id: str | None = None
     client_rack: str | None = None
     server_assignor: str | None = None
@@ -154,6 +156,9 @@ class MemberCore:
 
         self.subscription: Subscribe | None = None
         self.subscribed: frozenset[str] = frozenset()
+        self.metadata_refresh = MetadataRefresh(
+            max_age_s=ms(config.metadata_max_age_ms), retry_backoff_s=ms(config.retry_backoff_ms)
+        )
         self.topic_ids: dict[str, uuid.UUID] = {}
         self.topic_names: dict[uuid.UUID, str] = {}
         self.all_topics: frozenset[str] = frozenset()  # a pattern's candidates
@@ -215,6 +220,8 @@ class MemberCore:
         if target not in self._allowed:
             raise IllegalTransition(self._input_state, self._input_type, target=target)
         self._state = target
+        if target in (ConsumerMemberState.CLOSED, ConsumerMemberState.FATAL):
+            self.metadata_refresh.stop()
 
     @property
     def group_metadata(self) -> ConsumerGroupMetadata:
@@ -237,6 +244,8 @@ class MemberCore:
     def next_deadline(self) -> float | None:
         """When to feed the next ``Tick`` (None: no timer is armed)."""
         candidates: list[float] = []
+        if (refresh := self.metadata_refresh.deadline) is not None:
+            candidates.append(refresh)
         if self.lookup is CoordinatorLookup.BACKING_OFF and self.lookup_retry_at is not None:
             candidates.append(self.lookup_retry_at)
         for job in self.fetches.values():
@@ -262,7 +271,8 @@ class MemberCore:
 
     def route(self, event: ResponseReceived | RequestFailed, now: float) -> object | None:
         """The one place stale answers are dropped (answers to cancelled requests);
-        everything else becomes a per-API outcome."""
+        everything else becomes a per-API outcome (a Metadata answer: the
+        ``MetadataUpdate`` it carries, see ``_metadata``)."""
         pending = self.pending.pop(event.request_id, None)
         superseded = self.superseded.pop(event.request_id, None)
         sent = pending if pending is not None else superseded
@@ -291,6 +301,8 @@ class MemberCore:
                 api_key=pending.api.value,
             )
         version = event.api_version if isinstance(event, ResponseReceived) else None
+        if pending.api is Api.METADATA:
+            return metadata_answer(self, response, error, now)
         if pending.api is Api.CONSUMER_GROUP_HEARTBEAT:
             return HeartbeatOutcome(pending=pending, response=response, error=error)
         if pending.api is Api.FIND_COORDINATOR:

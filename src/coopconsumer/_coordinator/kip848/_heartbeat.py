@@ -28,7 +28,7 @@ from ..._protocol.group_messages import (
 )
 from ..._types import TopicPartition
 from .._core import ms
-from .._effects import MetadataNeeded, Observation
+from .._effects import Observation
 from .._error_actions import Api, ErrorAction, action_for
 from .._fetch import drive_fetches
 from .._inputs import (
@@ -39,6 +39,7 @@ from .._inputs import (
     Subscribe,
     Tick,
 )
+from .._metadata import want_metadata
 from .._states import CoordinatorLookup
 from . import _reconcile
 from ._core import HeartbeatOutcome, MemberCore, SentFields
@@ -57,7 +58,7 @@ STALE = ConsumerMemberState.STALE
 
 
 def subscribe_unsubscribed(m: MemberCore, event: Subscribe, now: float) -> None:
-    set_subscription(m, event)
+    set_subscription(m, event, now)
     m.last_poll = now
     rejoin(m, "the consumer subscribed", now)
 
@@ -65,16 +66,16 @@ def subscribe_unsubscribed(m: MemberCore, event: Subscribe, now: float) -> None:
 def on_subscribe(m: MemberCore, event: Subscribe, now: float) -> None:
     """A new subscription while in the group: the next heartbeat, sent at once, carries
     it; the coordinator answers with a new target assignment."""
-    set_subscription(m, event)
+    set_subscription(m, event, now)
     if m.heartbeating():
         m.heartbeat_due = now
         drive(m, now)
 
 
-def set_subscription(m: MemberCore, event: Subscribe) -> None:
+def set_subscription(m: MemberCore, event: Subscribe, now: float) -> None:
     m.subscription = event
     m.subscribed = _matching(m) if event.pattern is not None else event.topics
-    m.emit(MetadataNeeded(topics=None if event.pattern is not None else event.topics))
+    want_metadata(m, None if event.pattern is not None else event.topics, now)
 
 
 def _matching(m: MemberCore) -> frozenset[str]:

@@ -15,8 +15,9 @@ from __future__ import annotations
 
 from ..._types import TopicPartition
 from .._diff import diff_assignment
-from .._effects import Assign, ListenerKind, MetadataNeeded, Observation
+from .._effects import Assign, ListenerKind, Observation
 from .._inputs import ListenerDone
+from .._metadata import want_metadata
 from ._core import MemberCore
 from ._states import ConsumerMemberState
 
@@ -51,7 +52,7 @@ def maybe_reconcile(m: MemberCore, now: float) -> None:
     if unresolved:
         sub = m.subscription
         pattern = sub is not None and sub.pattern is not None
-        m.emit(MetadataNeeded(topics=None if pattern else m.subscribed))
+        want_metadata(m, None if pattern else m.subscribed, now)
     if m.state is not JOINING and target == frozenset(m.owned):
         return
     m.enter(RECONCILING)

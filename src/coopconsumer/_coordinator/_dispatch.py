@@ -1,0 +1,97 @@
+"""``dispatch``: one input through a member's transition table, for both protocols.
+
+The classic ``GroupMember`` and KIP-848's ``ConsumerGroupMember`` handle an input the
+same way: an answer is routed to its per-API outcome first (``route``, the one place
+stale answers are dropped), the ``(state, input type)`` pair is looked up in the
+member's table (an unknown pair raises ``IllegalTransition`` and changes nothing),
+the bookkeeping every state does is done, and the row's handler runs, allowed to move
+the member only to the states its row lists (docs/architecture.md, "The group
+member's state machine"). The bookkeeping: a finished listener releases its
+partitions, a poll is remembered, a ``Tick`` sends a Metadata refresh that is due and
+a ``MetadataUpdate`` fed by a test harness answers the refresh in flight
+(``_metadata.py``).
+
+Pure: no sockets, threads or clocks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Mapping
+from typing import Any, Protocol
+
+from .._types import TopicPartition
+from ._effects import Effect
+from ._errors import IllegalTransition
+from ._inputs import ListenerDone, MetadataUpdate, PollCalled, RequestFailed, ResponseReceived, Tick
+from ._metadata import MetadataHost, answered_directly, refresh_metadata
+from ._outcomes import Pending
+
+__all__ = ["Dispatchable", "Row", "dispatch"]
+
+
+class Row(Protocol):
+    """A row of a transition table."""
+
+    @property
+    def handler(self) -> Callable[[Any, Any, float], None]: ...
+
+    @property
+    def next_states(self) -> frozenset[Any]: ...
+
+
+class Dispatchable(MetadataHost, Protocol):
+    """A member core, as ``dispatch`` sees it (both members' cores are)."""
+
+    fx: list[Effect]
+    listeners: dict[int, frozenset[TopicPartition]]
+    pending: dict[int, Pending]
+    last_poll: float
+
+    @property
+    def state(self) -> Any: ...
+
+    def route(self, event: ResponseReceived | RequestFailed, now: float) -> object | None: ...
+
+    def begin(self, input_type: type, allowed: Any) -> None: ...
+
+    def complete_listener(self, event: ListenerDone) -> None: ...
+
+
+def dispatch(
+    core: Dispatchable,
+    event: object,
+    now: float,
+    transitions: Mapping[tuple[Any, type], Row],
+    ignored: Collection[tuple[Any, type]],
+) -> list[Effect]:
+    """Handle ``event`` at ``now``; return the effects to execute, in order."""
+    core.fx = []
+    routed: object = event
+    if isinstance(event, ResponseReceived | RequestFailed):
+        outcome = core.route(event, now)
+        if outcome is None:
+            return core.fx
+        routed = outcome
+    elif isinstance(event, ListenerDone) and event.invocation_id not in core.listeners:
+        raise IllegalTransition(
+            core.state, ListenerDone, f"no listener {event.invocation_id} outstanding"
+        )
+    key = (core.state, type(routed))
+    row = transitions.get(key)
+    if row is None and key not in ignored:
+        raise IllegalTransition(core.state, type(routed))
+    # State-independent bookkeeping, done even where the state ignores the input.
+    if isinstance(routed, ListenerDone):
+        core.complete_listener(routed)
+    elif isinstance(routed, PollCalled):
+        core.last_poll = now
+    elif isinstance(routed, Tick):
+        refresh_metadata(core, now)
+    elif routed is event and isinstance(event, MetadataUpdate):
+        answered = answered_directly(core, now)
+        if answered is not None:
+            core.pending.pop(answered, None)
+    if row is not None:
+        core.begin(type(routed), row.next_states)
+        row.handler(core, routed, now)
+    return core.fx

@@ -194,12 +194,15 @@ def _commit_offsets(offsets: object) -> dict[TopicPartition, OffsetAndMetadata]:
     )
 
 
-def _subscription(topics: object) -> Subscribe | None:
+def _subscription(topics: object, *, broker_regex: bool = False) -> Subscribe | None:
     """The member input for ``subscribe(topics)``; None for an empty list (Java's
-    ``subscribe([])`` is ``unsubscribe()``)."""
+    ``subscribe([])`` is ``unsubscribe()``). With ``broker_regex`` (KIP-848) a ``^``
+    string goes to the coordinator as it is, as librdkafka sends it."""
     if isinstance(topics, re.Pattern):
         return Subscribe(pattern=topics)
     if isinstance(topics, str):
+        if topics.startswith("^") and broker_regex:
+            return Subscribe(regex=topics)
         if topics.startswith("^"):  # librdkafka's convention for a regex subscription
             try:
                 # librdkafka searches (the leading ^ anchors the start only); the
@@ -413,8 +416,13 @@ class Consumer:
         A compiled ``re.Pattern`` must match the whole name (Java's
         ``subscribe(Pattern)``); a string starting with ``^`` is librdkafka's form and
         must match from the start (``"^orders"`` matches ``orders-eu``; add ``$`` for an
-        exact end). Replaces any previous subscription and listener. An empty list
-        unsubscribes.
+        exact end). With ``group.protocol=consumer`` a ``^`` string is matched by the
+        group coordinator instead (KIP-848's ``SubscribedTopicRegex``, Kafka 4.0+, as
+        librdkafka does): the broker's RE2J syntax against whole names, so write
+        ``"^orders.*"`` for the prefix; a broker that cannot match one makes ``poll()``
+        raise ``ConfigurationError``, and an invalid expression is the fatal
+        INVALID_REGULAR_EXPRESSION. Replaces any previous subscription and listener. An
+        empty list unsubscribes.
 
         Returns at once; the group is joined by the following :meth:`poll` calls, which
         also run ``listener``'s callbacks.
@@ -424,7 +432,7 @@ class Consumer:
         :meth:`assign`; nothing changes) and the fatal error if the consumer failed.
         """
         self._check_usable()
-        subscription = _subscription(topics)
+        subscription = _subscription(topics, broker_regex=self._config.group_protocol == "consumer")
         if subscription is None:
             self.unsubscribe()
             return

@@ -46,12 +46,13 @@ def _topics(values: Iterable[str]) -> frozenset[str]:
     return frozenset(values)
 
 
-def _check_subscription(
-    instance: Subscribe, attribute: object, value: re.Pattern[str] | None
-) -> None:
-    if instance.pattern is not None and instance.topics:
+def _check_subscription(instance: Subscribe, attribute: object, value: str | None) -> None:
+    kinds = sum((bool(instance.topics), instance.pattern is not None, instance.regex is not None))
+    if kinds > 1:
         raise ConfigurationError("subscribe to topics or to a pattern, not both")
-    if instance.pattern is None and not instance.topics:
+    if instance.regex is not None and not instance.regex:
+        raise ConfigurationError("a broker-side regular expression must not be empty")
+    if kinds == 0:
         # Java's subscribe(emptyList) means unsubscribe(): say so explicitly.
         raise ConfigurationError("an empty subscription is an unsubscribe: use LeaveRequested")
 
@@ -60,10 +61,15 @@ def _check_subscription(
 class Subscribe:
     """The application (re)subscribed: to ``topics``, or to every topic whose whole
     name matches ``pattern`` (computed from ``MetadataUpdate`` topic names, internal
-    topics excluded, as Java's ``Pattern.matcher(topic).matches()``)."""
+    topics excluded, as Java's ``Pattern.matcher(topic).matches()``), or (KIP-848
+    members only) to the topics the coordinator matches with ``regex``
+    (``SubscribedTopicRegex``, ConsumerGroupHeartbeat v1+: the broker's RE2J syntax,
+    whole names; Java's ``subscribe(SubscriptionPattern)``, librdkafka's ``^`` topics
+    under ``group.protocol=consumer``)."""
 
     topics: frozenset[str] = attrs.field(default=frozenset(), converter=_topics)
-    pattern: re.Pattern[str] | None = attrs.field(default=None, validator=_check_subscription)
+    pattern: re.Pattern[str] | None = attrs.field(default=None)
+    regex: str | None = attrs.field(default=None, validator=_check_subscription)
 
 
 def _internal(values: Iterable[str]) -> frozenset[str]:

@@ -26,6 +26,7 @@ import uuid
 
 import attrs
 
+from .._errors import ConfigurationError
 from ._schema import ZERO_UUID, Request, Response, Struct, kf
 
 __all__ = [
@@ -148,7 +149,17 @@ class ConsumerGroupHeartbeatQuery:
         return ConsumerGroupHeartbeatRequest
 
     def build(self, version: int) -> ConsumerGroupHeartbeatRequest:
+        """``ConfigurationError`` for a regex at v0: a broker without v1 (before Kafka
+        4.0) cannot match one, and dropping it would subscribe to nothing."""
         request = self.request
+        if version < 1 and request.subscribed_topic_regex:
+            raise ConfigurationError(
+                f"the broker does not match regular expressions (it speaks "
+                f"ConsumerGroupHeartbeat v{version}; v1, Kafka 4.0+, is needed): subscribe "
+                f"with a compiled re.Pattern to match topic names in the client"
+            )
+        if version < 1:
+            return attrs.evolve(request, subscribed_topic_regex=None)
         if (
             version >= 1
             and request.subscribed_topic_names is not None

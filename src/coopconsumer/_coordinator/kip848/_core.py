@@ -119,6 +119,7 @@ class SentFields:
 
     subscribed_topic_names: tuple[str, ...]
     owned: frozenset[TopicPartition]
+    subscribed_topic_regex: str | None = None
 
 
 @attrs.frozen(kw_only=True)

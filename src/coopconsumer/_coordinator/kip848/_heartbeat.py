@@ -75,7 +75,10 @@ def on_subscribe(m: MemberCore, event: Subscribe, now: float) -> None:
 def set_subscription(m: MemberCore, event: Subscribe, now: float) -> None:
     m.subscription = event
     m.subscribed = _matching(m) if event.pattern is not None else event.topics
-    want_metadata(m, None if event.pattern is not None else event.topics, now)
+    # A pattern is matched here against every topic; a broker-side regex is matched by
+    # the coordinator, whose target then names topics by id: both need every topic.
+    local = event.pattern is None and event.regex is None
+    want_metadata(m, event.topics if local else None, now)
 
 
 def _matching(m: MemberCore) -> frozenset[str]:
@@ -235,11 +238,18 @@ def heartbeat_request(m: MemberCore) -> tuple[ConsumerGroupHeartbeatRequest, Sen
     """The next heartbeat, and what it tells the coordinator. Joining, and after any
     failure, every field is sent; otherwise only what changed (KIP-848)."""
     config = m.config
-    subscribed = tuple(sorted(m.subscribed))
+    regex = m.subscription.regex if m.subscription is not None else None
+    # With a broker-side regex the names are empty: the coordinator takes the union.
+    subscribed = () if regex is not None else tuple(sorted(m.subscribed))
     owned = m.reconciled
-    fields = SentFields(subscribed_topic_names=subscribed, owned=owned)
+    fields = SentFields(
+        subscribed_topic_names=subscribed, owned=owned, subscribed_topic_regex=regex
+    )
     last = m.sent if m.member_epoch != JOIN_EPOCH else None
     full = last is None
+    changed = last is None or (
+        last.subscribed_topic_names != subscribed or last.subscribed_topic_regex != regex
+    )
     request = ConsumerGroupHeartbeatRequest(
         group_id=config.group_id,
         member_id=m.member_id,
@@ -247,9 +257,10 @@ def heartbeat_request(m: MemberCore) -> tuple[ConsumerGroupHeartbeatRequest, Sen
         instance_id=config.group_instance_id if full else None,
         rack_id=config.client_rack if full else None,
         rebalance_timeout_ms=config.max_poll_interval_ms if full else -1,
-        subscribed_topic_names=(
-            subscribed if last is None or last.subscribed_topic_names != subscribed else None
-        ),
+        # Names and regex travel together (librdkafka's mock requires it); a regex of
+        # "" (set by the query at v1+) drops a previous one.
+        subscribed_topic_names=subscribed if changed else None,
+        subscribed_topic_regex=regex if changed else None,
         server_assignor=config.server_assignor if full else None,
         topic_partitions=(
             owned_by_topic_id(m, owned) if last is None or last.owned != owned else None

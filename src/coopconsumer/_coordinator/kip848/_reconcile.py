@@ -51,8 +51,8 @@ def maybe_reconcile(m: MemberCore, now: float) -> None:
     target, unresolved = resolved_target(m)
     if unresolved:
         sub = m.subscription
-        pattern = sub is not None and sub.pattern is not None
-        want_metadata(m, None if pattern else m.subscribed, now)
+        every = sub is not None and (sub.pattern is not None or sub.regex is not None)
+        want_metadata(m, None if every else m.subscribed, now)
     if m.state is not JOINING and target == frozenset(m.owned):
         return
     m.enter(RECONCILING)

@@ -101,8 +101,15 @@ _UNJOINED_STATES: Final = frozenset({MemberState.UNJOINED, ConsumerMemberState.U
 #: States in which nothing is queued for poll() until the application acts or a
 #: heartbeat answer starts a rebalance: poll() may use the longer slice.
 _QUIET_STATES: Final = frozenset(
-    {MemberState.STABLE, MemberState.MANUAL, ConsumerMemberState.STABLE}
+    {
+        MemberState.STABLE,
+        MemberState.MANUAL,
+        ConsumerMemberState.STABLE,
+        ConsumerMemberState.MANUAL,
+    }
 )
+#: Partitions assigned by the application, in either group protocol.
+_MANUAL_STATES: Final = frozenset({MemberState.MANUAL, ConsumerMemberState.MANUAL})
 #: librdkafka's OFFSET_STORED and OFFSET_INVALID (confluent-kafka's TopicPartition
 #: default): no start offset given, start at the committed offset.
 _NO_START_OFFSETS: Final = frozenset({-1000, -1001})
@@ -440,7 +447,7 @@ class Consumer:
         try:
             self._driver.request(subscription, self._api_timeout_s)
         except IllegalTransition as exc:
-            if exc.target is not None or exc.state is not MemberState.MANUAL:
+            if exc.target is not None or exc.state not in _MANUAL_STATES:
                 raise
             raise IllegalStateError(
                 f"subscribe(): {_MIXED_MODES}; partitions are assigned manually "
@@ -468,7 +475,7 @@ class Consumer:
         ``default.api.timeout.ms`` (the leave then completes in the background).
         """
         self._check_usable()
-        if self._driver.state is MemberState.MANUAL:
+        if self._driver.state in _MANUAL_STATES:
             self._commit_removed(frozenset(self._assigned))
         deadline = time.monotonic() + self._api_timeout_s
         # Half the time may go to waiting for a rebalance under way to reach the
@@ -551,13 +558,7 @@ class Consumer:
 
     def _change_assignment(self, event: AssignRequested, what: str) -> None:
         self._check_usable()
-        if self._config.group_protocol == "consumer":
-            # The KIP-848 member has no manual mode yet; refusing keeps it consistent.
-            raise ConfigurationError(
-                f"{what}: manual assignment is not supported with group.protocol=consumer "
-                "yet; use group.protocol=classic for a consumer that assigns partitions"
-            )
-        if self._driver.state is MemberState.MANUAL:
+        if self._driver.state in _MANUAL_STATES:
             if event.change is AssignmentChange.REMOVE:
                 self._commit_removed(event.partitions & self._assigned)
             elif event.change is AssignmentChange.REPLACE:
@@ -1327,7 +1328,7 @@ class Consumer:
         try:
             if driver.failure is None and driver.alive:
                 try:
-                    if self._auto_commit and driver.state is MemberState.MANUAL:
+                    if self._auto_commit and driver.state in _MANUAL_STATES:
                         # No group to leave, so no revocation commits for us: commit
                         # here, as Java's close() does (maybeAutoCommitOffsetsSync).
                         self._commit_manual_before_close(time.monotonic() + timeout_s / 2)

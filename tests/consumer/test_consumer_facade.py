@@ -22,6 +22,7 @@ from coopconsumer import (
     ConfigurationError,
     Consumer,
     CoopConsumerError,
+    IllegalStateError,
     KafkaError,
     OffsetAndMetadata,
     RebalanceInProgressError,
@@ -603,13 +604,17 @@ def test_fetch_metrics_count_records_and_read_lag_from_the_fetcher(cluster: Fake
     assert consumer.records_lag() == {}
 
 
-def test_manual_assignment_is_refused_with_the_consumer_group_protocol(
+def test_manual_assignment_works_with_the_consumer_group_protocol(
     cluster: FakeCluster,
 ) -> None:
     config = settings(**{"group.protocol": "consumer"})
     del config["partition.assignment.strategy"]
     consumer, _ = cluster.consumer(config)
-    with pytest.raises(ConfigurationError, match=r"group\.protocol=consumer"):
-        consumer.assign([TopicPartition(TOPIC, 0)])
+    consumer.assign([TopicPartition(TOPIC, 0)])
+    assert consumer.assignment() == frozenset({TopicPartition(TOPIC, 0)})
+    assert consumer.group_metadata().generation_id == -1
+    with pytest.raises(IllegalStateError, match="mutually exclusive"):
+        consumer.subscribe([TOPIC])
+    consumer.unassign()
     assert consumer.assignment() == frozenset()
     consumer.close()

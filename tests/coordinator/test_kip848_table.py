@@ -16,6 +16,7 @@ from _kip848_script import (
 )
 
 from coopconsumer._coordinator import (
+    AssignRequested,
     CloseRequested,
     CommitRequested,
     CommittedOffsetsRequested,
@@ -108,6 +109,9 @@ def _member_in(state: ConsumerMemberState) -> Member:
     if state is S.CLOSED:
         m.feed(CloseRequested())
         return m
+    if state is S.MANUAL:
+        m.feed(AssignRequested(partitions={TopicPartition("t", 0)}))
+        return m
     if state is S.JOINING:
         m.join()
         return m
@@ -156,6 +160,7 @@ def _canonical(input_type: type, m: Member) -> object | None:
         CommitRequested: CommitRequested(offsets={tp: OffsetAndMetadata(offset=1)}, token=1),
         LeaveRequested: LeaveRequested(),
         CloseRequested: CloseRequested(),
+        AssignRequested: AssignRequested(partitions={TopicPartition("t", 1)}),
         CommittedOffsetsRequested: CommittedOffsetsRequested(
             partitions={tp}, token=2, timeout_s=5.0
         ),

@@ -31,6 +31,7 @@ from _kip848_script import (
 
 from coopconsumer._coordinator import (
     Assign,
+    AssignRequested,
     CloseRequested,
     CommitBeforeRevoke,
     CommitDone,
@@ -49,6 +50,7 @@ from coopconsumer._coordinator import (
     PollCalled,
     RequestFailed,
     ResponseReceived,
+    Send,
     Subscribe,
     Tick,
     Unassign,
@@ -65,6 +67,7 @@ from coopconsumer._errors import (
 )
 from coopconsumer._protocol import errors
 from coopconsumer._protocol.group_messages import (
+    ConsumerGroupHeartbeatQuery,
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatRequestTopicPartitions,
     ConsumerGroupHeartbeatResponse,
@@ -473,3 +476,30 @@ def test_a_broker_without_kip848_is_a_fatal_configuration_error() -> None:
 def test_config_rejects_an_unknown_server_assignor() -> None:
     with pytest.raises(ConfigurationError, match=r"group\.remote\.assignor"):
         ConsumerMemberConfig(group_id="g", server_assignor="sticky")
+
+
+# ---------------------------------------------------------------------- manual assignment
+
+
+def test_manual_assignment_commits_as_nobody_and_waits_for_the_coordinator() -> None:
+    """``assign()`` with group.protocol=consumer: no heartbeat, no listener; a commit
+    asked before the coordinator is found waits for it and goes with member epoch -1
+    and no member id (Java's AsyncKafkaConsumer does the same)."""
+    m = Member()
+    tp = TopicPartition("t", 0)
+    fx = m.feed(AssignRequested(partitions={tp}))
+    assert m.state() is S.MANUAL
+    assert Assign(partitions=frozenset({tp})) in fx
+    assert any(isinstance(e, FindCoordinator) for e in fx)
+    assert m.feed(CommitRequested(offsets={tp: OffsetAndMetadata(offset=7)}, token="c")) == []
+    fx = m.feed(CoordinatorFound(node_id=COORDINATOR))
+    (send,) = [e for e in fx if isinstance(e, Send)]
+    request = send.request
+    assert isinstance(request, OffsetCommitRequest)
+    assert (request.generation_id, request.member_id, request.group_instance_id) == (-1, "", None)
+    assert not [e for e in fx if isinstance(e, InvokeListener)]
+    fx = m.feed(Tick(), after=30.0)
+    assert not [e for e in sends(fx) if isinstance(e.request, ConsumerGroupHeartbeatQuery)]
+    fx = m.feed(CloseRequested())
+    assert Unassign(partitions=frozenset({tp})) in fx
+    assert m.state() is S.CLOSED

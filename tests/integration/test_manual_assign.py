@@ -163,3 +163,56 @@ def test_a_manual_commit_to_a_group_with_members_fails(
             with pytest.raises(CommitFailedError, match="active members"):
                 outsider.commit({tp0: 1})
             assert outsider.committed([tp0]) == {tp0: None}
+
+
+def _manual_kip848(broker: EmbeddedBroker, group: str, **extra: object) -> dict[str, object]:
+    settings = _manual(broker, group, **extra)
+    for key in ("session.timeout.ms", "heartbeat.interval.ms"):
+        settings.pop(key, None)
+    settings["group.protocol"] = "consumer"
+    return settings
+
+
+def test_manual_assignment_with_the_consumer_group_protocol(
+    broker: EmbeddedBroker, unique_topic: str, unique_group: str
+) -> None:
+    """``assign()`` needs no group protocol at all (Java's ``AsyncKafkaConsumer`` allows
+    it too): the same "simple consumer" commits, so it works on Tansu, which has no
+    KIP-848, and a classic consumer resumes from them."""
+    tp0, tp1, _, _ = _setup(broker, unique_topic)
+    settings = _manual_kip848(broker, unique_group, **{"enable.auto.commit": True})
+    with Consumer(settings) as first:
+        first.assign([tp0, tp1])
+        assert sorted(_values(first, 10)) == sorted(
+            f"v{i}".encode() for i in range(20) if i % 4 in (0, 1)
+        )
+        first.commit({tp0: 3})
+        assert first.committed([tp0]) == {tp0: 3}
+        assert first.group_metadata().generation_id == -1
+        first.incremental_unassign([tp1])  # commits tp1's position (5)
+        assert first.assignment() == {tp0}
+        with pytest.raises(IllegalStateError, match="mutually exclusive"):
+            first.subscribe([unique_topic])
+    with Consumer(_manual(broker, unique_group)) as second:
+        # close() committed tp0's position over the explicit 3.
+        assert second.committed([tp0, tp1]) == {tp0: 5, tp1: 5}
+
+
+def test_consumer_protocol_switches_between_assign_and_subscribe(
+    mock_broker: EmbeddedBroker, unique_topic: str, unique_group: str
+) -> None:
+    tp0, *_ = _setup(mock_broker, unique_topic)
+    with Consumer(_manual_kip848(mock_broker, unique_group)) as consumer:
+        consumer.assign([tp0])
+        assert len(_values(consumer, 5)) == 5
+        consumer.unassign()
+        consumer.subscribe([unique_topic])
+        with pytest.raises(IllegalStateError, match="mutually exclusive"):
+            consumer.assign([tp0])
+        deadline = time.monotonic() + PATIENCE_S
+        while len(consumer.assignment()) < PARTITIONS:
+            assert time.monotonic() < deadline, "the subscription never got its partitions"
+            consumer.poll(0.1)
+        consumer.unsubscribe()
+        consumer.assign([tp0])
+        assert consumer.assignment() == {tp0}

@@ -14,9 +14,7 @@ from .._protocol import errors
 from ._core import (
     NO_GENERATION,
     MemberCore,
-    WaitingCommit,
     first_commit_error,
-    ms,
 )
 from ._effects import CommitDone
 from ._error_actions import Api, ErrorAction, action_for
@@ -57,24 +55,6 @@ def commit_send(m: MemberCore, event: CommitRequested, now: float) -> None:
         )
         return
     m.send_commit(event, now, generation_id=m.generation_id, member_id=m.member_id)
-
-
-def commit_manual(m: MemberCore, event: CommitRequested, now: float) -> None:
-    """MANUAL: Kafka's "simple consumer" commit, generation -1 and no member id (Java's
-    ``ConsumerCoordinator`` sends ``Generation.NO_GENERATION`` when it has no group
-    membership); the coordinator accepts it only while the group has no members."""
-    if not event.offsets:
-        m.emit(CommitDone(token=event.token))
-        return
-    if m.coordinator_id is None or m.waiting_commits:
-        # Right after assign() the lookup is still under way: wait for it (in order)
-        # rather than fail a commit the application could not have timed better.
-        m.ensure_coordinator(now)
-        m.waiting_commits.append(
-            WaitingCommit(event=event, deadline=now + ms(m.config.request_timeout_ms))
-        )
-        return
-    m.send_commit(event, now, generation_id=NO_GENERATION, member_id="")
 
 
 def commit_rebalancing(m: MemberCore, event: CommitRequested, now: float) -> None:

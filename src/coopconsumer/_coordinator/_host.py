@@ -39,6 +39,9 @@ class HostConfig(Protocol):
     @property
     def require_stable(self) -> bool: ...
 
+    @property
+    def request_timeout_ms(self) -> int: ...
+
 
 class GroupHost(Protocol):
     """A member core, as the shared handlers of ``_discovery`` and ``_fetch`` see it."""

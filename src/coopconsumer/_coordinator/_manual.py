@@ -4,11 +4,17 @@
 ``assign``, ``incremental_assign``, ``incremental_unassign``) with ``Assign``/``Unassign``
 effects and no group membership at all: no JoinGroup, heartbeat, LeaveGroup or
 listener. The coordinator is still looked up at once, since commits and committed
-offsets go through it (``_commit.commit_manual``, ``_fetch``); a commit asked for
-before it is found waits for it (``drive_waiting_commits``). An empty assignment is
-no mode: the member is back in UNJOINED, free to subscribe (Java's ``assign(empty)``
-is ``unsubscribe()``). ``_table.py`` says which state and input each handler serves;
-mixing with ``Subscribe`` is rejected there (docs/architecture.md, "Manual
+offsets go through it (``commit_manual``, ``_fetch``); a commit asked for before it is
+found waits for it (``drive_waiting_commits``). Commits are Kafka's "simple consumer"
+commit, generation (or member epoch) -1 and no member id, whichever group protocol the
+consumer speaks: a Kafka 4.0 coordinator accepts it from a KIP-848 consumer too, while
+the group has no members. An empty assignment is no mode: the member is back in its
+initial state, free to subscribe (Java's ``assign(empty)`` is ``unsubscribe()``).
+
+The rules here serve both members (``ManualHost``); each member's table says which of
+its states and inputs they serve, and this module's ``assign``/``unassign_all``/
+``close_manual`` are the classic member's (KIP-848's are in ``kip848/_manual.py``).
+Mixing with ``Subscribe`` is rejected in the tables (docs/architecture.md, "Manual
 assignment").
 
 Pure: imports only the core; never I/O, threads or clocks.
@@ -16,14 +22,30 @@ Pure: imports only the core; never I/O, threads or clocks.
 
 from __future__ import annotations
 
+from typing import Protocol
+
 from .._errors import CommitFailedError, ConfigurationError, CoopConsumerError
 from .._protocol import errors
 from .._types import TopicPartition
-from ._core import NO_GENERATION, MemberCore
+from ._core import NO_GENERATION, MemberCore, WaitingCommit, ms, offset_commit_request
 from ._effects import Assign, CommitDone, Unassign
 from ._error_actions import Api
-from ._inputs import AssignmentChange, AssignRequested, CloseRequested, LeaveRequested
+from ._host import GroupHost
+from ._inputs import (
+    AssignmentChange,
+    AssignRequested,
+    CloseRequested,
+    CommitRequested,
+    LeaveRequested,
+)
 from ._states import MemberState
+
+
+class ManualHost(GroupHost, Protocol):
+    """A member core, as the manual-assignment rules see it (both members' cores are)."""
+
+    owned: set[TopicPartition]
+    waiting_commits: list[WaitingCommit]
 
 
 def _names(partitions: frozenset[TopicPartition]) -> str:
@@ -31,8 +53,17 @@ def _names(partitions: frozenset[TopicPartition]) -> str:
 
 
 def assign(m: MemberCore, event: AssignRequested, now: float) -> None:
-    """UNJOINED and MANUAL: change the manual assignment. Checks everything before
-    changing anything, so a refused change leaves the member as it was."""
+    """UNJOINED and MANUAL: change the manual assignment."""
+    if change_assignment(m, event, now):
+        m.enter(MemberState.MANUAL)
+    else:
+        m.enter(MemberState.UNJOINED)
+
+
+def change_assignment(m: ManualHost, event: AssignRequested, now: float) -> bool:
+    """Apply ``event`` to the manual assignment; whether anything is assigned after
+    it. Checks everything before changing anything, so a refused change
+    (``ConfigurationError``) leaves the member as it was."""
     asked = event.partitions
     unknown = frozenset(event.starts) - asked
     if unknown:
@@ -67,38 +98,73 @@ def assign(m: MemberCore, event: AssignRequested, now: float) -> None:
     if added:
         m.owned |= added
         m.emit(Assign(partitions=added, starts=event.starts))
-    if m.owned:
-        m.enter(MemberState.MANUAL)
-        m.ensure_coordinator_if_unknown(now)  # commits and offset fetches need it
-    else:
-        m.enter(MemberState.UNJOINED)
+    if m.owned and m.coordinator_id is None:
+        m.ensure_coordinator(now)  # commits and offset fetches need it
+    return bool(m.owned)
 
 
 def unassign_all(m: MemberCore, event: LeaveRequested, now: float) -> None:
     """MANUAL, ``unsubscribe()``: drop the manual assignment (no LeaveGroup: the
     member never joined)."""
-    _drop_all(m)
+    drop_all(m)
     m.enter(MemberState.UNJOINED)
 
 
 def close_manual(m: MemberCore, event: CloseRequested, now: float) -> None:
     """MANUAL, ``close()``: drop the assignment and close. Commits still in flight are
     answered now (the consumer commits what it consumed before asking to close)."""
-    _drop_all(m)
+    drop_all(m)
     m.fail_commits(CommitFailedError("the consumer was closed"))
     m.fail_fetches(CoopConsumerError("the consumer was closed"))
     m.pending.clear()
     m.enter(MemberState.CLOSED)
 
 
-def _drop_all(m: MemberCore) -> None:
+def drop_all(m: ManualHost) -> None:
+    """Unassign everything (no listener: nothing was given by a group)."""
     if m.owned:
         owned = frozenset(m.owned)
         m.owned.clear()
         m.emit(Unassign(partitions=owned))
 
 
-def drive_waiting_commits(m: MemberCore, now: float) -> None:
+def commit_manual(m: ManualHost, event: CommitRequested, now: float) -> None:
+    """MANUAL: Kafka's "simple consumer" commit, generation -1 and no member id (Java's
+    ``ConsumerCoordinator`` sends ``Generation.NO_GENERATION`` when it has no group
+    membership); the coordinator accepts it only while the group has no members."""
+    if not event.offsets:
+        m.emit(CommitDone(token=event.token))
+        return
+    if m.coordinator_id is None or m.waiting_commits:
+        # Right after assign() the lookup is still under way: wait for it (in order)
+        # rather than fail a commit the application could not have timed better.
+        m.ensure_coordinator(now)
+        m.waiting_commits.append(
+            WaitingCommit(event=event, deadline=now + ms(m.config.request_timeout_ms))
+        )
+        return
+    _send_simple_commit(m, event, now)
+
+
+def _send_simple_commit(m: ManualHost, event: CommitRequested, now: float) -> None:
+    request = offset_commit_request(
+        group_id=m.config.group_id,
+        generation_id=NO_GENERATION,
+        member_id="",
+        group_instance_id=None,  # committing as nobody carries no static identity
+        offsets=event.offsets,
+    )
+    m.send(Api.OFFSET_COMMIT, request, now, token=event.token)
+
+
+def fail_waiting_commits(m: ManualHost, error: CoopConsumerError) -> None:
+    """Answer every commit still waiting for the coordinator with ``error``."""
+    waiting, m.waiting_commits = m.waiting_commits, []
+    for commit in waiting:
+        m.emit(CommitDone(token=commit.event.token, error=error))
+
+
+def drive_waiting_commits(m: ManualHost, now: float) -> None:
     """Send the commits that waited for the coordinator, in order, once it is known;
     fail those whose deadline passed first (retriable: the coordinator may come)."""
     if not m.waiting_commits:
@@ -106,7 +172,7 @@ def drive_waiting_commits(m: MemberCore, now: float) -> None:
     if m.coordinator_id is not None:
         waiting, m.waiting_commits = m.waiting_commits, []
         for commit in waiting:
-            m.send_commit(commit.event, now, generation_id=NO_GENERATION, member_id="")
+            _send_simple_commit(m, commit.event, now)
         return
     late = [w for w in m.waiting_commits if now >= w.deadline]
     if late:
@@ -115,6 +181,8 @@ def drive_waiting_commits(m: MemberCore, now: float) -> None:
             m.emit(
                 CommitDone(
                     token=commit.event.token,
-                    error=m.kafka_error(errors.COORDINATOR_NOT_AVAILABLE, Api.OFFSET_COMMIT),
+                    error=errors.to_exception(
+                        errors.COORDINATOR_NOT_AVAILABLE, api_key=Api.OFFSET_COMMIT.value
+                    ),
                 )
             )

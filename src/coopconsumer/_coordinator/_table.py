@@ -210,7 +210,7 @@ _ROWS: tuple[tuple[Iterable[MemberState], type, Handler, Iterable[MemberState]],
         (),
     ),
     ((UNJOINED, POLL_EXPIRED, CLOSED), CommitRequested, _commit.commit_not_member, ()),
-    ((MANUAL,), CommitRequested, _commit.commit_manual, ()),
+    ((MANUAL,), CommitRequested, _manual.commit_manual, ()),
     ((FATAL,), CommitRequested, _commit.commit_fatal, ()),
     (
         (UNJOINED, MANUAL, POLL_EXPIRED, LEAVING),

@@ -23,7 +23,7 @@ import attrs
 from ..._errors import ConfigurationError, CoopConsumerError, ProtocolError
 from ..._protocol.group_messages import ConsumerGroupHeartbeatResponse
 from ..._types import ConsumerGroupMetadata, TopicPartition
-from .._core import FetchJob, ms
+from .._core import FetchJob, WaitingCommit, ms
 from .._effects import (
     CommitBeforeRevoke,
     CommitDone,
@@ -197,6 +197,8 @@ class MemberCore:
         self.fatal_error: CoopConsumerError | None = None
         self.fetches: dict[int, FetchJob] = {}
         self.next_fetch_id = 1
+        # MANUAL: commits waiting for the coordinator to be found, oldest first.
+        self.waiting_commits: list[WaitingCommit] = []
 
         self.fx: list[Effect] = []
 
@@ -249,6 +251,7 @@ class MemberCore:
             candidates.append(refresh)
         if self.lookup is CoordinatorLookup.BACKING_OFF and self.lookup_retry_at is not None:
             candidates.append(self.lookup_retry_at)
+        candidates.extend(w.deadline for w in self.waiting_commits)
         for job in self.fetches.values():
             candidates.append(job.deadline)
             if (
@@ -438,6 +441,9 @@ class MemberCore:
     def fatal(self, error: CoopConsumerError, now: float) -> None:
         self.log(logging.ERROR, f"fatal group error: {error}")
         self.lose()
+        waiting, self.waiting_commits = self.waiting_commits, []
+        for commit in waiting:
+            self.emit(CommitDone(token=commit.event.token, error=error))
         for request_id, pending in list(self.pending.items()):
             if pending.api is Api.OFFSET_COMMIT:
                 del self.pending[request_id]

@@ -39,6 +39,7 @@ from .._inputs import (
     Subscribe,
     Tick,
 )
+from .._manual import drive_waiting_commits
 from .._metadata import want_metadata
 from .._states import CoordinatorLookup
 from . import _reconcile
@@ -135,8 +136,10 @@ def rejoin_after_poll(m: MemberCore, event: PollCalled, now: float) -> None:
 
 
 def drive(m: MemberCore, now: float) -> None:
-    """Everything timers decide: committed-offset fetches, the poll timeout, the next
-    heartbeat, and a coordinator lookup when one is needed."""
+    """Everything timers decide: commits of a manual assignment waiting for the
+    coordinator, committed-offset fetches, the poll timeout, the next heartbeat, and a
+    coordinator lookup when one is needed."""
+    drive_waiting_commits(m, now)  # before fetches: a fetch may read these commits back
     drive_fetches(m, now)
     if (
         m.heartbeating()

@@ -52,6 +52,12 @@ class ConsumerMemberState(enum.Enum):
     CLOSED = "closed"
     """Terminal: the member is closed."""
 
+    MANUAL = "manual"
+    """Partitions assigned by the application (``AssignRequested``), not by the
+    group: no heartbeat and no listener; commits are the "simple consumer" commit
+    (member epoch -1, no member id). Back to UNSUBSCRIBED when nothing is assigned
+    (``_manual.py``)."""
+
     FATAL = "fatal"
     """Terminal: a non-recoverable error (``Fatal`` effect), such as
     UNRELEASED_INSTANCE_ID or GROUP_AUTHORIZATION_FAILED. Only ``CloseRequested``

@@ -18,7 +18,9 @@ from typing import Any, Final
 import attrs
 
 from .. import _discovery, _fetch
+from .. import _manual as _shared_manual
 from .._inputs import (
+    AssignRequested,
     CloseRequested,
     CommitRequested,
     CommittedOffsetsRequested,
@@ -32,7 +34,7 @@ from .._inputs import (
     Tick,
 )
 from .._outcomes import FindCoordinatorOutcome, OffsetCommitOutcome, OffsetFetchOutcome
-from . import _commit, _heartbeat, _leave
+from . import _commit, _heartbeat, _leave, _manual
 from ._core import HeartbeatOutcome, MemberCore
 from ._states import ConsumerMemberState
 
@@ -83,6 +85,7 @@ INPUT_TYPES: tuple[type, ...] = (
     CommittedOffsetsRequested,
     FindCoordinatorOutcome,
     OffsetFetchOutcome,
+    AssignRequested,
 )
 
 UNSUBSCRIBED = ConsumerMemberState.UNSUBSCRIBED
@@ -96,6 +99,7 @@ PREPARE_LEAVING = ConsumerMemberState.PREPARE_LEAVING
 LEAVING = ConsumerMemberState.LEAVING
 CLOSED = ConsumerMemberState.CLOSED
 FATAL = ConsumerMemberState.FATAL
+MANUAL = ConsumerMemberState.MANUAL
 
 _LIVE = tuple(s for s in ConsumerMemberState if s not in (CLOSED, FATAL))
 _HEARTBEAT = (JOINING, RECONCILING, ACKNOWLEDGING, STABLE)
@@ -133,6 +137,7 @@ _ROWS: tuple[
     ((JOINING, FENCED), CommitRequested, _commit.commit_rejoining, ()),
     ((UNSUBSCRIBED, STALE, LEAVING, CLOSED), CommitRequested, _commit.commit_not_member, ()),
     ((FATAL,), CommitRequested, _commit.commit_fatal, ()),
+    ((MANUAL,), CommitRequested, _shared_manual.commit_manual, ()),
     (_LIVE, OffsetCommitOutcome, _commit.commit_outcome, ()),
     # Committed offsets (the classic member's handlers).
     (_LIVE, CommittedOffsetsRequested, _fetch.fetch_committed, ()),
@@ -147,6 +152,10 @@ _ROWS: tuple[
     ((FATAL,), CloseRequested, _leave.close_fatal, (CLOSED,)),
     ((PREPARE_LEAVING,), ListenerDone, _leave.leave_listener_done, (LEAVING, UNSUBSCRIBED, CLOSED)),
     ((LEAVING,), HeartbeatOutcome, _leave.leave_outcome, (UNSUBSCRIBED, CLOSED)),
+    # Manual assignment: no group membership (docs/architecture.md, "Manual assignment").
+    ((UNSUBSCRIBED, MANUAL), AssignRequested, _manual.assign, (MANUAL, UNSUBSCRIBED)),
+    ((MANUAL,), LeaveRequested, _manual.unassign_all, (UNSUBSCRIBED,)),
+    ((MANUAL,), CloseRequested, _manual.close_manual, (CLOSED,)),
 )
 
 
@@ -182,9 +191,10 @@ IGNORED: frozenset[tuple[ConsumerMemberState, type]] = frozenset(
         (CLOSED, LeaveRequested),
         (CLOSED, CloseRequested),
         (FATAL, Subscribe),
+        (FATAL, AssignRequested),
         # Heartbeats are cancelled on leaving the heartbeating states; one a driver
         # still delivers changes nothing.
-        *((s, HeartbeatOutcome) for s in (UNSUBSCRIBED, FENCED, STALE, PREPARE_LEAVING)),
+        *((s, HeartbeatOutcome) for s in (UNSUBSCRIBED, FENCED, STALE, PREPARE_LEAVING, MANUAL)),
         *(
             (s, t)
             for s in (CLOSED, FATAL)
@@ -203,12 +213,17 @@ IGNORED: frozenset[tuple[ConsumerMemberState, type]] = frozenset(
     }
 )
 
-#: Pairs that raise ``IllegalTransition``: only a driver bug can produce them.
+#: Pairs that raise ``IllegalTransition`` and leave the member unchanged: what only a
+#: driver bug could deliver, and the two modes mixed (``Subscribe`` while MANUAL,
+#: ``AssignRequested`` while in or leaving the group), which the consumer reports as
+#: ``IllegalStateError``.
 REJECTED: frozenset[tuple[ConsumerMemberState, type]] = frozenset(
     {
         (PREPARE_LEAVING, Subscribe),
         (LEAVING, Subscribe),
         (CLOSED, Subscribe),
+        (MANUAL, Subscribe),
+        *((s, AssignRequested) for s in (*_IN_GROUP, PREPARE_LEAVING, LEAVING, CLOSED)),
     }
 )
 

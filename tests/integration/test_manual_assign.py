@@ -130,22 +130,28 @@ def test_unassign_returns_to_neither_mode_and_the_modes_refuse_each_other(
 ) -> None:
     tp0, *_ = _setup(broker, unique_topic)
     with Consumer(_manual(broker, unique_group)) as consumer:
+        _assign_subscribe_assign(consumer, unique_topic, tp0)
+
+
+def _assign_subscribe_assign(consumer: Consumer, topic: str, tp0: TopicPartition) -> None:
+    """assign(), the subscription refused; unassign(), subscribe(), assign() refused;
+    unsubscribe(), assign() again."""
+    consumer.assign([tp0])
+    with pytest.raises(IllegalStateError, match="mutually exclusive"):
+        consumer.subscribe([topic])
+    assert len(_values(consumer, 5)) == 5
+    consumer.unassign()
+    assert consumer.assignment() == frozenset()
+    consumer.subscribe([topic])
+    with pytest.raises(IllegalStateError, match="mutually exclusive"):
         consumer.assign([tp0])
-        with pytest.raises(IllegalStateError, match="mutually exclusive"):
-            consumer.subscribe([unique_topic])
-        assert len(_values(consumer, 5)) == 5
-        consumer.unassign()
-        assert consumer.assignment() == frozenset()
-        consumer.subscribe([unique_topic])
-        with pytest.raises(IllegalStateError, match="mutually exclusive"):
-            consumer.assign([tp0])
-        deadline = time.monotonic() + PATIENCE_S
-        while len(consumer.assignment()) < PARTITIONS:
-            assert time.monotonic() < deadline, "the subscription never got its partitions"
-            consumer.poll(0.1)
-        consumer.unsubscribe()
-        consumer.assign([tp0])
-        assert consumer.assignment() == {tp0}
+    deadline = time.monotonic() + PATIENCE_S
+    while len(consumer.assignment()) < PARTITIONS:
+        assert time.monotonic() < deadline, "the subscription never got its partitions"
+        consumer.poll(0.1)
+    consumer.unsubscribe()
+    consumer.assign([tp0])
+    assert consumer.assignment() == {tp0}
 
 
 def test_a_manual_commit_to_a_group_with_members_fails(
@@ -191,8 +197,6 @@ def test_manual_assignment_with_the_consumer_group_protocol(
         assert first.group_metadata().generation_id == -1
         first.incremental_unassign([tp1])  # commits tp1's position (5)
         assert first.assignment() == {tp0}
-        with pytest.raises(IllegalStateError, match="mutually exclusive"):
-            first.subscribe([unique_topic])
     with Consumer(_manual(broker, unique_group)) as second:
         # close() committed tp0's position over the explicit 3.
         assert second.committed([tp0, tp1]) == {tp0: 5, tp1: 5}
@@ -203,16 +207,4 @@ def test_consumer_protocol_switches_between_assign_and_subscribe(
 ) -> None:
     tp0, *_ = _setup(mock_broker, unique_topic)
     with Consumer(_manual_kip848(mock_broker, unique_group)) as consumer:
-        consumer.assign([tp0])
-        assert len(_values(consumer, 5)) == 5
-        consumer.unassign()
-        consumer.subscribe([unique_topic])
-        with pytest.raises(IllegalStateError, match="mutually exclusive"):
-            consumer.assign([tp0])
-        deadline = time.monotonic() + PATIENCE_S
-        while len(consumer.assignment()) < PARTITIONS:
-            assert time.monotonic() < deadline, "the subscription never got its partitions"
-            consumer.poll(0.1)
-        consumer.unsubscribe()
-        consumer.assign([tp0])
-        assert consumer.assignment() == {tp0}
+        _assign_subscribe_assign(consumer, unique_topic, tp0)

@@ -119,11 +119,11 @@ def _state_stores(path: Path) -> list[int]:
 
 
 def test_only_enter_changes_the_state() -> None:
-    """No phase module assigns the state (``MemberCore.state`` is read-only): every
-    move passes the table's check."""
-    for path in sorted(COORDINATOR.glob("*.py")):
+    """No phase module assigns the state (``MemberBase.state`` is read-only, for both
+    members' cores): every move passes the table's check."""
+    for path in sorted(COORDINATOR.rglob("*.py")):
         stores = _state_stores(path)
-        if path.name == "_core.py":
+        if path.name == "_base.py":
             assert len(stores) == 2, stores  # __init__ and enter
         else:
             assert stores == [], (path.name, stores)

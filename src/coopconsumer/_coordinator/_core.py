@@ -13,13 +13,14 @@ Pure: no sockets, threads, clocks, ``confluent_kafka`` or ``coopconsumer._io``.
 
 from __future__ import annotations
 
+import enum
 import logging
 from collections.abc import Mapping, Sequence
-from typing import Any, Final
+from typing import ClassVar, Final
 
 import attrs
 
-from .._errors import ConfigurationError, CoopConsumerError, KafkaError, ProtocolError
+from .._errors import ConfigurationError, CoopConsumerError, KafkaError
 from .._protocol import errors
 from .._protocol.messages import (
     JoinGroupResponseMember,
@@ -31,32 +32,23 @@ from .._protocol.messages import (
 from .._types import ConsumerGroupMetadata, TopicPartition
 from ..assignors._api import Assignment, ClusterMetadata, ConsumerPartitionAssignor
 from ..assignors._loading import select_rebalance_protocol
+from ._base import MemberBase
 from ._effects import (
-    CommitBeforeRevoke,
     CommitDone,
-    CommittedOffsetsDone,
-    Effect,
     Fatal,
-    FindCoordinator,
-    InvokeListener,
-    ListenerKind,
-    Log,
     Observation,
-    Observe,
     OffsetAndMetadata,
     Send,
-    Unassign,
 )
 from ._error_actions import Api
-from ._errors import IllegalTransition
 from ._inputs import (
     CommitRequested,
-    ListenerDone,
     MetadataUpdate,
     RequestFailed,
     ResponseReceived,
     Subscribe,
 )
+from ._jobs import WaitingCommit
 from ._metadata import MetadataRefresh, metadata_answer
 from ._outcomes import (
     RESPONSE_TYPES,
@@ -67,7 +59,6 @@ from ._outcomes import (
     OffsetCommitOutcome,
     OffsetFetchOutcome,
     Outcome,
-    Pending,
     SyncGroupOutcome,
 )
 from ._states import (
@@ -146,28 +137,6 @@ class MemberConfig:
         _check_config(self)
 
 
-@attrs.define(kw_only=True)
-class FetchJob:
-    """A committed-offsets request being served (see ``_fetch``): what was asked, by
-    when, and where its OffsetFetch is (in flight, or waiting for ``retry_at``)."""
-
-    partitions: frozenset[TopicPartition]
-    token: object
-    deadline: float
-    retry_at: float | None = None
-    request_id: int | None = None
-    last_error: CoopConsumerError | None = None
-
-
-@attrs.frozen(kw_only=True)
-class WaitingCommit:
-    """A commit of a manual assignment asked for before the coordinator was found:
-    sent once it is, failed (retriable) at ``deadline`` (see ``_manual``)."""
-
-    event: CommitRequested
-    deadline: float
-
-
 @attrs.frozen(kw_only=True)
 class PendingLeave:
     """A leave asked for while a JoinGroup/SyncGroup was under way, held until the
@@ -185,7 +154,7 @@ def ms(value_ms: int) -> float:
     return value_ms / 1000.0
 
 
-class MemberCore:
+class MemberCore(MemberBase[MemberState]):
     """The mutable data of one group member and the operations all phases share.
 
     Only ``GroupMember`` creates one; only the phase handlers the transition table
@@ -200,36 +169,25 @@ class MemberCore:
         names = [a.name for a in assignors]
         if len(set(names)) != len(names):
             raise ConfigurationError(f"duplicate assignor names in {names}")
+        super().__init__(
+            MemberState.UNJOINED,
+            MetadataRefresh(
+                max_age_s=ms(config.metadata_max_age_ms),
+                retry_backoff_s=ms(config.retry_backoff_ms),
+            ),
+        )
         self.config = config
         self.assignors = tuple(assignors)
         self.assignor_by_name = {a.name: a for a in assignors}
         #: Fixed for the member's life: the assignors never change (docs/architecture.md).
         self.protocol = select_rebalance_protocol(self.assignors)
 
-        self._state = MemberState.UNJOINED
-        # The input being handled: its state on arrival, its type, and the states its
-        # row of the transition table allows the handler to move to.
-        self._input_state = MemberState.UNJOINED
-        self._input_type: type = type(None)
-        self._allowed: frozenset[MemberState] = frozenset()
-
-        self.member_id = ""
         self.generation_id = NO_GENERATION
         self.protocol_name: str | None = None
         self.leader_id: str | None = None
 
-        self.coordinator_id: int | None = None
-        # The coordinator node whose connection has proven live: it answered a request
-        # since the last request failure or coordinator change (None: not proven).
-        self.live_node: int | None = None
-        self.lookup = CoordinatorLookup.IDLE
-        self.lookup_retry_at: float | None = None
-
         self.subscription: Subscribe | None = None
         self.subscribed: frozenset[str] = frozenset()
-        self.metadata_refresh = MetadataRefresh(
-            max_age_s=ms(config.metadata_max_age_ms), retry_backoff_s=ms(config.retry_backoff_ms)
-        )
         self.metadata: ClusterMetadata | None = None
         self.internal_topics: frozenset[str] = frozenset()
         self.joined_subscription: frozenset[str] | None = None
@@ -243,22 +201,11 @@ class MemberCore:
         self.join_started_counts: dict[str, int] | None = None
         self.group_topics: frozenset[str] = frozenset()  # leader: the group subscription
 
-        self.owned: set[TopicPartition] = set()
         # The generation whose assignment was last applied (-1: none, or reset): what
         # JoinGroup's Subscription.generation_id carries, see _join.subscription_for.
         self.assigned_generation_id = NO_GENERATION
-        # invocation id -> partitions to Unassign when that (REVOKED) listener is done
-        self.listeners: dict[int, frozenset[TopicPartition]] = {}
-        self.next_invocation_id = 1
-        self.pending: dict[int, Pending] = {}
-        # Cancelled heartbeats whose answers are still timed (see cancel); each entry
-        # goes when its request's ResponseReceived or RequestFailed arrives.
-        self.superseded: dict[int, Pending] = {}
-        self.next_request_id = 1
-
         # Timers (monotonic seconds).
         self.session_ok_at = 0.0
-        self.last_poll = 0.0
         self.heartbeat_due: float | None = None
         self.join_retry_at: float | None = None
         self.rebalance_started_at: float | None = None
@@ -276,39 +223,21 @@ class MemberCore:
         # JOINING/LEADER_AWAITING_METADATA/AWAITING_SYNC: a leave waiting for the
         # SyncGroup answer (see _leave.defer_leave).
         self.leave_pending: PendingLeave | None = None
-        self.fatal_error: CoopConsumerError | None = None  # FATAL
-        # Committed-offset fetches in progress, by fetch id (any live state).
-        self.fetches: dict[int, FetchJob] = {}
-        self.next_fetch_id = 1
         # MANUAL: commits waiting for the coordinator to be found, oldest first.
         self.waiting_commits: list[WaitingCommit] = []
 
-        self.fx: list[Effect] = []
-
-    # ------------------------------------------------------------------ state
+    config: MemberConfig
+    HEARTBEAT_API: ClassVar[Api] = Api.HEARTBEAT
+    TERMINAL: ClassVar[frozenset[enum.Enum]] = frozenset({MemberState.CLOSED, MemberState.FATAL})
 
     @property
-    def state(self) -> MemberState:
-        """The current state; only ``enter`` changes it."""
-        return self._state
+    def request_generation(self) -> int:
+        return self.generation_id
 
-    def begin(self, input_type: type, allowed: frozenset[MemberState]) -> None:
-        """Start handling an input of ``input_type`` in the current state, whose row of
-        the transition table allows moves to ``allowed``."""
-        self._input_state = self._state
-        self._input_type = input_type
-        self._allowed = allowed
+    def response_type(self, api: Api) -> type:
+        return RESPONSE_TYPES[api]
 
-    def enter(self, target: MemberState) -> None:
-        """Move to ``target``; ``IllegalTransition`` if the row of the input being
-        handled does not allow it (staying in the current state is no move)."""
-        if target is self._state:
-            return
-        if target not in self._allowed:
-            raise IllegalTransition(self._input_state, self._input_type, target=target)
-        self._state = target
-        if target in (MemberState.CLOSED, MemberState.FATAL):
-            self.metadata_refresh.stop()
+    # ------------------------------------------------------------------ state
 
     @property
     def is_leader(self) -> bool:
@@ -372,34 +301,15 @@ class MemberCore:
         """The one place stale answers are dropped: superseded (cancelled) requests and
         heartbeats of another generation; everything else becomes a per-API outcome
         (a Metadata answer: the ``MetadataUpdate`` it carries, see ``_metadata``)."""
-        pending = self.pending.pop(event.request_id, None)
-        superseded = self.superseded.pop(event.request_id, None)
-        sent = pending if pending is not None else superseded
-        if sent is not None and sent.node_id is not None and sent.node_id == self.coordinator_id:
-            self.live_node = sent.node_id if isinstance(event, ResponseReceived) else None
+        pending = self.take_answer(event, now)
         if pending is None:
-            if superseded is not None:
-                self.observe_round_trip(superseded, event, now)
-            self.log(logging.DEBUG, f"dropping the answer to superseded request {event.request_id}")
             return None
-        self.observe_round_trip(pending, event, now)
         if pending.api is Api.HEARTBEAT and (
             pending.generation_id != self.generation_id or pending.member_id != self.member_id
         ):
             self.log(logging.DEBUG, "dropping a heartbeat answer of an older generation")
             return None
-        error: CoopConsumerError | None = None
-        response: Any = None
-        if isinstance(event, RequestFailed):
-            error = event.error
-        elif isinstance(event.response, RESPONSE_TYPES[pending.api]):
-            response = event.response
-        else:
-            error = ProtocolError(
-                f"expected a {RESPONSE_TYPES[pending.api].__name__}, "
-                f"got {type(event.response).__name__}",
-                api_key=pending.api.value,
-            )
+        response, error = self.answer_parts(pending, event)
         if pending.api is Api.METADATA:
             return metadata_answer(self, response, error, now)
         if pending.api is Api.JOIN_GROUP:
@@ -420,31 +330,6 @@ class MemberCore:
                 pending=pending, response=response, error=error, api_version=version
             )
         return OffsetCommitOutcome(pending=pending, response=response, error=error)
-
-    def observe_round_trip(
-        self, pending: Pending, event: ResponseReceived | RequestFailed, now: float
-    ) -> None:
-        """Heartbeat and commit latency for every response that arrives, whatever its
-        error code, stale or superseded ones included (Java's Heartbeat and OffsetCommit
-        handlers record ``requestLatencyMs`` first thing); never for a timeout or a
-        disconnect, which are not responses."""
-        if not isinstance(event, ResponseReceived):
-            return
-        if not isinstance(event.response, RESPONSE_TYPES[pending.api]):
-            return
-        if pending.api is Api.HEARTBEAT:
-            self.observe(Observation.HEARTBEAT_COMPLETED, now, now - pending.sent_at)
-        elif pending.api is Api.OFFSET_COMMIT:
-            self.observe(Observation.COMMIT_COMPLETED, now, now - pending.sent_at)
-
-    def emit(self, effect: Effect) -> None:
-        self.fx.append(effect)
-
-    def log(self, level: int, message: str) -> None:
-        self.fx.append(Log(level=level, message=message))
-
-    def observe(self, event: Observation, now: float, latency_s: float | None = None) -> None:
-        self.fx.append(Observe(event=event, now=now, latency_s=latency_s))
 
     def leave_worth_waiting(self) -> bool:
         """Whether a pending leave still has something to commit by waiting: a join
@@ -499,32 +384,6 @@ class MemberCore:
     def session_deadline(self) -> float:
         return self.session_ok_at + ms(self.config.session_timeout_ms)
 
-    def in_flight(self, api: Api) -> bool:
-        return any(p.api is api for p in self.pending.values())
-
-    def cancel(self, *apis: Api) -> None:
-        """Forget requests in flight: their answers will be dropped by ``route``. A
-        cancelled heartbeat is still timed when its answer arrives (Java never cancels
-        one, so its latency is recorded)."""
-        for request_id in [r for r, p in self.pending.items() if p.api in apis]:
-            pending = self.pending.pop(request_id)
-            if pending.api is Api.HEARTBEAT:
-                self.superseded[request_id] = pending
-
-    def track(self, api: Api, now: float, *, token: object, node_id: int | None) -> int:
-        """A new request id, remembered with what the request was until its answer."""
-        request_id = self.next_request_id
-        self.next_request_id += 1
-        self.pending[request_id] = Pending(
-            api=api,
-            sent_at=now,
-            generation_id=self.generation_id,
-            member_id=self.member_id,
-            token=token,
-            node_id=node_id,
-        )
-        return request_id
-
     def send(self, api: Api, request: object, now: float, *, token: object = None) -> int:
         """Send ``request`` to the coordinator; returns its request id."""
         assert self.coordinator_id is not None
@@ -560,69 +419,9 @@ class MemberCore:
         )
         self.send(Api.OFFSET_COMMIT, request, now, token=event.token)
 
-    def invoke(
-        self,
-        kind: ListenerKind,
-        partitions: frozenset[TopicPartition],
-        *,
-        unassign_after: frozenset[TopicPartition] = frozenset(),
-    ) -> None:
-        invocation_id = self.next_invocation_id
-        self.next_invocation_id += 1
-        self.listeners[invocation_id] = unassign_after
-        self.emit(InvokeListener(invocation_id=invocation_id, kind=kind, partitions=partitions))
-
-    def revoke(self, partitions: frozenset[TopicPartition]) -> None:
-        """REVOKED while still assigned (the listener may commit); Unassign when done."""
-        if self.config.enable_auto_commit:
-            self.emit(CommitBeforeRevoke(partitions=partitions))
-        self.invoke(ListenerKind.REVOKED, partitions, unassign_after=partitions)
-
-    def revoking(self) -> frozenset[TopicPartition]:
-        """Owned partitions whose REVOKED callback is still running (Unassign follows
-        its ``ListenerDone``)."""
-        return frozenset().union(*self.listeners.values()) & self.owned
-
-    def lose(self) -> None:
-        """LOST for everything owned: Unassign first (someone else may own them now).
-
-        Partitions already handed to a REVOKED callback are not reported again: to the
-        application they are gone once revoked (KIP-429: LOST covers what the member
-        still owns), and their own ``ListenerDone`` unassigns them. Joining waits for
-        that callback, so they are never claimed in the next JoinGroup.
-        """
-        lost = frozenset(self.owned) - self.revoking()
-        if not lost:
-            return
-        self.owned -= lost
-        self.emit(Unassign(partitions=lost))
-        self.invoke(ListenerKind.LOST, lost)
-
-    def complete_listener(self, event: ListenerDone) -> None:
-        unassign = self.listeners.pop(event.invocation_id) & self.owned
-        if unassign:
-            self.owned -= unassign
-            self.emit(Unassign(partitions=unassign))
-
     def coordinator_dead(self, reason: str, now: float) -> None:
-        if self.coordinator_id is not None:
-            self.log(logging.INFO, f"group coordinator {self.coordinator_id} unknown: {reason}")
-        self.coordinator_id = None
-        self.live_node = None
-        if self.lookup is CoordinatorLookup.KNOWN:
-            self.lookup = CoordinatorLookup.IDLE
+        self.forget_coordinator(reason)
         self.ensure_coordinator(now)
-
-    def ensure_coordinator(self, now: float) -> None:
-        if self.lookup is CoordinatorLookup.BACKING_OFF and (
-            self.lookup_retry_at is None or now >= self.lookup_retry_at
-        ):
-            self.lookup = CoordinatorLookup.IDLE
-        if self.lookup is CoordinatorLookup.IDLE:
-            self.lookup = CoordinatorLookup.LOOKING
-            self.lookup_retry_at = None
-            request_id = self.track(Api.FIND_COORDINATOR, now, token=None, node_id=None)
-            self.emit(FindCoordinator(group_id=self.config.group_id, request_id=request_id))
 
     def ensure_coordinator_if_unknown(self, now: float) -> None:
         if self.coordinator_id is None:
@@ -665,23 +464,6 @@ class MemberCore:
         """Answer every committed-offsets request in progress with ``error``."""
         for fetch_id in list(self.fetches):
             self.finish_fetch(fetch_id, error=error)
-
-    def finish_fetch(
-        self,
-        fetch_id: int,
-        *,
-        offsets: Mapping[TopicPartition, OffsetAndMetadata | None] | None = None,
-        error: CoopConsumerError | None = None,
-    ) -> None:
-        """Answer fetch ``fetch_id`` (exactly once) and forget its request in flight."""
-        job = self.fetches.pop(fetch_id)
-        if job.request_id is not None:
-            self.pending.pop(job.request_id, None)
-        self.emit(
-            CommittedOffsetsDone(
-                token=job.token, offsets=offsets if offsets is not None else {}, error=error
-            )
-        )
 
     def metadata_snapshot(self, topics: frozenset[str]) -> dict[str, int | None]:
         md = self.metadata

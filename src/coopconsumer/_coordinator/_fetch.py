@@ -21,11 +21,12 @@ from .._protocol import errors
 from .._protocol.messages import OffsetFetchRequest
 from .._protocol.queries import OffsetFetchQuery, offset_fetch_answer
 from .._types import TopicPartition
-from ._core import FetchJob, ms
+from ._core import ms
 from ._effects import CommittedOffsetsDone, OffsetAndMetadata
 from ._error_actions import Api, ErrorAction, action_for
 from ._host import GroupHost
 from ._inputs import CommittedOffsetsRequested
+from ._jobs import FetchJob
 from ._outcomes import OffsetFetchOutcome
 
 

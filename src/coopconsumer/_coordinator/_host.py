@@ -18,10 +18,10 @@ from typing import Protocol
 
 from .._errors import CommitFailedError, CoopConsumerError
 from .._types import TopicPartition
-from ._core import FetchJob
 from ._effects import CommitDone, Effect, OffsetAndMetadata
 from ._error_actions import Api
 from ._inputs import CommitRequested
+from ._jobs import FetchJob
 from ._states import CoordinatorLookup
 
 __all__ = ["GroupHost", "HostConfig", "commit_fatal", "commit_not_member"]

@@ -27,7 +27,7 @@ from typing import Protocol
 from .._errors import CommitFailedError, ConfigurationError, CoopConsumerError
 from .._protocol import errors
 from .._types import TopicPartition
-from ._core import NO_GENERATION, MemberCore, WaitingCommit, ms, offset_commit_request
+from ._core import NO_GENERATION, MemberCore, ms, offset_commit_request
 from ._effects import Assign, CommitDone, Unassign
 from ._error_actions import Api
 from ._host import GroupHost
@@ -38,6 +38,7 @@ from ._inputs import (
     CommitRequested,
     LeaveRequested,
 )
+from ._jobs import WaitingCommit
 from ._states import MemberState
 
 

@@ -13,36 +13,27 @@ Pure: no sockets, threads, clocks, ``confluent_kafka`` or ``coopconsumer._io``.
 
 from __future__ import annotations
 
+import enum
 import logging
 import uuid
-from collections.abc import Mapping
-from typing import Any, Final
+from typing import ClassVar, Final
 
 import attrs
 
-from ..._errors import ConfigurationError, CoopConsumerError, ProtocolError
+from ..._errors import ConfigurationError, CoopConsumerError
 from ..._protocol.group_messages import ConsumerGroupHeartbeatResponse
 from ..._types import ConsumerGroupMetadata, TopicPartition
-from .._core import FetchJob, WaitingCommit, ms
+from .._base import MemberBase
+from .._core import ms
 from .._effects import (
-    CommitBeforeRevoke,
     CommitDone,
-    CommittedOffsetsDone,
     Effect,
     Fatal,
-    FindCoordinator,
-    InvokeListener,
-    ListenerKind,
-    Log,
-    Observation,
-    Observe,
-    OffsetAndMetadata,
     Send,
-    Unassign,
 )
 from .._error_actions import Api
-from .._errors import IllegalTransition
-from .._inputs import ListenerDone, RequestFailed, ResponseReceived, Subscribe
+from .._inputs import RequestFailed, ResponseReceived, Subscribe
+from .._jobs import WaitingCommit
 from .._metadata import MetadataRefresh, metadata_answer
 from .._outcomes import (
     RESPONSE_TYPES,
@@ -132,40 +123,38 @@ class HeartbeatOutcome:
     error: CoopConsumerError | None = None
 
 
-class MemberCore:
+class MemberCore(MemberBase[ConsumerMemberState]):
     """The mutable data of one KIP-848 member and the operations all phases share.
 
     Only ``ConsumerGroupMember`` creates one; only the phase handlers the transition
     table names change it, one input at a time.
     """
 
-    def __init__(self, config: ConsumerMemberConfig) -> None:
-        self.config = config
-        self._state = ConsumerMemberState.UNSUBSCRIBED
-        self._input_state = ConsumerMemberState.UNSUBSCRIBED
-        self._input_type: type = type(None)
-        self._allowed: frozenset[ConsumerMemberState] = frozenset()
+    config: ConsumerMemberConfig
+    HEARTBEAT_API: ClassVar[Api] = Api.CONSUMER_GROUP_HEARTBEAT
+    TERMINAL: ClassVar[frozenset[enum.Enum]] = frozenset(
+        {ConsumerMemberState.CLOSED, ConsumerMemberState.FATAL}
+    )
 
+    def __init__(self, config: ConsumerMemberConfig) -> None:
+        super().__init__(
+            ConsumerMemberState.UNSUBSCRIBED,
+            MetadataRefresh(
+                max_age_s=ms(config.metadata_max_age_ms),
+                retry_backoff_s=ms(config.retry_backoff_ms),
+            ),
+        )
+        self.config = config
         self.member_id = config.member_id
         self.member_epoch = 0
 
-        # _host.GroupHost: the coordinator and its lookup.
-        self.coordinator_id: int | None = None
-        self.live_node: int | None = None
-        self.lookup = CoordinatorLookup.IDLE
-        self.lookup_retry_at: float | None = None
-
         self.subscription: Subscribe | None = None
         self.subscribed: frozenset[str] = frozenset()
-        self.metadata_refresh = MetadataRefresh(
-            max_age_s=ms(config.metadata_max_age_ms), retry_backoff_s=ms(config.retry_backoff_ms)
-        )
         self.topic_ids: dict[str, uuid.UUID] = {}
         self.topic_names: dict[uuid.UUID, str] = {}
         self.all_topics: frozenset[str] = frozenset()  # a pattern's candidates
         self.internal_topics: frozenset[str] = frozenset()
 
-        self.owned: set[TopicPartition] = set()
         # What heartbeats report as owned: the outcome of the last completed
         # reconciliation (Java's ``currentAssignment``); a reconciliation under way is
         # reported when it completes.
@@ -177,54 +166,21 @@ class MemberCore:
         self.heartbeat_interval_s = ms(DEFAULT_HEARTBEAT_INTERVAL_MS)
         self.heartbeat_due: float | None = None
 
-        # invocation id -> partitions to Unassign when that (REVOKED) listener is done
-        self.listeners: dict[int, frozenset[TopicPartition]] = {}
-        self.next_invocation_id = 1
         # RECONCILING: the partitions to add once the revocation's listener is done
         # (None: the ASSIGNED listener was invoked; the member waits for it).
         self.to_add: frozenset[TopicPartition] | None = None
-        self.pending: dict[int, Pending] = {}
-        self.superseded: dict[int, Pending] = {}
-        self.next_request_id = 1
-
-        self.last_poll = 0.0
         self.rebalance_started_at: float | None = None
         self.reason = ""  # why the member last (re)joined (KIP-800)
         self.leave_then = ConsumerMemberState.CLOSED  # PREPARE_LEAVING / LEAVING
         # PREPARE_LEAVING / LEAVING: the leave heartbeat's epoch (-1, or -2 for a static
         # member that will come back), None to stay in the group (close without leave).
         self.leave_epoch: int | None = -1
-        self.fatal_error: CoopConsumerError | None = None
-        self.fetches: dict[int, FetchJob] = {}
-        self.next_fetch_id = 1
         # MANUAL: commits waiting for the coordinator to be found, oldest first.
         self.waiting_commits: list[WaitingCommit] = []
 
         self.fx: list[Effect] = []
 
     # ------------------------------------------------------------------ state
-
-    @property
-    def state(self) -> ConsumerMemberState:
-        """The current state; only ``enter`` changes it."""
-        return self._state
-
-    def begin(self, input_type: type, allowed: frozenset[ConsumerMemberState]) -> None:
-        """Start handling an input of ``input_type``, whose table row allows ``allowed``."""
-        self._input_state = self._state
-        self._input_type = input_type
-        self._allowed = allowed
-
-    def enter(self, target: ConsumerMemberState) -> None:
-        """Move to ``target``; ``IllegalTransition`` if the row of the input being
-        handled does not allow it (staying in the current state is no move)."""
-        if target is self._state:
-            return
-        if target not in self._allowed:
-            raise IllegalTransition(self._input_state, self._input_type, target=target)
-        self._state = target
-        if target in (ConsumerMemberState.CLOSED, ConsumerMemberState.FATAL):
-            self.metadata_refresh.stop()
 
     @property
     def group_metadata(self) -> ConsumerGroupMetadata:
@@ -277,33 +233,10 @@ class MemberCore:
         """The one place stale answers are dropped (answers to cancelled requests);
         everything else becomes a per-API outcome (a Metadata answer: the
         ``MetadataUpdate`` it carries, see ``_metadata``)."""
-        pending = self.pending.pop(event.request_id, None)
-        superseded = self.superseded.pop(event.request_id, None)
-        sent = pending if pending is not None else superseded
-        if sent is not None and sent.node_id is not None and sent.node_id == self.coordinator_id:
-            self.live_node = sent.node_id if isinstance(event, ResponseReceived) else None
+        pending = self.take_answer(event, now)
         if pending is None:
-            if superseded is not None:
-                self.observe_round_trip(superseded, event, now)
-            self.log(logging.DEBUG, f"dropping the answer to superseded request {event.request_id}")
             return None
-        self.observe_round_trip(pending, event, now)
-        error: CoopConsumerError | None = None
-        response: Any = None
-        expected = (
-            ConsumerGroupHeartbeatResponse
-            if pending.api is Api.CONSUMER_GROUP_HEARTBEAT
-            else RESPONSE_TYPES[pending.api]
-        )
-        if isinstance(event, RequestFailed):
-            error = event.error
-        elif isinstance(event.response, expected):
-            response = event.response
-        else:
-            error = ProtocolError(
-                f"expected a {expected.__name__}, got {type(event.response).__name__}",
-                api_key=pending.api.value,
-            )
+        response, error = self.answer_parts(pending, event)
         version = event.api_version if isinstance(event, ResponseReceived) else None
         if pending.api is Api.METADATA:
             return metadata_answer(self, response, error, now)
@@ -319,55 +252,16 @@ class MemberCore:
             )
         return OffsetCommitOutcome(pending=pending, response=response, error=error)
 
-    def observe_round_trip(
-        self, pending: Pending, event: ResponseReceived | RequestFailed, now: float
-    ) -> None:
-        """Heartbeat and commit latency for every answer that arrives (as the classic
-        member: Java records ``requestLatencyMs`` first thing)."""
-        if not isinstance(event, ResponseReceived):
-            return
-        if pending.api is Api.CONSUMER_GROUP_HEARTBEAT:
-            if isinstance(event.response, ConsumerGroupHeartbeatResponse):
-                self.observe(Observation.HEARTBEAT_COMPLETED, now, now - pending.sent_at)
-        elif pending.api is Api.OFFSET_COMMIT and isinstance(
-            event.response, RESPONSE_TYPES[Api.OFFSET_COMMIT]
-        ):
-            self.observe(Observation.COMMIT_COMPLETED, now, now - pending.sent_at)
+    @property
+    def request_generation(self) -> int:
+        return self.member_epoch
+
+    def response_type(self, api: Api) -> type:
+        if api is Api.CONSUMER_GROUP_HEARTBEAT:
+            return ConsumerGroupHeartbeatResponse
+        return RESPONSE_TYPES[api]
 
     # ------------------------------------------------------------------ effects
-
-    def emit(self, effect: Effect) -> None:
-        self.fx.append(effect)
-
-    def log(self, level: int, message: str) -> None:
-        self.fx.append(Log(level=level, message=message))
-
-    def observe(self, event: Observation, now: float, latency_s: float | None = None) -> None:
-        self.fx.append(Observe(event=event, now=now, latency_s=latency_s))
-
-    def in_flight(self, api: Api) -> bool:
-        return any(p.api is api for p in self.pending.values())
-
-    def cancel(self, *apis: Api) -> None:
-        """Forget requests in flight: ``route`` drops their answers (a cancelled
-        heartbeat is still timed when its answer arrives)."""
-        for request_id in [r for r, p in self.pending.items() if p.api in apis]:
-            pending = self.pending.pop(request_id)
-            if pending.api is Api.CONSUMER_GROUP_HEARTBEAT:
-                self.superseded[request_id] = pending
-
-    def track(self, api: Api, now: float, *, token: object, node_id: int | None) -> int:
-        request_id = self.next_request_id
-        self.next_request_id += 1
-        self.pending[request_id] = Pending(
-            api=api,
-            sent_at=now,
-            generation_id=self.member_epoch,
-            member_id=self.member_id,
-            token=token,
-            node_id=node_id,
-        )
-        return request_id
 
     def send(self, api: Api, request: object, now: float, *, token: object = None) -> int:
         """Send ``request`` to the coordinator; returns its request id."""
@@ -376,65 +270,12 @@ class MemberCore:
         self.emit(Send(request_id=request_id, request=request, node_id=self.coordinator_id))
         return request_id
 
-    def invoke(
-        self,
-        kind: ListenerKind,
-        partitions: frozenset[TopicPartition],
-        *,
-        unassign_after: frozenset[TopicPartition] = frozenset(),
-    ) -> None:
-        invocation_id = self.next_invocation_id
-        self.next_invocation_id += 1
-        self.listeners[invocation_id] = unassign_after
-        self.emit(InvokeListener(invocation_id=invocation_id, kind=kind, partitions=partitions))
-
-    def revoke(self, partitions: frozenset[TopicPartition]) -> None:
-        """REVOKED while still assigned (the listener may commit); Unassign when done."""
-        if self.config.enable_auto_commit:
-            self.emit(CommitBeforeRevoke(partitions=partitions))
-        self.invoke(ListenerKind.REVOKED, partitions, unassign_after=partitions)
-
-    def revoking(self) -> frozenset[TopicPartition]:
-        return frozenset().union(*self.listeners.values()) & self.owned
-
-    def lose(self) -> None:
-        """LOST for everything owned and not already being revoked: Unassign first
-        (another member may own them now)."""
-        lost = frozenset(self.owned) - self.revoking()
-        if not lost:
-            return
-        self.owned -= lost
-        self.emit(Unassign(partitions=lost))
-        self.invoke(ListenerKind.LOST, lost)
-
-    def complete_listener(self, event: ListenerDone) -> None:
-        unassign = self.listeners.pop(event.invocation_id) & self.owned
-        if unassign:
-            self.owned -= unassign
-            self.emit(Unassign(partitions=unassign))
-
     # ------------------------------------------------------------------ coordinator
 
     def coordinator_dead(self, reason: str, now: float) -> None:
-        if self.coordinator_id is not None:
-            self.log(logging.INFO, f"group coordinator {self.coordinator_id} unknown: {reason}")
-        self.coordinator_id = None
-        self.live_node = None
+        self.forget_coordinator(reason)
         self.sent = None  # a new coordinator hears everything again
-        if self.lookup is CoordinatorLookup.KNOWN:
-            self.lookup = CoordinatorLookup.IDLE
         self.ensure_coordinator(now)
-
-    def ensure_coordinator(self, now: float) -> None:
-        if self.lookup is CoordinatorLookup.BACKING_OFF and (
-            self.lookup_retry_at is None or now >= self.lookup_retry_at
-        ):
-            self.lookup = CoordinatorLookup.IDLE
-        if self.lookup is CoordinatorLookup.IDLE:
-            self.lookup = CoordinatorLookup.LOOKING
-            self.lookup_retry_at = None
-            request_id = self.track(Api.FIND_COORDINATOR, now, token=None, node_id=None)
-            self.emit(FindCoordinator(group_id=self.config.group_id, request_id=request_id))
 
     # ------------------------------------------------------------------ failure
 
@@ -454,20 +295,3 @@ class MemberCore:
         self.enter(ConsumerMemberState.FATAL)
         self.fatal_error = error
         self.emit(Fatal(error=error))
-
-    def finish_fetch(
-        self,
-        fetch_id: int,
-        *,
-        offsets: Mapping[TopicPartition, OffsetAndMetadata | None] | None = None,
-        error: CoopConsumerError | None = None,
-    ) -> None:
-        """Answer fetch ``fetch_id`` (exactly once) and forget its request in flight."""
-        job = self.fetches.pop(fetch_id)
-        if job.request_id is not None:
-            self.pending.pop(job.request_id, None)
-        self.emit(
-            CommittedOffsetsDone(
-                token=job.token, offsets=offsets if offsets is not None else {}, error=error
-            )
-        )

@@ -1,0 +1,318 @@
+"""``MemberBase``: what both member cores are made of, written once.
+
+The classic member (``_core.MemberCore``) and KIP-848's (``kip848.MemberCore``) keep
+the same books and follow the same rules outside their group protocol
+(docs/architecture.md, "Two group protocols, one set of shared rules"):
+
+- the state, moved only through ``enter``, which the transition table checks;
+- the request ledger: a request id per request, what it was and which generation (or
+  member epoch) sent it, cancelled requests whose answers are dropped (a cancelled
+  heartbeat is still timed), and the one place an answer is matched to its request
+  (``take_answer``, the top half of each member's ``route``);
+- the effects a handler emits, logs and metric observations included;
+- listeners: REVOKED keeps partitions assigned until its ``ListenerDone``, LOST
+  unassigns first;
+- the coordinator lookup, committed-offset fetches and the metadata refresh.
+
+Each core adds its protocol's data and the generation its requests carry
+(``request_generation``).
+
+Pure: no sockets, threads or clocks.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+from collections.abc import Mapping
+from typing import Any, ClassVar, Generic, Protocol, TypeVar
+
+from .._errors import CoopConsumerError, ProtocolError
+from .._types import TopicPartition
+from ._effects import (
+    CommitBeforeRevoke,
+    CommittedOffsetsDone,
+    Effect,
+    FindCoordinator,
+    InvokeListener,
+    ListenerKind,
+    Log,
+    Observation,
+    Observe,
+    OffsetAndMetadata,
+    Unassign,
+)
+from ._error_actions import Api
+from ._errors import IllegalTransition
+from ._inputs import ListenerDone, RequestFailed, ResponseReceived
+from ._jobs import FetchJob
+from ._metadata import MetadataRefresh
+from ._outcomes import Pending
+from ._states import CoordinatorLookup
+
+__all__ = ["BaseConfig", "MemberBase"]
+
+StateT = TypeVar("StateT", bound=enum.Enum)
+
+
+class BaseConfig(Protocol):
+    """The settings ``MemberBase`` reads."""
+
+    @property
+    def group_id(self) -> str: ...
+
+    @property
+    def enable_auto_commit(self) -> bool: ...
+
+
+class MemberBase(Generic[StateT]):
+    """The shared books of a member core; see the module docstring."""
+
+    #: The heartbeat API: a cancelled heartbeat is still timed when it is answered.
+    HEARTBEAT_API: ClassVar[Api]
+    #: The states in which nothing is refreshed any more.
+    TERMINAL: ClassVar[frozenset[enum.Enum]]
+
+    config: BaseConfig
+
+    def __init__(self, initial: StateT, metadata_refresh: MetadataRefresh) -> None:
+        self._state = initial
+        # The input being handled: its state on arrival, its type, and the states its
+        # row of the transition table allows the handler to move to.
+        self._input_state = initial
+        self._input_type: type = type(None)
+        self._allowed: frozenset[StateT] = frozenset()
+
+        self.member_id = ""
+        self.coordinator_id: int | None = None
+        # The coordinator node whose connection has proven live: it answered a request
+        # since the last request failure or coordinator change (None: not proven).
+        self.live_node: int | None = None
+        self.lookup = CoordinatorLookup.IDLE
+        self.lookup_retry_at: float | None = None
+        self.metadata_refresh = metadata_refresh
+
+        self.owned: set[TopicPartition] = set()
+        # invocation id -> partitions to Unassign when that (REVOKED) listener is done
+        self.listeners: dict[int, frozenset[TopicPartition]] = {}
+        self.next_invocation_id = 1
+        self.pending: dict[int, Pending] = {}
+        # Cancelled heartbeats whose answers are still timed (see cancel); each entry
+        # goes when its request's ResponseReceived or RequestFailed arrives.
+        self.superseded: dict[int, Pending] = {}
+        self.next_request_id = 1
+        self.last_poll = 0.0
+        self.fatal_error: CoopConsumerError | None = None
+        # Committed-offset fetches in progress, by fetch id (any live state).
+        self.fetches: dict[int, FetchJob] = {}
+        self.next_fetch_id = 1
+        self.fx: list[Effect] = []
+
+    # ------------------------------------------------------------------ state
+
+    @property
+    def state(self) -> StateT:
+        """The current state; only ``enter`` changes it."""
+        return self._state
+
+    def begin(self, input_type: type, allowed: frozenset[StateT]) -> None:
+        """Start handling an input of ``input_type`` in the current state, whose row of
+        the transition table allows moves to ``allowed``."""
+        self._input_state = self._state
+        self._input_type = input_type
+        self._allowed = allowed
+
+    def enter(self, target: StateT) -> None:
+        """Move to ``target``; ``IllegalTransition`` if the row of the input being
+        handled does not allow it (staying in the current state is no move)."""
+        if target is self._state:
+            return
+        if target not in self._allowed:
+            raise IllegalTransition(self._input_state, self._input_type, target=target)
+        self._state = target
+        if target in self.TERMINAL:
+            self.metadata_refresh.stop()
+
+    # ------------------------------------------------------------------ requests
+
+    @property
+    def request_generation(self) -> int:
+        """The generation (classic) or member epoch (KIP-848) a request is sent with."""
+        raise NotImplementedError
+
+    def track(self, api: Api, now: float, *, token: object, node_id: int | None) -> int:
+        """A new request id, remembered with what the request was until its answer."""
+        request_id = self.next_request_id
+        self.next_request_id += 1
+        self.pending[request_id] = Pending(
+            api=api,
+            sent_at=now,
+            generation_id=self.request_generation,
+            member_id=self.member_id,
+            token=token,
+            node_id=node_id,
+        )
+        return request_id
+
+    def in_flight(self, api: Api) -> bool:
+        return any(p.api is api for p in self.pending.values())
+
+    def cancel(self, *apis: Api) -> None:
+        """Forget requests in flight: their answers will be dropped by ``route``. A
+        cancelled heartbeat is still timed when its answer arrives (Java never cancels
+        one, so its latency is recorded)."""
+        for request_id in [r for r, p in self.pending.items() if p.api in apis]:
+            pending = self.pending.pop(request_id)
+            if pending.api is self.HEARTBEAT_API:
+                self.superseded[request_id] = pending
+
+    def take_answer(self, event: ResponseReceived | RequestFailed, now: float) -> Pending | None:
+        """The request ``event`` answers, forgotten now; None for an answer to a
+        cancelled request (dropped here, timed if it was a heartbeat). An answer from
+        the coordinator proves its connection; a failure of a request sent to it
+        un-proves it."""
+        pending = self.pending.pop(event.request_id, None)
+        superseded = self.superseded.pop(event.request_id, None)
+        sent = pending if pending is not None else superseded
+        if sent is not None and sent.node_id is not None and sent.node_id == self.coordinator_id:
+            self.live_node = sent.node_id if isinstance(event, ResponseReceived) else None
+        if pending is None:
+            if superseded is not None:
+                self.observe_round_trip(superseded, event, now)
+            self.log(logging.DEBUG, f"dropping the answer to superseded request {event.request_id}")
+            return None
+        self.observe_round_trip(pending, event, now)
+        return pending
+
+    def response_type(self, api: Api) -> type:
+        """The response type an answer to ``api`` must have."""
+        raise NotImplementedError
+
+    def answer_parts(
+        self, pending: Pending, event: ResponseReceived | RequestFailed
+    ) -> tuple[Any, CoopConsumerError | None]:
+        """``(response, error)`` of an answer: the failure, the response if it has the
+        type its request expects, else a ``ProtocolError``."""
+        if isinstance(event, RequestFailed):
+            return None, event.error
+        expected = self.response_type(pending.api)
+        if isinstance(event.response, expected):
+            return event.response, None
+        return None, ProtocolError(
+            f"expected a {expected.__name__}, got {type(event.response).__name__}",
+            api_key=pending.api.value,
+        )
+
+    def observe_round_trip(
+        self, pending: Pending, event: ResponseReceived | RequestFailed, now: float
+    ) -> None:
+        """Heartbeat and commit latency for every response that arrives, whatever its
+        error code, stale or superseded ones included (Java's Heartbeat and OffsetCommit
+        handlers record ``requestLatencyMs`` first thing); never for a timeout or a
+        disconnect, which are not responses."""
+        if not isinstance(event, ResponseReceived):
+            return
+        if not isinstance(event.response, self.response_type(pending.api)):
+            return
+        if pending.api is self.HEARTBEAT_API:
+            self.observe(Observation.HEARTBEAT_COMPLETED, now, now - pending.sent_at)
+        elif pending.api is Api.OFFSET_COMMIT:
+            self.observe(Observation.COMMIT_COMPLETED, now, now - pending.sent_at)
+
+    # ------------------------------------------------------------------ effects
+
+    def emit(self, effect: Effect) -> None:
+        self.fx.append(effect)
+
+    def log(self, level: int, message: str) -> None:
+        self.fx.append(Log(level=level, message=message))
+
+    def observe(self, event: Observation, now: float, latency_s: float | None = None) -> None:
+        self.fx.append(Observe(event=event, now=now, latency_s=latency_s))
+
+    # ------------------------------------------------------------------ listeners
+
+    def invoke(
+        self,
+        kind: ListenerKind,
+        partitions: frozenset[TopicPartition],
+        *,
+        unassign_after: frozenset[TopicPartition] = frozenset(),
+    ) -> None:
+        invocation_id = self.next_invocation_id
+        self.next_invocation_id += 1
+        self.listeners[invocation_id] = unassign_after
+        self.emit(InvokeListener(invocation_id=invocation_id, kind=kind, partitions=partitions))
+
+    def revoke(self, partitions: frozenset[TopicPartition]) -> None:
+        """REVOKED while still assigned (the listener may commit); Unassign when done."""
+        if self.config.enable_auto_commit:
+            self.emit(CommitBeforeRevoke(partitions=partitions))
+        self.invoke(ListenerKind.REVOKED, partitions, unassign_after=partitions)
+
+    def revoking(self) -> frozenset[TopicPartition]:
+        """Owned partitions whose REVOKED callback is still running (Unassign follows
+        its ``ListenerDone``)."""
+        return frozenset().union(*self.listeners.values()) & self.owned
+
+    def lose(self) -> None:
+        """LOST for everything owned: Unassign first (someone else may own them now).
+
+        Partitions already handed to a REVOKED callback are not reported again: to the
+        application they are gone once revoked (KIP-429: LOST covers what the member
+        still owns), and their own ``ListenerDone`` unassigns them. Joining waits for
+        that callback, so they are never claimed in the next join.
+        """
+        lost = frozenset(self.owned) - self.revoking()
+        if not lost:
+            return
+        self.owned -= lost
+        self.emit(Unassign(partitions=lost))
+        self.invoke(ListenerKind.LOST, lost)
+
+    def complete_listener(self, event: ListenerDone) -> None:
+        unassign = self.listeners.pop(event.invocation_id) & self.owned
+        if unassign:
+            self.owned -= unassign
+            self.emit(Unassign(partitions=unassign))
+
+    # ------------------------------------------------------------------ coordinator
+
+    def ensure_coordinator(self, now: float) -> None:
+        if self.lookup is CoordinatorLookup.BACKING_OFF and (
+            self.lookup_retry_at is None or now >= self.lookup_retry_at
+        ):
+            self.lookup = CoordinatorLookup.IDLE
+        if self.lookup is CoordinatorLookup.IDLE:
+            self.lookup = CoordinatorLookup.LOOKING
+            self.lookup_retry_at = None
+            request_id = self.track(Api.FIND_COORDINATOR, now, token=None, node_id=None)
+            self.emit(FindCoordinator(group_id=self.config.group_id, request_id=request_id))
+
+    def forget_coordinator(self, reason: str) -> None:
+        """The coordinator is unknown now (``coordinator_dead`` looks it up again)."""
+        if self.coordinator_id is not None:
+            self.log(logging.INFO, f"group coordinator {self.coordinator_id} unknown: {reason}")
+        self.coordinator_id = None
+        self.live_node = None
+        if self.lookup is CoordinatorLookup.KNOWN:
+            self.lookup = CoordinatorLookup.IDLE
+
+    # ------------------------------------------------------------------ fetches
+
+    def finish_fetch(
+        self,
+        fetch_id: int,
+        *,
+        offsets: Mapping[TopicPartition, OffsetAndMetadata | None] | None = None,
+        error: CoopConsumerError | None = None,
+    ) -> None:
+        """Answer fetch ``fetch_id`` (exactly once) and forget its request in flight."""
+        job = self.fetches.pop(fetch_id)
+        if job.request_id is not None:
+            self.pending.pop(job.request_id, None)
+        self.emit(
+            CommittedOffsetsDone(
+                token=job.token, offsets=offsets if offsets is not None else {}, error=error
+            )
+        )

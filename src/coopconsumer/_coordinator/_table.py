@@ -18,12 +18,9 @@ Pure: imports the phase modules and the input types; never I/O, threads or clock
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from types import MappingProxyType
 from typing import Any, Final
 
-import attrs
-
-from . import _commit, _discovery, _fetch, _join, _leave, _manual, _stable, _sync
+from . import _commit, _discovery, _fetch, _join, _leave, _manual, _stable, _sync, _tables
 from ._core import MemberCore
 from ._inputs import (
     AssignRequested,
@@ -64,19 +61,8 @@ __all__ = [
 
 #: A phase handler: ``handler(member, input, now)``; it emits effects on the member.
 Handler = Callable[[MemberCore, Any, float], None]
-
-
-def _states(values: Iterable[MemberState]) -> frozenset[MemberState]:
-    return frozenset(values)
-
-
-@attrs.frozen(kw_only=True)
-class Transition:
-    """One row: the handler of a ``(state, input type)`` pair and the states it may
-    move the member to."""
-
-    handler: Handler
-    next_states: frozenset[MemberState] = attrs.field(converter=_states)
+#: One row of the table, as ``_tables.Transition`` holds it.
+Transition = _tables.Transition[MemberState]
 
 
 #: The state of a new member.
@@ -245,19 +231,8 @@ _ROWS: tuple[tuple[Iterable[MemberState], type, Handler, Iterable[MemberState]],
 )
 
 
-def _build() -> Mapping[tuple[MemberState, type], Transition]:
-    table: dict[tuple[MemberState, type], Transition] = {}
-    for states, input_type, handler, next_states in _ROWS:
-        for state in states:
-            key = (state, input_type)
-            if key in table:
-                raise AssertionError(f"two rows for {state.name} x {input_type.__name__}")
-            table[key] = Transition(handler=handler, next_states=next_states)
-    return MappingProxyType(table)
-
-
 #: The transition table (see the module docstring).
-TRANSITIONS: Mapping[tuple[MemberState, type], Transition] = _build()
+TRANSITIONS: Mapping[tuple[MemberState, type], Transition] = _tables.build(_ROWS)
 
 #: Pairs that are legal and do nothing.
 IGNORED: frozenset[tuple[MemberState, type]] = frozenset(
@@ -316,18 +291,9 @@ REJECTED: frozenset[tuple[MemberState, type]] = frozenset(
 def moves() -> dict[tuple[MemberState, MemberState], tuple[type, ...]]:
     """Every move the table allows, ``(from, to) -> input types`` that may cause it,
     in ``MemberState`` and ``INPUT_TYPES`` order."""
-    found: dict[tuple[MemberState, MemberState], list[type]] = {}
-    for source in MemberState:
-        for input_type in INPUT_TYPES:
-            row = TRANSITIONS.get((source, input_type))
-            if row is None:
-                continue
-            for target in MemberState:
-                if target in row.next_states and target is not source:
-                    found.setdefault((source, target), []).append(input_type)
-    return {edge: tuple(inputs) for edge, inputs in found.items()}
+    return _tables.moves(TRANSITIONS, MemberState, INPUT_TYPES)
 
 
 def predecessors(state: MemberState) -> frozenset[MemberState]:
     """The states from which one input may move a member to ``state``."""
-    return frozenset(source for (source, target) in moves() if target is state)
+    return _tables.predecessors(TRANSITIONS, MemberState, INPUT_TYPES, state)

@@ -12,12 +12,9 @@ Pure: imports the phase modules and the input types; never I/O, threads or clock
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from types import MappingProxyType
 from typing import Any, Final
 
-import attrs
-
-from .. import _discovery, _fetch
+from .. import _discovery, _fetch, _tables
 from .. import _manual as _shared_manual
 from .._inputs import (
     AssignRequested,
@@ -49,20 +46,10 @@ __all__ = [
     "predecessors",
 ]
 
+#: A phase handler: ``handler(member, input, now)``; it emits effects on the member.
 Handler = Callable[[MemberCore, Any, float], None]
-
-
-def _states(values: Iterable[ConsumerMemberState]) -> frozenset[ConsumerMemberState]:
-    return frozenset(values)
-
-
-@attrs.frozen(kw_only=True)
-class Transition:
-    """One row: the handler of a ``(state, input type)`` pair and the states it may
-    move the member to."""
-
-    handler: Handler
-    next_states: frozenset[ConsumerMemberState] = attrs.field(converter=_states)
+#: One row of the table, as ``_tables.Transition`` holds it.
+Transition = _tables.Transition[ConsumerMemberState]
 
 
 #: The state of a new member.
@@ -159,19 +146,8 @@ _ROWS: tuple[
 )
 
 
-def _build() -> Mapping[tuple[ConsumerMemberState, type], Transition]:
-    table: dict[tuple[ConsumerMemberState, type], Transition] = {}
-    for states, input_type, handler, next_states in _ROWS:
-        for state in states:
-            key = (state, input_type)
-            if key in table:
-                raise AssertionError(f"two rows for {state.name} x {input_type.__name__}")
-            table[key] = Transition(handler=handler, next_states=next_states)
-    return MappingProxyType(table)
-
-
 #: The transition table (see the module docstring).
-TRANSITIONS: Mapping[tuple[ConsumerMemberState, type], Transition] = _build()
+TRANSITIONS: Mapping[tuple[ConsumerMemberState, type], Transition] = _tables.build(_ROWS)
 
 #: Pairs that are legal and do nothing.
 IGNORED: frozenset[tuple[ConsumerMemberState, type]] = frozenset(
@@ -229,19 +205,11 @@ REJECTED: frozenset[tuple[ConsumerMemberState, type]] = frozenset(
 
 
 def moves() -> dict[tuple[ConsumerMemberState, ConsumerMemberState], tuple[type, ...]]:
-    """Every move the table allows, ``(from, to) -> input types`` that may cause it."""
-    found: dict[tuple[ConsumerMemberState, ConsumerMemberState], list[type]] = {}
-    for source in ConsumerMemberState:
-        for input_type in INPUT_TYPES:
-            row = TRANSITIONS.get((source, input_type))
-            if row is None:
-                continue
-            for target in ConsumerMemberState:
-                if target in row.next_states and target is not source:
-                    found.setdefault((source, target), []).append(input_type)
-    return {edge: tuple(inputs) for edge, inputs in found.items()}
+    """Every move the table allows, ``(from, to) -> input types`` that may cause it,
+    in ``ConsumerMemberState`` and ``INPUT_TYPES`` order."""
+    return _tables.moves(TRANSITIONS, ConsumerMemberState, INPUT_TYPES)
 
 
 def predecessors(state: ConsumerMemberState) -> frozenset[ConsumerMemberState]:
     """The states from which one input may move a member to ``state``."""
-    return frozenset(source for (source, target) in moves() if target is state)
+    return _tables.predecessors(TRANSITIONS, ConsumerMemberState, INPUT_TYPES, state)

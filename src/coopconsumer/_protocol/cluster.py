@@ -35,13 +35,16 @@ class BrokerInfo:
 
 @attrs.frozen(kw_only=True)
 class PartitionInfo:
-    """One partition of a topic: leader, replicas, in-sync replicas."""
+    """One partition of a topic: leader (and its epoch, -1 before Metadata v7),
+    replicas, in-sync and offline replicas."""
 
     partition: int
     leader_id: int
     replica_nodes: tuple[int, ...] = ()
     isr_nodes: tuple[int, ...] = ()
     error_code: int = 0
+    leader_epoch: int = -1
+    offline_replicas: tuple[int, ...] = ()
 
 
 @attrs.frozen(kw_only=True)
@@ -104,6 +107,8 @@ class ClusterSnapshot:
                     replica_nodes=tuple(p.replica_nodes),
                     isr_nodes=tuple(p.isr_nodes),
                     error_code=p.error_code,
+                    leader_epoch=p.leader_epoch,
+                    offline_replicas=tuple(p.offline_replicas),
                 )
                 for p in topic.partitions
             }

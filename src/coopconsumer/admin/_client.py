@@ -65,7 +65,8 @@ from .._protocol.admin_messages import (
     ReassignablePartition,
     ReassignableTopic,
 )
-from .._protocol.messages import MetadataRequest, MetadataRequestTopic, MetadataResponse
+from .._protocol.cluster import ClusterSnapshot
+from .._protocol.messages import MetadataRequest
 from .._security import is_security_key
 from .._types import TopicPartition
 from ._assignor import (
@@ -219,7 +220,7 @@ class AdminClient:
                 controller_id=metadata.controller_id,
                 brokers=tuple(
                     BrokerDescription(node_id=b.node_id, host=b.host, port=b.port, rack=b.rack)
-                    for b in sorted(metadata.brokers, key=lambda b: b.node_id)
+                    for _, b in sorted(metadata.brokers.items())
                 ),
             )
         _raise_top_level(response.error_code, response.error_message, response.API_KEY)
@@ -244,9 +245,7 @@ class AdminClient:
         metadata = self._metadata(names, timeout_ms)
         described: dict[str, TopicDescription] = {}
         failed: dict[Any, KafkaError] = {}
-        for topic in metadata.topics:
-            if topic.name is None:
-                continue
+        for topic in metadata.topics.values():
             if topic.error_code:
                 failed[topic.name] = errors.to_exception(
                     topic.error_code, api_key=MetadataRequest.API_KEY
@@ -258,7 +257,7 @@ class AdminClient:
                 is_internal=topic.is_internal,
                 partitions=tuple(
                     PartitionDescription(
-                        partition=p.partition_index,
+                        partition=p.partition,
                         leader=p.leader_id,
                         leader_epoch=p.leader_epoch,
                         replicas=tuple(p.replica_nodes),
@@ -268,7 +267,7 @@ class AdminClient:
                         if p.error_code
                         else None,
                     )
-                    for p in sorted(topic.partitions, key=lambda p: p.partition_index)
+                    for _, p in sorted(topic.partitions.items())
                 ),
             )
         if failed:
@@ -280,21 +279,21 @@ class AdminClient:
         (Metadata) and used/total bytes (DescribeLogDirs, when the brokers answer it),
         and every partition's replicas."""
         metadata = self._metadata(None, timeout_ms)
-        replicas: dict[int, int] = {b.node_id: 0 for b in metadata.brokers}
+        replicas: dict[int, int] = dict.fromkeys(metadata.brokers, 0)
         leaders: dict[int, int] = dict.fromkeys(replicas, 0)
         assignments: dict[TopicPartition, tuple[int, ...]] = {}
-        for topic in metadata.topics:
-            if topic.name is None or topic.error_code:
+        for topic in metadata.topics.values():
+            if topic.error_code:
                 continue
-            for p in topic.partitions:
-                assignments[TopicPartition(topic.name, p.partition_index)] = tuple(p.replica_nodes)
+            for p in topic.partitions.values():
+                assignments[TopicPartition(topic.name, p.partition)] = p.replica_nodes
                 for r in p.replica_nodes:
                     if r in replicas:
                         replicas[r] += 1
                 if p.leader_id in leaders:
                     leaders[p.leader_id] += 1
         storage: dict[int, tuple[int | None, int | None]] = {}
-        for b in metadata.brokers:
+        for b in metadata.brokers.values():
             try:
                 dirs = self._log_dirs_of(b.node_id, timeout_ms)
             except (KafkaError, BrokerConnectionError, RequestTimeoutError, EncodeError) as exc:
@@ -314,7 +313,7 @@ class AdminClient:
                     used_bytes=storage.get(b.node_id, (None, None))[0],
                     total_bytes=storage.get(b.node_id, (None, None))[1],
                 )
-                for b in metadata.brokers
+                for b in metadata.brokers.values()
             ],
             assignments=assignments,
         )
@@ -677,7 +676,7 @@ class AdminClient:
         """Each broker's log directories with the replicas in them (None: every live
         broker). A broker that cannot be reached is an ``AdminOperationError`` item."""
         if brokers is None:
-            brokers = [b.node_id for b in self._metadata((), timeout_ms).brokers]
+            brokers = list(self._metadata((), timeout_ms).brokers)
         out: dict[int, tuple[LogDirDescription, ...]] = {}
         failed: dict[Any, CoopConsumerError] = {}
         for node in brokers:
@@ -697,18 +696,12 @@ class AdminClient:
     def _pick_assignor(self, spec: ReplicaAssignorSpec | None) -> ReplicaAssignor:
         return self._assignor if spec is None else load_replica_assignor(spec)
 
-    def _metadata(self, topics: Iterable[str] | None, timeout_ms: float | None) -> MetadataResponse:
-        names = None if topics is None else tuple(topics)
-        request = MetadataRequest(
-            topics=None if names is None else tuple(MetadataRequestTopic(name=n) for n in names),
-            allow_auto_topic_creation=False,
+    def _metadata(self, topics: Iterable[str] | None, timeout_ms: float | None) -> ClusterSnapshot:
+        """Metadata of ``topics`` (None: all; empty: brokers only), read by the one
+        Metadata reader; the wire client learns the brokers it names."""
+        return self._client.metadata(
+            topics, allow_auto_topic_creation=False, timeout_ms=self._timeout(timeout_ms)
         )
-        response: MetadataResponse = self._any(request, timeout_ms)
-        known = self._client.brokers()
-        for b in response.brokers:
-            if b.node_id not in known:
-                self._client.add_broker(b.node_id, b.host, b.port)
-        return response
 
     def _any(self, request: Request, timeout_ms: float | None) -> Any:
         return self._client.request_any(request, timeout_ms=self._timeout(timeout_ms))
@@ -724,7 +717,7 @@ class AdminClient:
         for attempt in (1, 2):
             metadata = self._metadata((), timeout_ms)
             node = metadata.controller_id
-            if node not in {b.node_id for b in metadata.brokers}:
+            if node not in metadata.brokers:
                 return self._any(request, timeout_ms)
             try:
                 response = self._to(node, request, timeout_ms)

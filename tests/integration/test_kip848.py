@@ -740,3 +740,58 @@ def test_manual_target_assignment(mock_broker: EmbeddedBroker, unique_topic: str
         _poll_until(consumer, lambda: consumer.assignment() == everything)
     finally:
         consumer.close()
+
+
+class _CommitWhenRevoked(coopconsumer.RebalanceListener):
+    """Commits the consumed positions in ``on_partitions_revoked``: Java's documented
+    pattern for manual commits, which must work in the revocation close() runs."""
+
+    def __init__(self) -> None:
+        self.consumer: Consumer | None = None
+        self.errors: list[BaseException] = []
+
+    def on_partitions_revoked(self, partitions: frozenset[TopicPartition]) -> None:
+        assert self.consumer is not None
+        try:
+            self.consumer.commit()
+        except BaseException as exc:
+            self.errors.append(exc)
+            raise
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=coopconsumer.CoopConsumerError,
+    reason="close() sets _closed before it runs on_partitions_revoked, so commit() in "
+    "the listener raises 'the consumer is closed' and nothing is committed",
+)
+@pytest.mark.parametrize("protocol", ["classic", "consumer"])
+def test_commit_in_revoke_during_close(
+    mock_broker: EmbeddedBroker, unique_topic: str, unique_group: str, protocol: str
+) -> None:
+    mock_broker.create_topic(unique_topic, partitions=2)
+    accounting = RecordAccounting()
+    KeyProducer(mock_broker.bootstrap, unique_topic, 2, accounting).produce(10)
+    listener = _CommitWhenRevoked()
+    consumer = Consumer(
+        {
+            "bootstrap.servers": mock_broker.bootstrap,
+            "group.id": unique_group,
+            "group.protocol": protocol,
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+        }
+    )
+    listener.consumer = consumer
+    read = 0
+    try:
+        consumer.subscribe([unique_topic], listener)
+        deadline = time.monotonic() + 20
+        while read < 10:
+            assert time.monotonic() < deadline, f"read {read} of 10"
+            read += sum(1 for r in consumer.consume(10, 0.1) if r.error() is None)
+    finally:
+        consumer.close()  # raises the listener's error today
+    assert not listener.errors
+    tps = {TopicPartition(unique_topic, p) for p in range(2)}
+    assert committed_offsets(mock_broker.bootstrap, unique_group, tps) == accounting.end_offsets()

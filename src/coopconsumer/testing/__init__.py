@@ -73,6 +73,15 @@ Fault injection (mock only; ``broker.supports_faults`` says whether it is there)
         broker.set_coordinator("my-group", 2)
         broker.push_request_errors(11, [27, 27])   # two JoinGroups get REBALANCE_IN_PROGRESS
         broker.set_broker_down(2)
+
+The mock's KIP-848 consumer groups (``group.protocol=consumer``) take a session timeout,
+a heartbeat interval and a manual target assignment (:class:`MockBroker`; an
+``embedded_broker("mock")`` is one)::
+
+    with embedded_broker("mock") as broker:
+        assert isinstance(broker, MockBroker)
+        broker.set_group_consumer_session_timeout_ms(3000)
+        broker.set_group_consumer_heartbeat_interval_ms(500)
 """
 
 from __future__ import annotations
@@ -98,6 +107,7 @@ from ._cluster._model import PartitionView as PartitionView
 from ._cluster._process import start_subprocess_cluster
 from ._cluster._server import InProcessCluster
 from ._cluster._server import ManualClock as ManualClock
+from ._mock import MockBroker as MockBroker
 from ._mock import start_mock
 from ._ports import free_port as free_port
 from ._probe import probe_api_versions as probe_api_versions
@@ -120,6 +130,7 @@ __all__ = [
     "EmbeddedBroker",
     "GatewayStats",
     "ManualClock",
+    "MockBroker",
     "MockRequest",
     "PartitionView",
     "ReplicationCluster",

@@ -1,8 +1,8 @@
 """Parent side of the librdkafka mock cluster running in ``_mock_server``.
 
 Turns the public fault-injection methods into JSON commands for the child process.
-Imports the standard library and the sibling testing modules only (the child loads
-librdkafka; this side never does).
+Imports the standard library, the sibling testing modules and coopconsumer's value and
+error types only (the child loads librdkafka; this side never does).
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from .._errors import (
@@ -19,6 +19,7 @@ from .._errors import (
     KafkaError,
     RequestTimeoutError,
 )
+from .._types import TopicPartition
 from ._broker import (
     BrokerKind,
     BrokerStartupError,
@@ -31,12 +32,21 @@ from ._broker import (
 )
 from ._probe import wait_until_answering
 
-__all__ = ["start_mock"]
+__all__ = ["MockBroker", "start_mock"]
 
 _COMMAND_TIMEOUT_S = 30.0
 
 
-class _MockBroker(EmbeddedBroker):
+class MockBroker(EmbeddedBroker):
+    """librdkafka's mock cluster (``embedded_broker("mock")``): every fault injection of
+    :class:`EmbeddedBroker`, and the settings of the mock's KIP-848 consumer groups
+    (``group.protocol=consumer``), which only the mock has.
+
+    The KIP-848 settings are cluster-wide: a group copies them on each
+    ConsumerGroupHeartbeat it answers, so they take effect at the next heartbeat of
+    every member, existing groups included.
+    """
+
     kind: BrokerKind = "mock"
     supports_faults = True
 
@@ -169,6 +179,46 @@ class _MockBroker(EmbeddedBroker):
             max_version=_require_int(max_version, "max_version", minimum=-1),
         )
 
+    def set_group_consumer_session_timeout_ms(self, timeout_ms: int) -> None:
+        """The broker's ``group.consumer.session.timeout.ms`` (mock default 30000): a
+        consumer-protocol member that sends no heartbeat for this long is removed from
+        its group (checked once a second) and its next heartbeat is answered
+        ``UNKNOWN_MEMBER_ID``."""
+        self._call(
+            "group_consumer_session_timeout_ms",
+            timeout_ms=_require_int(timeout_ms, "timeout_ms", minimum=1),
+        )
+
+    def set_group_consumer_heartbeat_interval_ms(self, interval_ms: int) -> None:
+        """The broker's ``group.consumer.heartbeat.interval.ms`` (mock default 3000),
+        which every ConsumerGroupHeartbeat answer tells the member to heartbeat at."""
+        self._call(
+            "group_consumer_heartbeat_interval_ms",
+            interval_ms=_require_int(interval_ms, "interval_ms", minimum=1),
+        )
+
+    def set_consumer_group_target_assignment(
+        self, group_id: str, assignment: Mapping[str, Iterable[TopicPartition]] | None
+    ) -> None:
+        """Replace the mock's own (uniform) assignor for the consumer-protocol group
+        ``group_id``: member id -> its target partitions, from the next heartbeat on
+        (the group epoch is bumped). Members not named keep their target; ``None``
+        goes back to the mock's assignor. A group or member the mock does not know (no
+        heartbeat yet) is silently ignored by the mock."""
+        if not isinstance(group_id, str) or not group_id:
+            raise ConfigurationError(f"group_id must be a non-empty str, not {group_id!r}")
+        wire: dict[str, list[list[object]]] | None = None
+        if assignment is not None:
+            wire = {}
+            for member_id, partitions in assignment.items():
+                if not isinstance(member_id, str) or not member_id:
+                    raise ConfigurationError(f"member id must be a non-empty str: {member_id!r}")
+                wire[member_id] = [
+                    [_require_topic(tp.topic), _require_int(tp.partition, "partition", minimum=0)]
+                    for tp in sorted(partitions)
+                ]
+        self._call("cgrp_consumer_target_assignment", group_id=group_id, assignment=wire)
+
     def start_request_tracking(self) -> None:
         self._call("start_request_tracking")
 
@@ -182,7 +232,7 @@ class _MockBroker(EmbeddedBroker):
         self._call("clear_requests")
 
 
-def start_mock(*, num_brokers: int, startup_timeout_s: float) -> _MockBroker:
+def start_mock(*, num_brokers: int, startup_timeout_s: float) -> MockBroker:
     """Start the mock cluster subprocess; return once every broker answers ApiVersions."""
 
     deadline = time.monotonic() + startup_timeout_s
@@ -205,7 +255,7 @@ def start_mock(*, num_brokers: int, startup_timeout_s: float) -> _MockBroker:
             timeout_s=max(0.1, deadline - time.monotonic()),
             still_starting=process.exit_reason,
         )
-        return _MockBroker(
+        return MockBroker(
             process, num_brokers, bootstrap=bootstrap, api_versions=answers[addresses[0]]
         )
     except (ChildProcessError, TimeoutError, ValueError, KeyError) as exc:

@@ -82,6 +82,19 @@ _SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     "rd_kafka_mock_request_id": (_c_int32, [_c_void_p]),
     "rd_kafka_mock_request_api_key": (_c_int16, [_c_void_p]),
     "rd_kafka_mock_request_destroy_array": (None, [ctypes.POINTER(_c_void_p), _c_size_t]),
+    # KIP-848 consumer groups (librdkafka 2.4+ mock): cluster defaults that a group
+    # copies on every ConsumerGroupHeartbeat, and a manual target assignment.
+    "rd_kafka_mock_set_group_consumer_session_timeout_ms": (None, [_c_void_p, _c_int]),
+    "rd_kafka_mock_set_group_consumer_heartbeat_interval_ms": (None, [_c_void_p, _c_int]),
+    "rd_kafka_mock_cgrp_consumer_target_assignment_new": (
+        _c_void_p,
+        [ctypes.POINTER(_c_char_p), _c_int, ctypes.POINTER(_c_void_p)],
+    ),
+    "rd_kafka_mock_cgrp_consumer_target_assignment_destroy": (None, [_c_void_p]),
+    "rd_kafka_mock_cgrp_consumer_target_assignment": (None, [_c_void_p, _c_char_p, _c_void_p]),
+    "rd_kafka_topic_partition_list_new": (_c_void_p, [_c_int]),
+    "rd_kafka_topic_partition_list_add": (_c_void_p, [_c_void_p, _c_char_p, _c_int32]),
+    "rd_kafka_topic_partition_list_destroy": (None, [_c_void_p]),
 }
 
 
@@ -211,6 +224,50 @@ class MockCluster:
             self._cluster, api_key, min_version, max_version
         )
         self._check(code, "set_apiversion")
+
+    def group_consumer_session_timeout_ms(self, timeout_ms: int) -> None:
+        self._lib.rd_kafka_mock_set_group_consumer_session_timeout_ms(self._cluster, timeout_ms)
+
+    def group_consumer_heartbeat_interval_ms(self, interval_ms: int) -> None:
+        self._lib.rd_kafka_mock_set_group_consumer_heartbeat_interval_ms(self._cluster, interval_ms)
+
+    def cgrp_consumer_target_assignment(
+        self, group_id: str, assignment: dict[str, list[list[Any]]] | None
+    ) -> None:
+        """``assignment``: member id -> ``[[topic, partition], ...]``; None returns the
+        group to the mock's own assignor. A group or member id the mock does not know is
+        ignored (rd_kafka_mock_cgrp_consumer_target_assignment)."""
+        lib = self._lib
+        if assignment is None:
+            lib.rd_kafka_mock_cgrp_consumer_target_assignment(
+                self._cluster, group_id.encode(), None
+            )
+            return
+        member_ids = list(assignment)
+        lists = [
+            lib.rd_kafka_topic_partition_list_new(max(1, len(assignment[m]))) for m in member_ids
+        ]
+        target = None
+        try:
+            for member_id, tp_list in zip(member_ids, lists, strict=True):
+                for topic, partition in assignment[member_id]:
+                    lib.rd_kafka_topic_partition_list_add(
+                        tp_list, str(topic).encode(), int(partition)
+                    )
+            ids = (_c_char_p * len(member_ids))(*(m.encode() for m in member_ids))
+            pointers = (_c_void_p * len(lists))(*lists)
+            # _new copies the ids and the lists.
+            target = lib.rd_kafka_mock_cgrp_consumer_target_assignment_new(
+                ids, len(member_ids), pointers
+            )
+            lib.rd_kafka_mock_cgrp_consumer_target_assignment(
+                self._cluster, group_id.encode(), target
+            )
+        finally:
+            if target:
+                lib.rd_kafka_mock_cgrp_consumer_target_assignment_destroy(target)
+            for tp_list in lists:
+                lib.rd_kafka_topic_partition_list_destroy(tp_list)
 
     def start_request_tracking(self) -> None:
         self._lib.rd_kafka_mock_start_request_tracking(self._cluster)

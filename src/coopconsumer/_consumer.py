@@ -336,6 +336,9 @@ class Consumer:
         self._config = cfg
         self._fetcher = fetcher
         self._closed = False
+        # close() under way: the listener it runs may still commit (Java's pattern of
+        # committing in onPartitionsRevoked), so only _closed refuses calls.
+        self._closing = False
         self._fatal: CoopConsumerError | None = None
         self._errors: list[Exception] = []
         self._metrics = CoordinatorMetrics()
@@ -672,7 +675,7 @@ class Consumer:
         self._check_lookup()
         if (
             self._unpositioned
-            and not self._closed
+            and not (self._closing or self._closed)
             and time.monotonic() >= self._next_position_retry
         ):
             self._position(frozenset(self._unpositioned))
@@ -709,7 +712,7 @@ class Consumer:
                     )
         elif isinstance(item, Assign):
             self._assigned |= item.partitions
-            if self._closed:
+            if self._closing or self._closed:
                 self._unpositioned |= item.partitions  # closing: nothing will be fetched
             else:
                 # Given start offsets (manual assignment) go to the fetcher with the
@@ -1317,9 +1320,9 @@ class Consumer:
         stop within the timeout (a stuck socket or callback), ``CoopConsumerError`` says
         so (after a listener exception, which wins, it is only logged).
         """
-        if self._closed:
+        if self._closed or self._closing:
             return
-        self._closed = True
+        self._closing = True
         self._finalizer.detach()
         timeout_s = _CLOSE_TIMEOUT_S if timeout is None else max(0.0, timeout)
         deadline = time.monotonic() + timeout_s
@@ -1344,6 +1347,7 @@ class Consumer:
             try:
                 stopped = driver.stop(max(0.1, deadline - time.monotonic()))
             finally:
+                self._closed = True
                 self._assigned.clear()
                 self._unpositioned.clear()
                 self._fetcher.close()

@@ -253,6 +253,9 @@ class FakeClient:
         self.coordinator_connections.append(node_id)
         return node_id
 
+    def connection_losses(self, node_id: int) -> int:
+        return 0  # the in-process cluster never drops a connection
+
     def close(self) -> None:
         self.closed = True
 

@@ -36,6 +36,7 @@ from coopconsumer._coordinator import (
     CommitBeforeRevoke,
     CommitDone,
     CommitRequested,
+    ConnectionLost,
     CoordinatorFound,
     Effect,
     Fatal,
@@ -503,3 +504,24 @@ def test_manual_assignment_commits_as_nobody_and_waits_for_the_coordinator() -> 
     fx = m.feed(CloseRequested())
     assert Unassign(partitions=frozenset({tp})) in fx
     assert m.state() is S.CLOSED
+
+
+def test_a_lost_coordinator_connection_makes_the_next_heartbeat_say_everything() -> None:
+    """The coordinator may have dropped what it knew of the member with the connection
+    (librdkafka's mock does), and no request of the member failed to say so: the next
+    heartbeat carries the subscription and the owned partitions again."""
+    m = Member()
+    m.stable(0, 1)
+    request_id, quiet_beat = heartbeat(m.feed(Tick(), after=2.0))
+    assert (quiet_beat.topic_partitions, quiet_beat.subscribed_topic_names) == (None, None)
+    m.answer(request_id, ok(1))
+    assert m.feed(ConnectionLost(node_id=COORDINATOR + 1)) == []  # another node's
+    request_id, still_quiet = heartbeat(m.feed(Tick(), after=2.0))
+    assert still_quiet.topic_partitions is None
+    m.answer(request_id, ok(1))
+    assert m.feed(ConnectionLost(node_id=COORDINATOR)) == []
+    assert m.state() is S.STABLE
+    _, full = heartbeat(m.feed(Tick(), after=2.0))
+    assert full.subscribed_topic_names == ("t",)
+    assert full.topic_partitions is not None
+    assert [(tp.topic_id, tp.partitions) for tp in full.topic_partitions] == [(T_ID, (0, 1))]

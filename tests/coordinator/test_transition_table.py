@@ -25,6 +25,7 @@ from coopconsumer._coordinator import (
     CloseRequested,
     CommitRequested,
     CommittedOffsetsRequested,
+    ConnectionLost,
     CoordinatorFound,
     CoordinatorUnavailable,
     IllegalTransition,
@@ -69,6 +70,7 @@ INPUT_TYPES: tuple[type, ...] = (
     MetadataUpdate,
     CoordinatorFound,
     CoordinatorUnavailable,
+    ConnectionLost,
     Tick,
     PollCalled,
     ListenerDone,
@@ -165,6 +167,8 @@ def _canonical(script: Script, input_type: type) -> object:
         return CoordinatorFound(node_id=1)
     if input_type is CoordinatorUnavailable:
         return CoordinatorUnavailable()
+    if input_type is ConnectionLost:
+        return ConnectionLost(node_id=1)
     if input_type is Tick:
         return Tick()
     if input_type is PollCalled:

@@ -3,6 +3,7 @@ lookup with retries, reconnect backoff, wakeup and file-descriptor hygiene."""
 
 from __future__ import annotations
 
+import gc
 import os
 import random
 import threading
@@ -69,6 +70,10 @@ def heartbeat() -> HeartbeatRequest:
 
 
 def open_fds() -> set[str]:
+    """This process's open descriptors, after a garbage collection: an earlier test's
+    librdkafka client kept alive by a reference cycle would otherwise still be opening
+    and closing sockets in its own threads (and close them when collected)."""
+    gc.collect()
     return set(os.listdir("/proc/self/fd"))
 
 

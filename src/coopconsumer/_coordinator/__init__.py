@@ -76,6 +76,7 @@ from ._inputs import AssignRequested as AssignRequested
 from ._inputs import CloseRequested as CloseRequested
 from ._inputs import CommitRequested as CommitRequested
 from ._inputs import CommittedOffsetsRequested as CommittedOffsetsRequested
+from ._inputs import ConnectionLost as ConnectionLost
 from ._inputs import CoordinatorFound as CoordinatorFound
 from ._inputs import CoordinatorUnavailable as CoordinatorUnavailable
 from ._inputs import Input as Input
@@ -105,6 +106,7 @@ __all__ = [
     "CommitRequested",
     "CommittedOffsetsDone",
     "CommittedOffsetsRequested",
+    "ConnectionLost",
     "CoordinatorFound",
     "CoordinatorUnavailable",
     "Effect",

@@ -289,6 +289,12 @@ class MemberBase(Generic[StateT]):
             request_id = self.track(Api.FIND_COORDINATOR, now, token=None, node_id=None)
             self.emit(FindCoordinator(group_id=self.config.group_id, request_id=request_id))
 
+    def connection_lost(self, node_id: int) -> None:
+        """Node ``node_id``'s connection closed on an error (``ConnectionLost``): if it
+        was the coordinator's, the connection is unproven until the next answer."""
+        if node_id == self.coordinator_id:
+            self.live_node = None
+
     def forget_coordinator(self, reason: str) -> None:
         """The coordinator is unknown now (``coordinator_dead`` looks it up again)."""
         if self.coordinator_id is not None:

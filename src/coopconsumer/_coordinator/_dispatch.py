@@ -9,7 +9,8 @@ the member only to the states its row lists (docs/architecture.md, "The group
 member's state machine"). The bookkeeping: a finished listener releases its
 partitions, a poll is remembered, a ``Tick`` sends a Metadata refresh that is due and
 a ``MetadataUpdate`` fed by a test harness answers the refresh in flight
-(``_metadata.py``).
+(``_metadata.py``), and a ``ConnectionLost`` un-proves the coordinator's connection
+(``MemberBase.connection_lost``; the table ignores it in every state).
 
 Pure: no sockets, threads or clocks.
 """
@@ -22,7 +23,15 @@ from typing import Any, Protocol
 from .._types import TopicPartition
 from ._effects import Effect
 from ._errors import IllegalTransition
-from ._inputs import ListenerDone, MetadataUpdate, PollCalled, RequestFailed, ResponseReceived, Tick
+from ._inputs import (
+    ConnectionLost,
+    ListenerDone,
+    MetadataUpdate,
+    PollCalled,
+    RequestFailed,
+    ResponseReceived,
+    Tick,
+)
 from ._metadata import MetadataHost, answered_directly, refresh_metadata
 from ._outcomes import Pending
 
@@ -56,6 +65,8 @@ class Dispatchable(MetadataHost, Protocol):
 
     def complete_listener(self, event: ListenerDone) -> None: ...
 
+    def connection_lost(self, node_id: int) -> None: ...
+
 
 def dispatch(
     core: Dispatchable,
@@ -87,6 +98,8 @@ def dispatch(
         core.last_poll = now
     elif isinstance(routed, Tick):
         refresh_metadata(core, now)
+    elif isinstance(routed, ConnectionLost):
+        core.connection_lost(routed.node_id)
     elif routed is event and isinstance(event, MetadataUpdate):
         answered = answered_directly(core, now)
         if answered is not None:

@@ -25,6 +25,7 @@ __all__ = [
     "CloseRequested",
     "CommitRequested",
     "CommittedOffsetsRequested",
+    "ConnectionLost",
     "CoordinatorFound",
     "CoordinatorUnavailable",
     "Input",
@@ -109,6 +110,17 @@ class CoordinatorUnavailable:
     member retries after ``retry.backoff.ms``."""
 
     error: CoopConsumerError | None = None
+
+
+@attrs.frozen(kw_only=True)
+class ConnectionLost:
+    """The connection to node ``node_id`` closed on an error, whether or not a request
+    of the member was on it. The member's coordinator connection is then unproven, and
+    a KIP-848 member tells a coordinator that may have forgotten its per-connection
+    state everything again in its next heartbeat (Java resets its sent fields on any
+    failure; a lost connection with nothing in flight fails nothing)."""
+
+    node_id: int
 
 
 @attrs.frozen(kw_only=True)
@@ -245,6 +257,7 @@ Input = (
     | MetadataUpdate
     | CoordinatorFound
     | CoordinatorUnavailable
+    | ConnectionLost
     | ResponseReceived
     | RequestFailed
     | Tick

@@ -27,6 +27,7 @@ from ._inputs import (
     CloseRequested,
     CommitRequested,
     CommittedOffsetsRequested,
+    ConnectionLost,
     CoordinatorFound,
     CoordinatorUnavailable,
     LeaveRequested,
@@ -75,6 +76,7 @@ INPUT_TYPES: tuple[type, ...] = (
     MetadataUpdate,
     CoordinatorFound,
     CoordinatorUnavailable,
+    ConnectionLost,
     Tick,
     PollCalled,
     ListenerDone,
@@ -237,6 +239,8 @@ TRANSITIONS: Mapping[tuple[MemberState, type], Transition] = _tables.build(_ROWS
 #: Pairs that are legal and do nothing.
 IGNORED: frozenset[tuple[MemberState, type]] = frozenset(
     {
+        # Bookkeeping only (the coordinator's connection is unproven; see _dispatch).
+        *((s, ConnectionLost) for s in MemberState),
         *((s, ListenerDone) for s in MemberState if s not in (PREPARING_JOIN, ASSIGNING, LEAVING)),
         (UNJOINED, LeaveRequested),
         (LEAVING, LeaveRequested),

@@ -269,6 +269,7 @@ class _Node:
         "label",
         "last_backoff_ms",
         "last_error",
+        "losses",
         "next_attempt",
         "node_id",
         "port",
@@ -283,6 +284,8 @@ class _Node:
         self.label = label
         self.rack: str | None = None
         self.connection: BrokerConnection | None = None
+        #: Connections to this node that closed on an error (see ``connection_losses``).
+        self.losses = 0
         #: Consecutive connection failures since the last READY connection.
         self.failures = 0
         self.last_backoff_ms = 0.0
@@ -543,6 +546,13 @@ class KafkaClient:
     def last_reconnect_backoff_ms(self, node_id: int) -> float:
         """The backoff chosen after ``node_id``'s last connection loss (0 if none)."""
         return self._nodes[node_id].last_backoff_ms
+
+    def connection_losses(self, node_id: int) -> int:
+        """How many connections to ``node_id`` closed on an error (lost, refused,
+        failed), ever; a deliberate close (idle, ``close()``) does not count. A caller
+        that must know when the broker may have dropped its per-connection state (a
+        KIP-848 member, whose coordinator may forget what it owns) compares counts."""
+        return self._nodes[node_id].losses
 
     def connection_failures(self, node_id: int) -> int:
         """Consecutive failed connections to ``node_id`` since its last good one."""
@@ -823,6 +833,8 @@ class KafkaClient:
             # A good connection resets the failure count (Java's
             # ClusterConnectionStates.ready); its loss still waits the base backoff.
             node.failures = 0
+        if conn.close_error is not None:
+            node.losses += 1
         if conn.close_error is None and conn.was_ready:
             # Deliberate close (idle): reconnect freely.
             node.last_backoff_ms = 0.0

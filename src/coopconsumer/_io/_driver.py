@@ -42,6 +42,7 @@ from .._coordinator import (
     CommitRequested,
     CommittedOffsetsDone,
     CommittedOffsetsRequested,
+    ConnectionLost,
     CoordinatorFound,
     Effect,
     Fatal,
@@ -147,6 +148,8 @@ class ClientLike(Protocol):
 
     def add_coordinator(self, node_id: int, host: str, port: int) -> int: ...
 
+    def connection_losses(self, node_id: int) -> int: ...
+
     def close(self) -> None: ...
 
 
@@ -217,6 +220,10 @@ class Driver:
         self._calls: list[_Call] = []
         self._commit_futures: set[Future[None]] = set()
         self._fetch_futures: set[Future[CommittedOffsets]] = set()
+        # The coordinator connection (AddCoordinator's node) and how many of its
+        # connections had been lost when last looked at (ConnectionLost).
+        self._coordinator_node: int | None = None
+        self._coordinator_losses = 0
         # Inputs that answer an effect (CoordinatorFound for AddCoordinator), fed once
         # the batch that asked for them has been executed.
         self._later: collections.deque[object] = collections.deque()
@@ -433,6 +440,18 @@ class Driver:
         # A floor of 1 ms: a deadline that a Tick did not move must not spin the loop.
         self._client.poll(max(_MIN_WAIT_S, wait))
         self._deliver_answers()
+        self._check_coordinator_connection()
+
+    def _check_coordinator_connection(self) -> None:
+        """Feed ``ConnectionLost`` when the coordinator's connection closed on an error
+        since the last look, even with nothing of the member's in flight on it."""
+        node = self._coordinator_node
+        if node is None:
+            return
+        losses = self._client.connection_losses(node)
+        if losses != self._coordinator_losses:
+            self._coordinator_losses = losses
+            self._feed(ConnectionLost(node_id=node))
 
     def _drain_commands(self) -> None:
         while True:
@@ -510,6 +529,8 @@ class Driver:
             # behind it on a shared connection would time out and take it down (Java
             # does the same).
             node_id = self._client.add_coordinator(effect.node_id, effect.host, effect.port)
+            self._coordinator_node = node_id
+            self._coordinator_losses = self._client.connection_losses(node_id)
             self._later.append(CoordinatorFound(node_id=node_id))
         elif isinstance(effect, MetadataNeeded):
             self._add_call(

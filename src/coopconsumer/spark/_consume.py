@@ -60,6 +60,8 @@ _MAX_CONSECUTIVE_ERRORS: Final = 5
 #: How often the member samples ``rebalance-latency-max`` (a windowed metric).
 _SAMPLE_INTERVAL_S: Final = 1.0
 
+#: The classic protocol's assignor setting (not set with group.protocol=consumer).
+_STRATEGY: Final = "partition.assignment.strategy"
 # Settings the job needs; filled in when the caller did not give them (under either
 # spelling), refused when the caller gave something else (see _job_config).
 _DEFAULTS: Final[dict[str, tuple[str, object]]] = {
@@ -141,9 +143,15 @@ def _job_config(config: Mapping[str, object]) -> tuple[dict[str, object], Consum
         raise ConfigurationError(f"config must be a mapping, not {type(config).__name__}")
     merged = dict(config)
     for key, (alias, value) in _DEFAULTS.items():
-        if not _given(merged, key, alias):
+        if key != _STRATEGY and not _given(merged, key, alias):
             merged[key] = value
     parsed = ConsumerConfig.from_mapping(merged)
+    alias, strategy = _DEFAULTS[_STRATEGY]
+    # With group.protocol=consumer (KIP-848) the broker assigns and every rebalance is
+    # incremental: no client-side assignor is filled in (setting one is refused).
+    if parsed.group_protocol != "consumer" and not _given(merged, _STRATEGY, alias):
+        merged[_STRATEGY] = strategy
+        parsed = ConsumerConfig.from_mapping(merged)
     parsed.require_group_id()
     if parsed.enable_auto_commit:
         raise ConfigurationError(
@@ -155,6 +163,8 @@ def _job_config(config: Mapping[str, object]) -> tuple[dict[str, object], Consum
             "the consume job reads every record up to the end offsets: auto.offset.reset "
             f"must be 'earliest', not {parsed.auto_offset_reset!r}"
         )
+    if parsed.group_protocol == "consumer":
+        return merged, parsed
     protocol = select_rebalance_protocol(
         load_assignors(list(parsed.partition_assignment_strategy))  # type: ignore[arg-type]
     )
@@ -204,8 +214,10 @@ def run_consume_job(
     ``partition.assignment.strategy=cooperative-sticky`` and
     ``enable.auto.commit=false`` (filled in when ``config`` does not set them; setting
     anything else is a ``ConfigurationError``, as is an ``auto.offset.reset`` other
-    than ``earliest``). It consumes its partitions from the group's committed offsets,
-    calls ``sink(batch)`` on the executor with each batch of records, and only after the
+    than ``earliest``). With ``group.protocol=consumer`` (KIP-848) the broker assigns
+    and no assignor is filled in; its rebalances are incremental too. It consumes its
+    partitions from the group's committed offsets, calls ``sink(batch)`` on the
+    executor with each batch of records, and only after the
     sink returned commits the batch's offsets synchronously. Records at or past the end
     offsets are not handed to the sink and their partition is paused. A member stops
     once the group's committed offsets reached the end offsets of every partition.

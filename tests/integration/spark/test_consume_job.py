@@ -273,6 +273,41 @@ def exact(broker: EmbeddedBroker, stats: list[Row]) -> bool:
     return True
 
 
+def test_the_consumer_group_protocol_runs_the_job(
+    spark: SparkSession,
+    mock_broker: EmbeddedBroker,
+    unique_topic: str,
+    unique_group: str,
+    tmp_path: Path,
+) -> None:
+    """group.protocol=consumer (KIP-848, librdkafka's mock): no assignor is filled in,
+    the broker assigns, and two members read every record once."""
+    mock_broker.create_topic(unique_topic, partitions=PARTITIONS)
+    values = [f"r{i}" for i in range(200)]
+    produce(mock_broker.bootstrap, unique_topic, values)
+    config: dict[str, object] = {
+        "bootstrap.servers": mock_broker.bootstrap,
+        "group.id": unique_group,
+        "group.protocol": "consumer",
+        "max.poll.interval.ms": 20000,
+    }
+    stats = run_consume_job(
+        spark, config, [unique_topic], FileSink(tmp_path), members=2, batch_size=BATCH
+    ).collect()
+    everything = sum(sunk(tmp_path).values(), collections.Counter[str]())
+    assert set(everything) == set(values)
+    assert sum(row.records for row in stats) == everything.total()
+    if exact(mock_broker, stats):
+        assert everything == collections.Counter(values)
+    with pytest.raises(ConfigurationError, match=r"partition\.assignment\.strategy"):
+        run_consume_job(
+            spark,
+            {**config, "partition.assignment.strategy": "cooperative-sticky"},
+            unique_topic,
+            FileSink(tmp_path),
+        )
+
+
 def test_failed_task_is_retried_the_group_rebalances_and_nothing_is_lost(
     spark: SparkSession,
     tansu_broker: EmbeddedBroker,

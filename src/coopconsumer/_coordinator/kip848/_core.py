@@ -272,6 +272,13 @@ class MemberCore(MemberBase[ConsumerMemberState]):
 
     # ------------------------------------------------------------------ coordinator
 
+    def connection_lost(self, node_id: int) -> None:
+        """A coordinator whose connection closed may have dropped what it knew of the
+        member (librdkafka's mock does): the next heartbeat tells it everything."""
+        super().connection_lost(node_id)
+        if node_id == self.coordinator_id:
+            self.sent = None
+
     def coordinator_dead(self, reason: str, now: float) -> None:
         self.forget_coordinator(reason)
         self.sent = None  # a new coordinator hears everything again

@@ -21,6 +21,7 @@ from .._inputs import (
     CloseRequested,
     CommitRequested,
     CommittedOffsetsRequested,
+    ConnectionLost,
     CoordinatorFound,
     CoordinatorUnavailable,
     LeaveRequested,
@@ -61,6 +62,7 @@ INPUT_TYPES: tuple[type, ...] = (
     MetadataUpdate,
     CoordinatorFound,
     CoordinatorUnavailable,
+    ConnectionLost,
     Tick,
     PollCalled,
     ListenerDone,
@@ -152,6 +154,8 @@ TRANSITIONS: Mapping[tuple[ConsumerMemberState, type], Transition] = _tables.bui
 #: Pairs that are legal and do nothing.
 IGNORED: frozenset[tuple[ConsumerMemberState, type]] = frozenset(
     {
+        # Bookkeeping only (the coordinator's connection is unproven; see _dispatch).
+        *((s, ConnectionLost) for s in ConsumerMemberState),
         # A listener that is not part of a reconciliation, fencing or leave: LOST
         # after a poll timeout, or one still running when the member moved on. The
         # member releases its partitions whatever the state (``handle``).

@@ -525,3 +525,32 @@ def test_a_lost_coordinator_connection_makes_the_next_heartbeat_say_everything()
     assert full.subscribed_topic_names == ("t",)
     assert full.topic_partitions is not None
     assert [(tp.topic_id, tp.partitions) for tp in full.topic_partitions] == [(T_ID, (0, 1))]
+
+
+def test_a_manual_commit_refused_by_a_group_with_members_says_why() -> None:
+    """The simple commit (epoch -1, no member id) is accepted only while the group has
+    no members; Kafka answers UNKNOWN_MEMBER_ID otherwise. The error names that cause,
+    as the classic member's does, and nothing is rejoined."""
+    m = Member()
+    tp = TopicPartition("t", 0)
+    m.feed(AssignRequested(partitions={tp}))
+    m.feed(CoordinatorFound(node_id=COORDINATOR))
+    fx = m.feed(CommitRequested(offsets={tp: OffsetAndMetadata(offset=7)}, token="c"))
+    (send,) = [e for e in fx if isinstance(e, Send)]
+    refused = OffsetCommitResponse(
+        topics=(
+            OffsetCommitResponseTopic(
+                name="t",
+                partitions=(
+                    OffsetCommitResponsePartition(
+                        partition_index=0, error_code=errors.UNKNOWN_MEMBER_ID
+                    ),
+                ),
+            ),
+        )
+    )
+    fx = m.feed(ResponseReceived(request_id=send.request_id, response=refused))
+    (done,) = [e for e in fx if isinstance(e, CommitDone)]
+    assert isinstance(done.error, CommitFailedError)
+    assert "active members" in str(done.error)
+    assert m.state() is S.MANUAL

@@ -40,6 +40,7 @@ from ._effects import (
     Observation,
     Observe,
     OffsetAndMetadata,
+    Send,
     Unassign,
 )
 from ._error_actions import Api
@@ -140,17 +141,53 @@ class MemberBase(Generic[StateT]):
         """The generation (classic) or member epoch (KIP-848) a request is sent with."""
         raise NotImplementedError
 
-    def track(self, api: Api, now: float, *, token: object, node_id: int | None) -> int:
-        """A new request id, remembered with what the request was until its answer."""
+    def request_timeout_s(self, api: Api) -> float | None:
+        """How long a request to ``api`` may take (None: ``request.timeout.ms``)."""
+        return None
+
+    def track(
+        self,
+        api: Api,
+        now: float,
+        *,
+        token: object,
+        node_id: int | None,
+        generation: int | None = None,
+    ) -> int:
+        """A new request id, remembered with what the request was until its answer;
+        ``generation`` is what the request carries (default ``request_generation``)."""
         request_id = self.next_request_id
         self.next_request_id += 1
         self.pending[request_id] = Pending(
             api=api,
             sent_at=now,
-            generation_id=self.request_generation,
+            generation_id=self.request_generation if generation is None else generation,
             member_id=self.member_id,
             token=token,
             node_id=node_id,
+        )
+        return request_id
+
+    def send(
+        self,
+        api: Api,
+        request: object,
+        now: float,
+        *,
+        token: object = None,
+        generation: int | None = None,
+    ) -> int:
+        """Send ``request`` to the coordinator; returns its request id."""
+        assert self.coordinator_id is not None
+        node = self.coordinator_id
+        request_id = self.track(api, now, token=token, node_id=node, generation=generation)
+        self.emit(
+            Send(
+                request_id=request_id,
+                request=request,
+                node_id=node,
+                timeout_s=self.request_timeout_s(api),
+            )
         )
         return request_id
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 from .._errors import CommitFailedError, RebalanceInProgressError
 from .._protocol import errors
 from ._core import (
-    NO_GENERATION,
     MemberCore,
     first_commit_error,
 )
@@ -22,6 +21,7 @@ from ._host import commit_fatal as commit_fatal
 from ._host import commit_not_member as commit_not_member
 from ._inputs import CommitRequested
 from ._join import enter_prepare
+from ._manual import refuse_simple_commit
 from ._outcomes import OffsetCommitOutcome
 from ._stable import request_rejoin
 from ._states import MemberState
@@ -81,28 +81,14 @@ def commit_outcome(m: MemberCore, event: OffsetCommitOutcome, now: float) -> Non
     if code == errors.NONE:
         m.emit(CommitDone(token=token))
         return
+    if refuse_simple_commit(m, event, code):
+        return
     name = errors.info(code).name
     action = action_for(Api.OFFSET_COMMIT, code)
     same_generation = (
         event.pending.generation_id == m.generation_id and event.pending.member_id == m.member_id
     )
-    if event.pending.generation_id == NO_GENERATION and action in (
-        ErrorAction.RESET_AND_REJOIN,
-        ErrorAction.REJOIN,
-    ):
-        # A commit without a generation (manual assignment) refused because the group
-        # has members: no retry can help while they are there.
-        m.emit(
-            CommitDone(
-                token=token,
-                error=CommitFailedError(
-                    f"the commit failed with {name}: the group {m.config.group_id!r} has "
-                    f"active members, and a consumer with a manual assignment may only "
-                    f"commit for a group nobody is subscribed to"
-                ),
-            )
-        )
-    elif action is ErrorAction.RESET_AND_REJOIN:
+    if action is ErrorAction.RESET_AND_REJOIN:
         m.emit(
             CommitDone(
                 token=token,

@@ -38,7 +38,6 @@ from ._effects import (
     Fatal,
     Observation,
     OffsetAndMetadata,
-    Send,
 )
 from ._error_actions import Api
 from ._inputs import (
@@ -384,25 +383,14 @@ class MemberCore(MemberBase[MemberState]):
     def session_deadline(self) -> float:
         return self.session_ok_at + ms(self.config.session_timeout_ms)
 
-    def send(self, api: Api, request: object, now: float, *, token: object = None) -> int:
-        """Send ``request`` to the coordinator; returns its request id."""
-        assert self.coordinator_id is not None
-        request_id = self.track(api, now, token=token, node_id=self.coordinator_id)
-        timeout: float | None = None
+    def request_timeout_s(self, api: Api) -> float | None:
+        """JoinGroup and SyncGroup wait the rebalance timeout plus a lapse (Java)."""
         if api in (Api.JOIN_GROUP, Api.SYNC_GROUP):
-            timeout = max(
+            return max(
                 ms(self.config.request_timeout_ms),
                 ms(self.config.max_poll_interval_ms) + JOIN_GROUP_TIMEOUT_LAPSE_S,
             )
-        self.emit(
-            Send(
-                request_id=request_id,
-                request=request,
-                node_id=self.coordinator_id,
-                timeout_s=timeout,
-            )
-        )
-        return request_id
+        return None
 
     def send_commit(
         self, event: CommitRequested, now: float, *, generation_id: int, member_id: str

@@ -61,7 +61,15 @@ class GroupHost(Protocol):
 
     def log(self, level: int, message: str) -> None: ...
 
-    def send(self, api: Api, request: object, now: float, *, token: object = None) -> int: ...
+    def send(
+        self,
+        api: Api,
+        request: object,
+        now: float,
+        *,
+        token: object = None,
+        generation: int | None = None,
+    ) -> int: ...
 
     def cancel(self, *apis: Api) -> None: ...
 

@@ -29,7 +29,7 @@ from .._protocol import errors
 from .._types import TopicPartition
 from ._core import NO_GENERATION, MemberCore, ms, offset_commit_request
 from ._effects import Assign, CommitDone, Unassign
-from ._error_actions import Api
+from ._error_actions import Api, ErrorAction, action_for
 from ._host import GroupHost
 from ._inputs import (
     AssignmentChange,
@@ -39,6 +39,7 @@ from ._inputs import (
     LeaveRequested,
 )
 from ._jobs import WaitingCommit
+from ._outcomes import OffsetCommitOutcome
 from ._states import MemberState
 
 
@@ -155,7 +156,33 @@ def _send_simple_commit(m: ManualHost, event: CommitRequested, now: float) -> No
         group_instance_id=None,  # committing as nobody carries no static identity
         offsets=event.offsets,
     )
-    m.send(Api.OFFSET_COMMIT, request, now, token=event.token)
+    m.send(Api.OFFSET_COMMIT, request, now, token=event.token, generation=NO_GENERATION)
+
+
+def refuse_simple_commit(m: ManualHost, event: OffsetCommitOutcome, code: int) -> bool:
+    """An answer to a simple commit (generation -1, see ``commit_manual``) that the
+    group refused because it has members (UNKNOWN_MEMBER_ID and the like): answer the
+    commit with the ``CommitFailedError`` that says so, and return True; no rejoin or
+    retry can help while they are there. False for any other answer. Both members'
+    ``commit_outcome`` ask this first."""
+    if event.pending.generation_id != NO_GENERATION:
+        return False
+    if action_for(Api.OFFSET_COMMIT, code) not in (
+        ErrorAction.RESET_AND_REJOIN,
+        ErrorAction.REJOIN,
+    ):
+        return False
+    m.emit(
+        CommitDone(
+            token=event.pending.token,
+            error=CommitFailedError(
+                f"the commit failed with {errors.info(code).name}: the group "
+                f"{m.config.group_id!r} has active members, and a consumer with a manual "
+                f"assignment may only commit for a group nobody is subscribed to"
+            ),
+        )
+    )
+    return True
 
 
 def fail_waiting_commits(m: ManualHost, error: CoopConsumerError) -> None:

@@ -22,6 +22,7 @@ from .._error_actions import Api, ErrorAction, action_for
 from .._host import commit_fatal as commit_fatal
 from .._host import commit_not_member as commit_not_member
 from .._inputs import CommitRequested
+from .._manual import refuse_simple_commit
 from .._outcomes import OffsetCommitOutcome
 from ._core import MemberCore
 
@@ -80,6 +81,8 @@ def commit_outcome(m: MemberCore, event: OffsetCommitOutcome, now: float) -> Non
     code = first_commit_error(event.response)
     if code == errors.NONE:
         m.emit(CommitDone(token=token))
+        return
+    if refuse_simple_commit(m, event, code):
         return
     name = errors.info(code).name
     action = action_for(Api.OFFSET_COMMIT, code)

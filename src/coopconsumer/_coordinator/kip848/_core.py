@@ -29,7 +29,6 @@ from .._effects import (
     CommitDone,
     Effect,
     Fatal,
-    Send,
 )
 from .._error_actions import Api
 from .._inputs import RequestFailed, ResponseReceived, Subscribe
@@ -262,13 +261,6 @@ class MemberCore(MemberBase[ConsumerMemberState]):
         return RESPONSE_TYPES[api]
 
     # ------------------------------------------------------------------ effects
-
-    def send(self, api: Api, request: object, now: float, *, token: object = None) -> int:
-        """Send ``request`` to the coordinator; returns its request id."""
-        assert self.coordinator_id is not None
-        request_id = self.track(api, now, token=token, node_id=self.coordinator_id)
-        self.emit(Send(request_id=request_id, request=request, node_id=self.coordinator_id))
-        return request_id
 
     # ------------------------------------------------------------------ coordinator
 

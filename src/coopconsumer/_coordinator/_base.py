@@ -31,8 +31,10 @@ from .._errors import CoopConsumerError, ProtocolError
 from .._types import TopicPartition
 from ._effects import (
     CommitBeforeRevoke,
+    CommitDone,
     CommittedOffsetsDone,
     Effect,
+    Fatal,
     FindCoordinator,
     InvokeListener,
     ListenerKind,
@@ -46,7 +48,7 @@ from ._effects import (
 from ._error_actions import Api
 from ._errors import IllegalTransition
 from ._inputs import ListenerDone, RequestFailed, ResponseReceived
-from ._jobs import FetchJob
+from ._jobs import FetchJob, WaitingCommit
 from ._metadata import MetadataRefresh
 from ._outcomes import Pending
 from ._states import CoordinatorLookup
@@ -57,7 +59,7 @@ StateT = TypeVar("StateT", bound=enum.Enum)
 
 
 class BaseConfig(Protocol):
-    """The settings ``MemberBase`` reads."""
+    """The settings ``MemberBase`` and the shared handlers read."""
 
     @property
     def group_id(self) -> str: ...
@@ -65,19 +67,31 @@ class BaseConfig(Protocol):
     @property
     def enable_auto_commit(self) -> bool: ...
 
+    @property
+    def retry_backoff_ms(self) -> int: ...
+
+    @property
+    def require_stable(self) -> bool: ...
+
+    @property
+    def request_timeout_ms(self) -> int: ...
+
 
 class MemberBase(Generic[StateT]):
     """The shared books of a member core; see the module docstring."""
 
     #: The heartbeat API: a cancelled heartbeat is still timed when it is answered.
     HEARTBEAT_API: ClassVar[Api]
-    #: The states in which nothing is refreshed any more.
-    TERMINAL: ClassVar[frozenset[enum.Enum]]
 
     config: BaseConfig
 
-    def __init__(self, initial: StateT, metadata_refresh: MetadataRefresh) -> None:
+    def __init__(
+        self, initial: StateT, closed: StateT, failed: StateT, metadata_refresh: MetadataRefresh
+    ) -> None:
         self._state = initial
+        # The closed and failed states (nothing is refreshed in either).
+        self._closed_state = closed
+        self._fatal_state = failed
         # The input being handled: its state on arrival, its type, and the states its
         # row of the transition table allows the handler to move to.
         self._input_state = initial
@@ -107,6 +121,8 @@ class MemberBase(Generic[StateT]):
         # Committed-offset fetches in progress, by fetch id (any live state).
         self.fetches: dict[int, FetchJob] = {}
         self.next_fetch_id = 1
+        # MANUAL: commits waiting for the coordinator to be found, oldest first.
+        self.waiting_commits: list[WaitingCommit] = []
         self.fx: list[Effect] = []
 
     # ------------------------------------------------------------------ state
@@ -131,7 +147,7 @@ class MemberBase(Generic[StateT]):
         if target not in self._allowed:
             raise IllegalTransition(self._input_state, self._input_type, target=target)
         self._state = target
-        if target in self.TERMINAL:
+        if target is self._closed_state or target is self._fatal_state:
             self.metadata_refresh.stop()
 
     # ------------------------------------------------------------------ requests
@@ -202,6 +218,10 @@ class MemberBase(Generic[StateT]):
             pending = self.pending.pop(request_id)
             if pending.api is self.HEARTBEAT_API:
                 self.superseded[request_id] = pending
+
+    def route(self, event: ResponseReceived | RequestFailed, now: float) -> object | None:
+        """The input an answer becomes (a per-API outcome), None to drop it."""
+        raise NotImplementedError
 
     def take_answer(self, event: ResponseReceived | RequestFailed, now: float) -> Pending | None:
         """The request ``event`` answers, forgotten now; None for an answer to a
@@ -332,14 +352,48 @@ class MemberBase(Generic[StateT]):
         if node_id == self.coordinator_id:
             self.live_node = None
 
-    def forget_coordinator(self, reason: str) -> None:
-        """The coordinator is unknown now (``coordinator_dead`` looks it up again)."""
+    def coordinator_dead(self, reason: str, now: float) -> None:
+        """The coordinator is unknown now: forget it and look it up again."""
         if self.coordinator_id is not None:
             self.log(logging.INFO, f"group coordinator {self.coordinator_id} unknown: {reason}")
         self.coordinator_id = None
         self.live_node = None
         if self.lookup is CoordinatorLookup.KNOWN:
             self.lookup = CoordinatorLookup.IDLE
+        self.ensure_coordinator(now)
+
+    # ------------------------------------------------------------------ failure
+
+    def fatal(self, error: CoopConsumerError, now: float) -> None:
+        """Fail for good: LOST for what is owned, every commit and fetch answered with
+        ``error``, nothing in flight remembered, FATAL, and the ``Fatal`` effect."""
+        self.log(logging.ERROR, f"fatal group error: {error}")
+        self.lose()
+        self.fail_commits(error)
+        self.fail_fetches(error)
+        self.pending.clear()
+        self.drop_state_data()
+        self.enter(self._fatal_state)
+        self.fatal_error = error
+        self.emit(Fatal(error=error))
+
+    def drop_state_data(self) -> None:
+        """What a member keeps for later besides requests, dropped on failing."""
+
+    def fail_commits(self, error: CoopConsumerError) -> None:
+        """Answer every commit, waiting or in flight, with ``error``."""
+        waiting, self.waiting_commits = self.waiting_commits, []
+        for commit in waiting:
+            self.emit(CommitDone(token=commit.event.token, error=error))
+        for request_id, pending in list(self.pending.items()):
+            if pending.api is Api.OFFSET_COMMIT:
+                del self.pending[request_id]
+                self.emit(CommitDone(token=pending.token, error=error))
+
+    def fail_fetches(self, error: CoopConsumerError) -> None:
+        """Answer every committed-offsets request in progress with ``error``."""
+        for fetch_id in list(self.fetches):
+            self.finish_fetch(fetch_id, error=error)
 
     # ------------------------------------------------------------------ fetches
 

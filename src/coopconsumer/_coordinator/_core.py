@@ -13,14 +13,13 @@ Pure: no sockets, threads, clocks, ``confluent_kafka`` or ``coopconsumer._io``.
 
 from __future__ import annotations
 
-import enum
 import logging
 from collections.abc import Mapping, Sequence
 from typing import ClassVar, Final
 
 import attrs
 
-from .._errors import ConfigurationError, CoopConsumerError, KafkaError
+from .._errors import ConfigurationError, KafkaError
 from .._protocol import errors
 from .._protocol.messages import (
     JoinGroupResponseMember,
@@ -34,8 +33,6 @@ from ..assignors._api import Assignment, ClusterMetadata, ConsumerPartitionAssig
 from ..assignors._loading import select_rebalance_protocol
 from ._base import MemberBase
 from ._effects import (
-    CommitDone,
-    Fatal,
     Observation,
     OffsetAndMetadata,
 )
@@ -47,7 +44,6 @@ from ._inputs import (
     ResponseReceived,
     Subscribe,
 )
-from ._jobs import WaitingCommit
 from ._metadata import MetadataRefresh, metadata_answer
 from ._outcomes import (
     RESPONSE_TYPES,
@@ -170,6 +166,8 @@ class MemberCore(MemberBase[MemberState]):
             raise ConfigurationError(f"duplicate assignor names in {names}")
         super().__init__(
             MemberState.UNJOINED,
+            MemberState.CLOSED,
+            MemberState.FATAL,
             MetadataRefresh(
                 max_age_s=ms(config.metadata_max_age_ms),
                 retry_backoff_s=ms(config.retry_backoff_ms),
@@ -222,12 +220,9 @@ class MemberCore(MemberBase[MemberState]):
         # JOINING/LEADER_AWAITING_METADATA/AWAITING_SYNC: a leave waiting for the
         # SyncGroup answer (see _leave.defer_leave).
         self.leave_pending: PendingLeave | None = None
-        # MANUAL: commits waiting for the coordinator to be found, oldest first.
-        self.waiting_commits: list[WaitingCommit] = []
 
     config: MemberConfig
     HEARTBEAT_API: ClassVar[Api] = Api.HEARTBEAT
-    TERMINAL: ClassVar[frozenset[enum.Enum]] = frozenset({MemberState.CLOSED, MemberState.FATAL})
 
     @property
     def request_generation(self) -> int:
@@ -407,9 +402,8 @@ class MemberCore(MemberBase[MemberState]):
         )
         self.send(Api.OFFSET_COMMIT, request, now, token=event.token)
 
-    def coordinator_dead(self, reason: str, now: float) -> None:
-        self.forget_coordinator(reason)
-        self.ensure_coordinator(now)
+    def drop_state_data(self) -> None:
+        self.leave_pending = None  # nothing can be committed or left any more
 
     def ensure_coordinator_if_unknown(self, now: float) -> None:
         if self.coordinator_id is None:
@@ -427,31 +421,6 @@ class MemberCore(MemberBase[MemberState]):
 
     def kafka_error(self, code: int, api: Api) -> KafkaError:
         return errors.to_exception(code, api_key=api.value)
-
-    def fatal(self, error: CoopConsumerError, now: float) -> None:
-        self.log(logging.ERROR, f"fatal group error: {error}")
-        self.lose()
-        self.fail_commits(error)
-        self.fail_fetches(error)
-        self.pending.clear()
-        self.leave_pending = None  # nothing can be committed or left any more
-        self.enter(MemberState.FATAL)
-        self.fatal_error = error
-        self.emit(Fatal(error=error))
-
-    def fail_commits(self, error: CoopConsumerError) -> None:
-        waiting, self.waiting_commits = self.waiting_commits, []
-        for commit in waiting:
-            self.emit(CommitDone(token=commit.event.token, error=error))
-        for request_id, pending in list(self.pending.items()):
-            if pending.api is Api.OFFSET_COMMIT:
-                del self.pending[request_id]
-                self.emit(CommitDone(token=pending.token, error=error))
-
-    def fail_fetches(self, error: CoopConsumerError) -> None:
-        """Answer every committed-offsets request in progress with ``error``."""
-        for fetch_id in list(self.fetches):
-            self.finish_fetch(fetch_id, error=error)
 
     def metadata_snapshot(self, topics: frozenset[str]) -> dict[str, int | None]:
         md = self.metadata

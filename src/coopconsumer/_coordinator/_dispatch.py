@@ -20,9 +20,9 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Mapping
 from typing import Any, Protocol
 
-from .._types import TopicPartition
 from ._effects import Effect
 from ._errors import IllegalTransition
+from ._host import GroupHost
 from ._inputs import (
     ConnectionLost,
     ListenerDone,
@@ -32,10 +32,9 @@ from ._inputs import (
     ResponseReceived,
     Tick,
 )
-from ._metadata import MetadataHost, answered_directly, refresh_metadata
-from ._outcomes import Pending
+from ._metadata import answered_directly, refresh_metadata
 
-__all__ = ["Dispatchable", "Row", "dispatch"]
+__all__ = ["Row", "dispatch"]
 
 
 class Row(Protocol):
@@ -48,28 +47,8 @@ class Row(Protocol):
     def next_states(self) -> frozenset[Any]: ...
 
 
-class Dispatchable(MetadataHost, Protocol):
-    """A member core, as ``dispatch`` sees it (both members' cores are)."""
-
-    fx: list[Effect]
-    listeners: dict[int, frozenset[TopicPartition]]
-    pending: dict[int, Pending]
-    last_poll: float
-
-    @property
-    def state(self) -> Any: ...
-
-    def route(self, event: ResponseReceived | RequestFailed, now: float) -> object | None: ...
-
-    def begin(self, input_type: type, allowed: Any) -> None: ...
-
-    def complete_listener(self, event: ListenerDone) -> None: ...
-
-    def connection_lost(self, node_id: int) -> None: ...
-
-
 def dispatch(
-    core: Dispatchable,
+    core: GroupHost,
     event: object,
     now: float,
     transitions: Mapping[tuple[Any, type], Row],

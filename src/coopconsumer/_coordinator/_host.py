@@ -1,91 +1,31 @@
-"""What the shared phase handlers need of a member: ``GroupHost``.
+"""What the shared phase handlers take: ``GroupHost``, a member core of either protocol.
 
-Coordinator lookup (``_discovery``) and committed-offset fetches (``_fetch``) behave the
-same in the classic group protocol and in KIP-848's (docs/architecture.md, "Two group
-protocols, one set of shared rules"). Their handlers take any member core with these
-members: the classic ``MemberCore`` and KIP-848's ``kip848.MemberCore`` both have them.
+Coordinator lookup (``_discovery``), committed-offset fetches (``_fetch``), manual
+assignment (``_manual``) and dispatching (``_dispatch``) behave the same in the classic
+group protocol and in KIP-848's (docs/architecture.md, "Two group protocols, one set of
+shared rules"). Their handlers take any ``_base.MemberBase``: the classic
+``MemberCore`` and KIP-848's ``kip848.MemberCore`` both are one.
 
 Also the commit answers both members give without looking at their group state
 (``commit_not_member``, ``commit_fatal``).
 
-Pure: a typing ``Protocol`` and two handlers; never I/O, threads or clocks.
+Pure: a type alias and two handlers; never I/O, threads or clocks.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Protocol
+from typing import Any
 
-from .._errors import CommitFailedError, CoopConsumerError
-from .._types import TopicPartition
-from ._effects import CommitDone, Effect, OffsetAndMetadata
-from ._error_actions import Api
+from .._errors import CommitFailedError
+from ._base import MemberBase
+from ._effects import CommitDone
 from ._inputs import CommitRequested
-from ._jobs import FetchJob
-from ._states import CoordinatorLookup
 
-__all__ = ["GroupHost", "HostConfig", "commit_fatal", "commit_not_member"]
+__all__ = ["GroupHost", "commit_fatal", "commit_not_member"]
 
 
-class HostConfig(Protocol):
-    """The settings the shared handlers read."""
-
-    @property
-    def group_id(self) -> str: ...
-
-    @property
-    def retry_backoff_ms(self) -> int: ...
-
-    @property
-    def require_stable(self) -> bool: ...
-
-    @property
-    def request_timeout_ms(self) -> int: ...
-
-
-class GroupHost(Protocol):
-    """A member core, as the shared handlers of ``_discovery`` and ``_fetch`` see it."""
-
-    @property
-    def config(self) -> HostConfig: ...
-
-    coordinator_id: int | None
-    live_node: int | None
-    lookup: CoordinatorLookup
-    lookup_retry_at: float | None
-    fatal_error: CoopConsumerError | None
-    fetches: dict[int, FetchJob]
-    next_fetch_id: int
-
-    def emit(self, effect: Effect) -> None: ...
-
-    def log(self, level: int, message: str) -> None: ...
-
-    def send(
-        self,
-        api: Api,
-        request: object,
-        now: float,
-        *,
-        token: object = None,
-        generation: int | None = None,
-    ) -> int: ...
-
-    def cancel(self, *apis: Api) -> None: ...
-
-    def ensure_coordinator(self, now: float) -> None: ...
-
-    def coordinator_dead(self, reason: str, now: float) -> None: ...
-
-    def fatal(self, error: CoopConsumerError, now: float) -> None: ...
-
-    def finish_fetch(
-        self,
-        fetch_id: int,
-        *,
-        offsets: Mapping[TopicPartition, OffsetAndMetadata | None] | None = None,
-        error: CoopConsumerError | None = None,
-    ) -> None: ...
+#: A member core of either group protocol, as the shared handlers see it.
+GroupHost = MemberBase[Any]
 
 
 def commit_not_member(m: GroupHost, event: CommitRequested, now: float) -> None:

@@ -11,7 +11,7 @@ consumer speaks: a Kafka 4.0 coordinator accepts it from a KIP-848 consumer too,
 the group has no members. An empty assignment is no mode: the member is back in its
 initial state, free to subscribe (Java's ``assign(empty)`` is ``unsubscribe()``).
 
-The rules here serve both members (``ManualHost``); each member's table says which of
+The rules here serve both members (``GroupHost``); each member's table says which of
 its states and inputs they serve, and this module's ``assign``/``unassign_all``/
 ``close_manual`` are the classic member's (KIP-848's are in ``kip848/_manual.py``).
 Mixing with ``Subscribe`` is rejected in the tables (docs/architecture.md, "Manual
@@ -21,8 +21,6 @@ Pure: imports only the core; never I/O, threads or clocks.
 """
 
 from __future__ import annotations
-
-from typing import Protocol
 
 from .._errors import CommitFailedError, ConfigurationError, CoopConsumerError
 from .._protocol import errors
@@ -43,13 +41,6 @@ from ._outcomes import OffsetCommitOutcome
 from ._states import MemberState
 
 
-class ManualHost(GroupHost, Protocol):
-    """A member core, as the manual-assignment rules see it (both members' cores are)."""
-
-    owned: set[TopicPartition]
-    waiting_commits: list[WaitingCommit]
-
-
 def _names(partitions: frozenset[TopicPartition]) -> str:
     return ", ".join(map(str, sorted(partitions)))
 
@@ -62,7 +53,7 @@ def assign(m: MemberCore, event: AssignRequested, now: float) -> None:
         m.enter(MemberState.UNJOINED)
 
 
-def change_assignment(m: ManualHost, event: AssignRequested, now: float) -> bool:
+def change_assignment(m: GroupHost, event: AssignRequested, now: float) -> bool:
     """Apply ``event`` to the manual assignment; whether anything is assigned after
     it. Checks everything before changing anything, so a refused change
     (``ConfigurationError``) leaves the member as it was."""
@@ -122,7 +113,7 @@ def close_manual(m: MemberCore, event: CloseRequested, now: float) -> None:
     m.enter(MemberState.CLOSED)
 
 
-def drop_all(m: ManualHost) -> None:
+def drop_all(m: GroupHost) -> None:
     """Unassign everything (no listener: nothing was given by a group)."""
     if m.owned:
         owned = frozenset(m.owned)
@@ -130,7 +121,7 @@ def drop_all(m: ManualHost) -> None:
         m.emit(Unassign(partitions=owned))
 
 
-def commit_manual(m: ManualHost, event: CommitRequested, now: float) -> None:
+def commit_manual(m: GroupHost, event: CommitRequested, now: float) -> None:
     """MANUAL: Kafka's "simple consumer" commit, generation -1 and no member id (Java's
     ``ConsumerCoordinator`` sends ``Generation.NO_GENERATION`` when it has no group
     membership); the coordinator accepts it only while the group has no members."""
@@ -148,7 +139,7 @@ def commit_manual(m: ManualHost, event: CommitRequested, now: float) -> None:
     _send_simple_commit(m, event, now)
 
 
-def _send_simple_commit(m: ManualHost, event: CommitRequested, now: float) -> None:
+def _send_simple_commit(m: GroupHost, event: CommitRequested, now: float) -> None:
     request = offset_commit_request(
         group_id=m.config.group_id,
         generation_id=NO_GENERATION,
@@ -159,7 +150,7 @@ def _send_simple_commit(m: ManualHost, event: CommitRequested, now: float) -> No
     m.send(Api.OFFSET_COMMIT, request, now, token=event.token, generation=NO_GENERATION)
 
 
-def refuse_simple_commit(m: ManualHost, event: OffsetCommitOutcome, code: int) -> bool:
+def refuse_simple_commit(m: GroupHost, event: OffsetCommitOutcome, code: int) -> bool:
     """An answer to a simple commit (generation -1, see ``commit_manual``) that the
     group refused because it has members (UNKNOWN_MEMBER_ID and the like): answer the
     commit with the ``CommitFailedError`` that says so, and return True; no rejoin or
@@ -185,14 +176,7 @@ def refuse_simple_commit(m: ManualHost, event: OffsetCommitOutcome, code: int) -
     return True
 
 
-def fail_waiting_commits(m: ManualHost, error: CoopConsumerError) -> None:
-    """Answer every commit still waiting for the coordinator with ``error``."""
-    waiting, m.waiting_commits = m.waiting_commits, []
-    for commit in waiting:
-        m.emit(CommitDone(token=commit.event.token, error=error))
-
-
-def drive_waiting_commits(m: ManualHost, now: float) -> None:
+def drive_waiting_commits(m: GroupHost, now: float) -> None:
     """Send the commits that waited for the coordinator, in order, once it is known;
     fail those whose deadline passed first (retriable: the coordinator may come)."""
     if not m.waiting_commits:

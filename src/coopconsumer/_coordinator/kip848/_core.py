@@ -13,8 +13,6 @@ Pure: no sockets, threads, clocks, ``confluent_kafka`` or ``coopconsumer._io``.
 
 from __future__ import annotations
 
-import enum
-import logging
 import uuid
 from typing import ClassVar, Final
 
@@ -26,13 +24,10 @@ from ..._types import ConsumerGroupMetadata, TopicPartition
 from .._base import MemberBase
 from .._core import ms
 from .._effects import (
-    CommitDone,
     Effect,
-    Fatal,
 )
 from .._error_actions import Api
 from .._inputs import RequestFailed, ResponseReceived, Subscribe
-from .._jobs import WaitingCommit
 from .._metadata import MetadataRefresh, metadata_answer
 from .._outcomes import (
     RESPONSE_TYPES,
@@ -131,13 +126,12 @@ class MemberCore(MemberBase[ConsumerMemberState]):
 
     config: ConsumerMemberConfig
     HEARTBEAT_API: ClassVar[Api] = Api.CONSUMER_GROUP_HEARTBEAT
-    TERMINAL: ClassVar[frozenset[enum.Enum]] = frozenset(
-        {ConsumerMemberState.CLOSED, ConsumerMemberState.FATAL}
-    )
 
     def __init__(self, config: ConsumerMemberConfig) -> None:
         super().__init__(
             ConsumerMemberState.UNSUBSCRIBED,
+            ConsumerMemberState.CLOSED,
+            ConsumerMemberState.FATAL,
             MetadataRefresh(
                 max_age_s=ms(config.metadata_max_age_ms),
                 retry_backoff_s=ms(config.retry_backoff_ms),
@@ -174,8 +168,6 @@ class MemberCore(MemberBase[ConsumerMemberState]):
         # PREPARE_LEAVING / LEAVING: the leave heartbeat's epoch (-1, or -2 for a static
         # member that will come back), None to stay in the group (close without leave).
         self.leave_epoch: int | None = -1
-        # MANUAL: commits waiting for the coordinator to be found, oldest first.
-        self.waiting_commits: list[WaitingCommit] = []
 
         self.fx: list[Effect] = []
 
@@ -272,25 +264,7 @@ class MemberCore(MemberBase[ConsumerMemberState]):
             self.sent = None
 
     def coordinator_dead(self, reason: str, now: float) -> None:
-        self.forget_coordinator(reason)
         self.sent = None  # a new coordinator hears everything again
-        self.ensure_coordinator(now)
+        super().coordinator_dead(reason, now)
 
     # ------------------------------------------------------------------ failure
-
-    def fatal(self, error: CoopConsumerError, now: float) -> None:
-        self.log(logging.ERROR, f"fatal group error: {error}")
-        self.lose()
-        waiting, self.waiting_commits = self.waiting_commits, []
-        for commit in waiting:
-            self.emit(CommitDone(token=commit.event.token, error=error))
-        for request_id, pending in list(self.pending.items()):
-            if pending.api is Api.OFFSET_COMMIT:
-                del self.pending[request_id]
-                self.emit(CommitDone(token=pending.token, error=error))
-        for fetch_id in list(self.fetches):
-            self.finish_fetch(fetch_id, error=error)
-        self.pending.clear()
-        self.enter(ConsumerMemberState.FATAL)
-        self.fatal_error = error
-        self.emit(Fatal(error=error))

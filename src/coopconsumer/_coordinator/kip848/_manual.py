@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from ..._errors import CommitFailedError, CoopConsumerError
 from .._inputs import AssignRequested, CloseRequested, LeaveRequested
-from .._manual import change_assignment, drop_all, fail_waiting_commits
+from .._manual import change_assignment, drop_all
 from ._core import MemberCore
 from ._states import ConsumerMemberState
 
@@ -33,11 +33,10 @@ def unassign_all(m: MemberCore, event: LeaveRequested, now: float) -> None:
 
 
 def close_manual(m: MemberCore, event: CloseRequested, now: float) -> None:
-    """MANUAL, ``close()``: drop the assignment and close. Commits that still wait for
-    the coordinator and committed-offset fetches are answered now (the consumer commits
-    what it consumed before asking to close)."""
+    """MANUAL, ``close()``: drop the assignment and close. Commits and committed-offset
+    fetches still under way are answered now (the consumer commits what it consumed
+    before asking to close)."""
     drop_all(m)
-    fail_waiting_commits(m, CommitFailedError("the consumer was closed"))
-    for fetch_id in list(m.fetches):
-        m.finish_fetch(fetch_id, error=CoopConsumerError("the consumer was closed"))
+    m.fail_commits(CommitFailedError("the consumer was closed"))
+    m.fail_fetches(CoopConsumerError("the consumer was closed"))
     m.enter(ConsumerMemberState.CLOSED)

@@ -554,3 +554,16 @@ def test_a_manual_commit_refused_by_a_group_with_members_says_why() -> None:
     assert isinstance(done.error, CommitFailedError)
     assert "active members" in str(done.error)
     assert m.state() is S.MANUAL
+
+
+def test_closing_a_manual_assignment_answers_a_commit_in_flight() -> None:
+    m = Member()
+    tp = TopicPartition("t", 0)
+    m.feed(AssignRequested(partitions={tp}))
+    m.feed(CoordinatorFound(node_id=COORDINATOR))
+    m.feed(CommitRequested(offsets={tp: OffsetAndMetadata(offset=7)}, token="c"))
+    fx = m.feed(CloseRequested())
+    (done,) = [e for e in fx if isinstance(e, CommitDone)]
+    assert done.token == "c"
+    assert isinstance(done.error, CommitFailedError)
+    assert m.state() is S.CLOSED

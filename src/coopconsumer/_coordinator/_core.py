@@ -86,21 +86,27 @@ JOIN_GROUP_TIMEOUT_LAPSE_S: Final = 5.0
 NO_GENERATION: Final = -1
 
 
-def _positive(instance: object, attribute: attrs.Attribute[int], value: int) -> None:
+def positive(instance: object, attribute: attrs.Attribute[int], value: int) -> None:
+    """attrs validator of a setting in milliseconds that must be above zero."""
     if value <= 0:
         raise ConfigurationError(f"{attribute.name} must be positive, got {value}")
 
 
-def _check_config(config: MemberConfig) -> None:
-    if not config.group_id:
+def check_group_identity(group_id: str, group_instance_id: str | None) -> None:
+    """A subscribing member needs a group id; a static one a non-empty instance id."""
+    if not group_id:
         raise ConfigurationError("group.id is required for a subscribing consumer")
+    if group_instance_id is not None and not group_instance_id:
+        raise ConfigurationError("group.instance.id must not be empty")
+
+
+def _check_config(config: MemberConfig) -> None:
+    check_group_identity(config.group_id, config.group_instance_id)
     if config.heartbeat_interval_ms >= config.session_timeout_ms:
         raise ConfigurationError(
             f"heartbeat.interval.ms ({config.heartbeat_interval_ms}) must be lower than "
             f"session.timeout.ms ({config.session_timeout_ms})"
         )
-    if config.group_instance_id is not None and not config.group_instance_id:
-        raise ConfigurationError("group.instance.id must not be empty")
 
 
 @attrs.frozen(kw_only=True)
@@ -117,12 +123,12 @@ class MemberConfig:
     """
 
     group_id: str
-    session_timeout_ms: int = attrs.field(default=45_000, validator=_positive)
-    heartbeat_interval_ms: int = attrs.field(default=3_000, validator=_positive)
-    max_poll_interval_ms: int = attrs.field(default=300_000, validator=_positive)
-    retry_backoff_ms: int = attrs.field(default=100, validator=_positive)
-    request_timeout_ms: int = attrs.field(default=30_000, validator=_positive)
-    metadata_max_age_ms: int = attrs.field(default=300_000, validator=_positive)
+    session_timeout_ms: int = attrs.field(default=45_000, validator=positive)
+    heartbeat_interval_ms: int = attrs.field(default=3_000, validator=positive)
+    max_poll_interval_ms: int = attrs.field(default=300_000, validator=positive)
+    retry_backoff_ms: int = attrs.field(default=100, validator=positive)
+    request_timeout_ms: int = attrs.field(default=30_000, validator=positive)
+    metadata_max_age_ms: int = attrs.field(default=300_000, validator=positive)
     group_instance_id: str | None = None
     client_rack: str | None = None
     enable_auto_commit: bool = False

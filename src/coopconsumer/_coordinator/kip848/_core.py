@@ -22,7 +22,7 @@ from ..._errors import ConfigurationError, CoopConsumerError
 from ..._protocol.group_messages import ConsumerGroupHeartbeatResponse
 from ..._types import ConsumerGroupMetadata, TopicPartition
 from .._base import MemberBase
-from .._core import ms
+from .._core import check_group_identity, ms, positive
 from .._effects import (
     Effect,
 )
@@ -54,16 +54,8 @@ SERVER_ASSIGNORS: Final = frozenset({"uniform", "range"})
 DEFAULT_HEARTBEAT_INTERVAL_MS: Final = 5_000
 
 
-def _positive(instance: object, attribute: attrs.Attribute[int], value: int) -> None:
-    if value <= 0:
-        raise ConfigurationError(f"{attribute.name} must be positive, got {value}")
-
-
 def _check_config(config: ConsumerMemberConfig) -> None:
-    if not config.group_id:
-        raise ConfigurationError("group.id is required for a subscribing consumer")
-    if config.group_instance_id is not None and not config.group_instance_id:
-        raise ConfigurationError("group.instance.id must not be empty")
+    check_group_identity(config.group_id, config.group_instance_id)
     if config.server_assignor is not None and config.server_assignor not in SERVER_ASSIGNORS:
         raise ConfigurationError(
             f"group.remote.assignor must be one of {sorted(SERVER_ASSIGNORS)} or unset, "
@@ -83,10 +75,10 @@ class ConsumerMemberConfig:
 
     group_id: str
     member_id: str = ""
-    max_poll_interval_ms: int = attrs.field(default=300_000, validator=_positive)
-    retry_backoff_ms: int = attrs.field(default=100, validator=_positive)
-    request_timeout_ms: int = attrs.field(default=30_000, validator=_positive)
-    metadata_max_age_ms: int = attrs.field(default=300_000, validator=_positive)
+    max_poll_interval_ms: int = attrs.field(default=300_000, validator=positive)
+    retry_backoff_ms: int = attrs.field(default=100, validator=positive)
+    request_timeout_ms: int = attrs.field(default=30_000, validator=positive)
+    metadata_max_age_ms: int = attrs.field(default=300_000, validator=positive)
     group_instance_id: str | None = None
     client_rack: str | None = None
     server_assignor: str | None = None

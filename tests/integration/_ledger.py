@@ -29,7 +29,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, Literal
+from typing import Any, Generic, Literal, TypeVar
 
 import confluent_kafka
 
@@ -1150,3 +1150,78 @@ def wait_for(
         if time.monotonic() >= deadline:
             raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
         time.sleep(interval_s)
+
+
+_M = TypeVar("_M", bound=_MemberThread)
+
+
+class LedgerGroup(Generic[_M]):
+    """Members of one group on one topic, sharing an ownership ledger, the record
+    accounting and a keyed producer; the tests add their members (``adopt``), wait for
+    the group to settle, and check that nothing went wrong."""
+
+    def __init__(
+        self,
+        bootstrap: str,
+        topic: str,
+        group: str,
+        partitions: int,
+        *,
+        quiet_s: float,
+        settle_s: float,
+    ) -> None:
+        self.bootstrap = bootstrap
+        self.topic = topic
+        self.group = group
+        self.quiet_s = quiet_s
+        self.settle_s = settle_s
+        self.all_tps = frozenset(TopicPartition(topic, p) for p in range(partitions))
+        self.ledger = OwnershipLedger()
+        self.accounting = RecordAccounting()
+        self.producer = KeyProducer(bootstrap, topic, partitions, self.accounting, rate=150)
+        self.live: list[_M] = []
+        self.started: list[_M] = []
+
+    def adopt(self, member: _M) -> None:
+        """Start ``member`` and count it in."""
+        member.start()
+        self.live.append(member)
+        self.started.append(member)
+
+    def settle(self, what: str) -> None:
+        """Wait until every partition is owned, each live member owns some, and no
+        listener was called for ``quiet_s``."""
+
+        def settled() -> bool:
+            owners = self.ledger.owners()
+            return (
+                set(owners) == self.all_tps
+                and set(owners.values()) == {m.name for m in self.live}
+                and self.ledger.quiet_for() >= self.quiet_s
+            )
+
+        wait_for(settled, self.settle_s, what, members=self.live)
+
+    def finish(self) -> None:
+        """Stop producing, wait until every record is processed, stop every member."""
+        self.producer.stop()
+        wait_for(
+            lambda: not self.accounting.missing(),
+            self.settle_s,
+            "every produced record to be processed",
+            members=self.live,
+        )
+        self.stop_all()
+
+    def stop_all(self) -> None:
+        self.producer.stop()
+        while self.live:
+            self.live.pop(0).stop()
+
+    def member_failures(self) -> dict[str, list[str]]:
+        """Fail on a member's error or an ownership violation; the first commit
+        failures of each member that had some (the caller decides what they allow)."""
+        for member in self.started:
+            assert member.error is None, f"{member.name}: {member.error!r}"
+        self.ledger.check()
+        return {m.name: m.commit_failures[:3] for m in self.started if m.commit_failures}

@@ -41,7 +41,7 @@ from coopconsumer.testing import EmbeddedBroker, MockBroker
 from integration._ledger import (
     CoopMember,
     KeyProducer,
-    OwnershipLedger,
+    LedgerGroup,
     RdkafkaMember,
     RecordAccounting,
     committed_offsets,
@@ -66,20 +66,15 @@ def _kip848(member: CoopMember | RdkafkaMember) -> None:
     member.config["group.protocol"] = "consumer"
 
 
-class _Group:
+class _Group(LedgerGroup[CoopMember | RdkafkaMember]):
     """Members of one consumer-protocol group sharing a ledger and a producer."""
 
     def __init__(self, broker: EmbeddedBroker, topic: str, group: str) -> None:
-        self.broker = broker
-        self.topic = topic
-        self.group = group
         broker.create_topic(topic, partitions=PARTITIONS)
-        self.all_tps = {TopicPartition(topic, p) for p in range(PARTITIONS)}
-        self.ledger = OwnershipLedger()
-        self.accounting = RecordAccounting()
-        self.producer = KeyProducer(broker.bootstrap, topic, PARTITIONS, self.accounting, rate=150)
-        self.live: list[CoopMember | RdkafkaMember] = []
-        self.started: list[CoopMember | RdkafkaMember] = []
+        super().__init__(
+            broker.bootstrap, topic, group, PARTITIONS, quiet_s=QUIET_S, settle_s=SETTLE_S
+        )
+        self.broker = broker
 
     def add(self, name: str, *, rdkafka: bool = False) -> CoopMember | RdkafkaMember:
         member: CoopMember | RdkafkaMember
@@ -92,47 +87,15 @@ class _Group:
                 name, self.broker.bootstrap, self.group, [self.topic], self.ledger, self.accounting
             )
         _kip848(member)
-        member.start()
-        self.live.append(member)
-        self.started.append(member)
+        self.adopt(member)
         return member
-
-    def settle(self, what: str) -> None:
-        def settled() -> bool:
-            owners = self.ledger.owners()
-            return (
-                set(owners) == self.all_tps
-                and set(owners.values()) == {m.name for m in self.live}
-                and self.ledger.quiet_for() >= QUIET_S
-            )
-
-        wait_for(settled, SETTLE_S, what, members=self.live)
 
     def remove(self, member: CoopMember | RdkafkaMember) -> None:
         self.live.remove(member)
         member.stop()
 
-    def finish(self) -> None:
-        self.producer.stop()
-        wait_for(
-            lambda: not self.accounting.missing(),
-            SETTLE_S,
-            "every produced record to be processed",
-            members=self.live,
-        )
-        while self.live:
-            self.live.pop(0).stop()
-
-    def stop_all(self) -> None:
-        self.producer.stop()
-        while self.live:
-            self.live.pop(0).stop()
-
     def check_clean(self) -> None:
-        for member in self.started:
-            assert member.error is None, f"{member.name}: {member.error!r}"
-        self.ledger.check()
-        failures = {m.name: m.commit_failures[:3] for m in self.started if m.commit_failures}
+        failures = self.member_failures()
         assert not failures, failures
         self.accounting.check(allow_duplicates=False)
         committed = committed_offsets(self.broker.bootstrap, self.group, self.all_tps)

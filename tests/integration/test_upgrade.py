@@ -43,12 +43,9 @@ from coopconsumer import TopicPartition
 from coopconsumer.testing import EmbeddedBroker
 from integration._ledger import (
     CoopMember,
-    KeyProducer,
-    OwnershipLedger,
-    RecordAccounting,
+    LedgerGroup,
     committed_offsets,
     late_sync_on_mock,
-    wait_for,
 )
 
 pytestmark = pytest.mark.slow
@@ -63,19 +60,14 @@ SETTLE_S = 40.0
 EAGER_STRATEGIES = ("range", "cooperative-sticky,range")
 
 
-class _Upgrade:
+class _Upgrade(LedgerGroup[CoopMember]):
     """One group of coopconsumer members being rolled from strategy to strategy."""
 
     def __init__(self, broker: EmbeddedBroker, topic: str, group: str) -> None:
+        super().__init__(
+            broker.bootstrap, topic, group, PARTITIONS, quiet_s=QUIET_S, settle_s=SETTLE_S
+        )
         self.broker = broker
-        self.topic = topic
-        self.group = group
-        self.all_tps = [TopicPartition(topic, p) for p in range(PARTITIONS)]
-        self.ledger = OwnershipLedger()
-        self.accounting = RecordAccounting()
-        self.producer = KeyProducer(broker.bootstrap, topic, PARTITIONS, self.accounting, rate=150)
-        self.live: list[CoopMember] = []
-        self.started: list[CoopMember] = []
         self._count = 0
 
     def add(self, strategy: str) -> CoopMember:
@@ -92,21 +84,8 @@ class _Upgrade:
             assign_delay_s=0.3 if self.broker.kind == "mock" else 0.0,
             tolerate=late_sync_on_mock if self.broker.kind == "mock" else None,
         )
-        member.start()
-        self.live.append(member)
-        self.started.append(member)
+        self.adopt(member)
         return member
-
-    def settle(self, what: str) -> None:
-        def settled() -> bool:
-            owners = self.ledger.owners()
-            return (
-                set(owners) == set(self.all_tps)
-                and set(owners.values()) == {m.name for m in self.live}
-                and self.ledger.quiet_for() >= QUIET_S
-            )
-
-        wait_for(settled, SETTLE_S, what, members=self.live)
 
     def roll(self, strategy: str) -> None:
         """Replace every live member, oldest first, by a new one on ``strategy``."""
@@ -116,28 +95,8 @@ class _Upgrade:
             self.add(strategy)
             self.settle(f"{old.name} replaced by a member on {strategy}")
 
-    def finish(self) -> None:
-        """Stop producing, wait until every record is processed, stop every member."""
-        self.producer.stop()
-        wait_for(
-            lambda: not self.accounting.missing(),
-            SETTLE_S,
-            "every produced record to be processed",
-            members=self.live,
-        )
-        while self.live:
-            self.live.pop(0).stop()
-
-    def stop_all(self) -> None:
-        self.producer.stop()
-        while self.live:
-            self.live.pop(0).stop()
-
     def check_clean(self) -> None:
-        for member in self.started:
-            assert member.error is None, f"{member.name}: {member.error!r}"
-        self.ledger.check()
-        failures = {m.name: m.commit_failures[:3] for m in self.started if m.commit_failures}
+        failures = self.member_failures()
         # Every change is graceful and every member commits before giving a partition
         # up, so on Kafka no record is processed twice. The mock answers OffsetCommit
         # with REBALANCE_IN_PROGRESS once a rebalance is joining

@@ -86,9 +86,10 @@ class GroupMember:
 
     @property
     def metadata_topics(self) -> frozenset[str]:
-        """Topics whose metadata the driver should keep fresh: the subscription, plus
-        the whole group subscription while this member is the leader (Java's leader
-        watches every topic it assigned, to notice partition changes)."""
+        """Topics whose metadata the member needs now: the subscription, plus the
+        whole group subscription while this member is the leader (Java's leader
+        watches every topic it assigned, to notice partition changes). The member
+        refreshes them itself (``_metadata.py``)."""
         core = self._core
         if core.is_leader:
             return core.subscribed | core.group_topics

@@ -78,7 +78,8 @@ class ConsumerGroupMember:
 
     @property
     def metadata_topics(self) -> frozenset[str]:
-        """Topics whose metadata (and topic ids) the driver should keep fresh."""
+        """Topics whose metadata (and topic ids) the member needs now; it refreshes
+        them itself (``_metadata.py``)."""
         return self._core.subscribed
 
     @property

@@ -14,11 +14,15 @@ from coopconsumer import (
     ConfigurationError,
     CoopConsumerError,
     DeliveryError,
+    IncompatibleVersionError,
     InvalidAssignmentError,
     KafkaError,
+    ProducerFencedError,
     ProtocolError,
     RebalanceInProgressError,
     RequestTimeoutError,
+    TransactionAbortedError,
+    TransactionError,
 )
 
 ERRORS: list[CoopConsumerError] = [
@@ -58,6 +62,12 @@ ERRORS: list[CoopConsumerError] = [
         retriable=True,
         failed=1,
     ),
+    TransactionError("abort did not complete", fatal=True, code=-185, name="_TIMED_OUT"),
+    TransactionAbortedError(
+        "refused", reason="group generation fenced", permanent=False, code=22, name="IG"
+    ),
+    ProducerFencedError("fenced", code=47, name="INVALID_PRODUCER_EPOCH"),
+    IncompatibleVersionError("TxnOffsetCommit up to v2"),
 ]
 
 

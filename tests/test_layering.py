@@ -91,11 +91,16 @@ def test_errors_module_is_a_leaf() -> None:
 def test_only_the_fetcher_and_producer_import_confluent_kafka() -> None:
     # coopconsumer.testing is a test-support module (it drives the brokers with
     # confluent-kafka's admin client and the mock cluster) and coopconsumer._demo an
-    # application that needs a producer; the library proper has two, both in _io.
+    # application that needs a producer; the library proper has three, all in _io: the
+    # fetcher, the idempotent producer and the transactional producer.
     importers = {
         _module_name(path)
         for path in PKG.rglob("*.py")
         if not _module_name(path).startswith(("coopconsumer.testing", "coopconsumer._demo"))
         and any(_top(name) == "confluent_kafka" for name in _imports(path))
     }
-    assert importers <= {"coopconsumer._io._fetcher", "coopconsumer._io._producer"}
+    assert importers <= {
+        "coopconsumer._io._fetcher",
+        "coopconsumer._io._producer",
+        "coopconsumer._io._txn_producer",
+    }

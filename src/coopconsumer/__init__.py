@@ -14,11 +14,15 @@ from ._errors import ConfigurationError as ConfigurationError
 from ._errors import CoopConsumerError as CoopConsumerError
 from ._errors import DeliveryError as DeliveryError
 from ._errors import IllegalStateError as IllegalStateError
+from ._errors import IncompatibleVersionError as IncompatibleVersionError
 from ._errors import InvalidAssignmentError as InvalidAssignmentError
 from ._errors import KafkaError as KafkaError
+from ._errors import ProducerFencedError as ProducerFencedError
 from ._errors import ProtocolError as ProtocolError
 from ._errors import RebalanceInProgressError as RebalanceInProgressError
 from ._errors import RequestTimeoutError as RequestTimeoutError
+from ._errors import TransactionAbortedError as TransactionAbortedError
+from ._errors import TransactionError as TransactionError
 from ._listener import RebalanceListener as RebalanceListener
 from ._types import ConsumerGroupMetadata as ConsumerGroupMetadata
 from ._types import TopicPartition as TopicPartition
@@ -36,13 +40,17 @@ __all__ = [
     "CoopConsumerError",
     "DeliveryError",
     "IllegalStateError",
+    "IncompatibleVersionError",
     "InvalidAssignmentError",
     "KafkaError",
     "OffsetAndMetadata",
+    "ProducerFencedError",
     "ProtocolError",
     "RebalanceInProgressError",
     "RebalanceListener",
     "RequestTimeoutError",
     "TopicPartition",
+    "TransactionAbortedError",
+    "TransactionError",
     "__version__",
 ]

@@ -71,7 +71,7 @@ if TYPE_CHECKING:
     # importing the package (and the wire client) does not load it.
     from ._io._fetcher import Record as Message
 
-__all__ = ["Consumer", "FetcherLike"]
+__all__ = ["Consumer", "FetcherLike", "client_for"]
 
 log = logging.getLogger("coopconsumer.consumer")
 
@@ -257,6 +257,21 @@ def _assignment(partitions: object) -> tuple[frozenset[TopicPartition], dict[Top
     return frozenset(found), starts
 
 
+def client_for(cfg: ConsumerConfig) -> KafkaClient:
+    """A wire client with the consumer's connection settings (bootstrap, timeouts,
+    security): the consumer's own, and the one-off checks of ``_transactional``."""
+    conn = cfg.connection
+    return KafkaClient(
+        ClientConfig(
+            **{
+                field.name: getattr(conn, field.name)
+                for field in attrs.fields(ClientConfig)
+                if hasattr(conn, field.name)
+            }
+        )
+    )
+
+
 def _abandon(driver: Driver, fetcher: FetcherLike) -> None:
     """Finalizer of a consumer collected without ``close()``: no LeaveGroup (nobody
     can run the listeners), the coordinator expires the member after its session."""
@@ -306,16 +321,7 @@ class Consumer:
         cfg.require_group_id()
         fetcher = Fetcher(cfg.fetcher_config(), logger=cfg.logger)
         try:
-            conn = cfg.connection
-            client = KafkaClient(
-                ClientConfig(
-                    **{
-                        field.name: getattr(conn, field.name)
-                        for field in attrs.fields(ClientConfig)
-                        if hasattr(conn, field.name)
-                    }
-                )
-            )
+            client = client_for(cfg)
         except BaseException:
             fetcher.close()
             raise
@@ -405,9 +411,10 @@ class Consumer:
                 group_instance_id=cfg.group_instance_id,
                 client_rack=cfg.client_rack,
                 enable_auto_commit=cfg.enable_auto_commit,
-                # KIP-447: as Java, read_committed consumers start after open
-                # transactions' offsets are settled.
-                require_stable=cfg.isolation_level == "read_committed",
+                # KIP-447: as Java (whatever the isolation level), start after the
+                # offsets of open transactions are settled, so a partition's next owner
+                # never reads past work a transaction may still commit.
+                require_stable=True,
             ),
             assignors,
         )
@@ -1232,9 +1239,27 @@ class Consumer:
         return frozenset(self._assigned)
 
     def group_metadata(self) -> ConsumerGroupMetadata:
-        """The group id, generation, member id and instance id of the current
-        generation (generation -1 and member id "" while not in a generation)."""
+        """The group id, generation (with ``group.protocol=consumer``: the member
+        epoch), member id and instance id of the current generation (generation -1 and
+        member id "" while not in a generation), read when called: inside
+        ``on_partitions_revoked`` it is already the generation the revocation belongs
+        to (Java, KAFKA-9741).
+
+        The value is also the bytes confluent-kafka's ``consumer_group_metadata()``
+        returns, so a confluent-kafka transactional producer accepts it in
+        ``send_offsets_to_transaction`` (docs/exactly-once.md: check the generation is
+        not -1 first, or the offsets are committed without fencing). The first call in
+        a process checks that the installed confluent-kafka writes that format itself
+        and raises ``IncompatibleVersionError`` naming its version if not.
+        """
+        from ._io._txn_producer import verify_group_metadata_format  # loads librdkafka
+
+        verify_group_metadata_format()
         return self._driver.group_metadata
+
+    def consumer_group_metadata(self) -> ConsumerGroupMetadata:
+        """confluent-kafka's name for :meth:`group_metadata`."""
+        return self.group_metadata()
 
     @property
     def rebalance_protocol(self) -> RebalanceProtocol:

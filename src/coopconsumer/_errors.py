@@ -16,11 +16,16 @@ __all__ = [
     "ConfigurationError",
     "CoopConsumerError",
     "DeliveryError",
+    "IllegalStateError",
+    "IncompatibleVersionError",
     "InvalidAssignmentError",
     "KafkaError",
+    "ProducerFencedError",
     "ProtocolError",
     "RebalanceInProgressError",
     "RequestTimeoutError",
+    "TransactionAbortedError",
+    "TransactionError",
 ]
 
 
@@ -267,3 +272,70 @@ class DeliveryError(CoopConsumerError):
         self.name = name
         self.retriable = retriable
         self.failed = failed
+
+
+class TransactionError(CoopConsumerError):
+    """A Kafka transaction failed.
+
+    ``fatal`` says whether the transactional producer is unusable: then the
+    :class:`~coopconsumer.TransactionalProcessor` is stopped and must be closed.
+    ``code``/``name`` are Kafka's (or librdkafka's) error when one caused it.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        fatal: bool = False,
+        code: int | None = None,
+        name: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.fatal = fatal
+        self.code = code
+        self.name = name
+
+
+class TransactionAbortedError(TransactionError):
+    """The open transaction had to be aborted: nothing it wrote becomes visible to
+    ``read_committed`` readers, the offsets sent with it are discarded, and its input
+    records are processed again.
+
+    ``reason`` is a short label (``"group generation fenced"``, ``"delivery
+    failed"``, ...). ``permanent`` is True when replaying the same input would fail
+    the same way (a record too large, a topic that does not exist): the
+    :class:`~coopconsumer.TransactionalProcessor` raises only those, and replays the
+    others itself.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        reason: str,
+        permanent: bool = False,
+        code: int | None = None,
+        name: str | None = None,
+    ) -> None:
+        super().__init__(message, fatal=False, code=code, name=name)
+        self.reason = reason
+        self.permanent = permanent
+
+
+class ProducerFencedError(TransactionError):
+    """The transactional producer was fenced: another producer started with the same
+    ``transactional.id`` (two processes were given one id, or a restarted process
+    replaced this one), or the transaction coordinator bumped its epoch. Always fatal:
+    the open transaction is aborted by the coordinator and this process must stop.
+    """
+
+    def __init__(self, message: str, *, code: int | None = None, name: str | None = None) -> None:
+        super().__init__(message, fatal=True, code=code, name=name)
+
+
+class IncompatibleVersionError(CoopConsumerError):
+    """A broker or the installed confluent-kafka lacks what a feature needs (e.g. a
+    broker without TxnOffsetCommit v3 cannot fence transactional commits by generation,
+    KIP-447; a confluent-kafka whose consumer group metadata format differs from the one
+    coopconsumer writes). The message names the component and its version. Nothing was
+    sent when it is raised."""

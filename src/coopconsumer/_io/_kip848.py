@@ -30,7 +30,7 @@ def consumer_protocol_member(cfg: ConsumerConfig) -> ConsumerGroupMember:
             client_rack=cfg.client_rack,
             server_assignor=cfg.group_remote_assignor,
             enable_auto_commit=cfg.enable_auto_commit,
-            # KIP-447, as for the classic member.
-            require_stable=cfg.isolation_level == "read_committed",
+            # KIP-447, as for the classic member (and Java): always.
+            require_stable=True,
         )
     )

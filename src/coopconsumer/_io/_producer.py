@@ -40,6 +40,7 @@ __all__ = [
     "DeliveryReport",
     "Headers",
     "IdempotentProducer",
+    "common_producer_config",
     "producer_config",
 ]
 
@@ -127,6 +128,14 @@ def producer_config(config: Mapping[str, object]) -> dict[str, Any]:
     callable, as confluent-kafka's); the result holds them in librdkafka's form,
     secrets included: do not log it.
     """
+    return common_producer_config(config, transactional=False)
+
+
+def common_producer_config(config: Mapping[str, object], *, transactional: bool) -> dict[str, Any]:
+    """:func:`producer_config`, or with ``transactional`` the checks a transactional
+    producer shares with it: ``transactional.id`` is allowed, and no
+    ``message.timeout.ms`` is filled in (librdkafka derives it from
+    ``transaction.timeout.ms`` and refuses one above it)."""
     if not isinstance(config, Mapping):
         raise ConfigurationError(
             f"producer config must be a mapping of Kafka keys, not {type(config).__name__}"
@@ -136,7 +145,7 @@ def producer_config(config: Mapping[str, object]) -> dict[str, Any]:
     for key, value in config.items():
         if not isinstance(key, str):
             raise ConfigurationError(f"configuration keys must be strings, not {key!r}")
-        if key in _FORBIDDEN:
+        if key in _FORBIDDEN and not (transactional and key == "transactional.id"):
             raise ConfigurationError(f"{key!r} cannot be set: {_FORBIDDEN[key]}")
         if is_security_key(key.strip()):
             security[key.strip()] = value
@@ -170,7 +179,7 @@ def producer_config(config: Mapping[str, object]) -> dict[str, Any]:
     given = [key for key in _TIMEOUT_KEYS if key in conf]
     for key in given:
         _positive_ms(key, conf[key])
-    if not given:
+    if not given and not transactional:
         conf["message.timeout.ms"] = DEFAULT_MESSAGE_TIMEOUT_MS
     conf.setdefault("partitioner", DEFAULT_PARTITIONER)
     _check_with_librdkafka(conf)

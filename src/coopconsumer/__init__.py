@@ -24,6 +24,9 @@ from ._errors import RequestTimeoutError as RequestTimeoutError
 from ._errors import TransactionAbortedError as TransactionAbortedError
 from ._errors import TransactionError as TransactionError
 from ._listener import RebalanceListener as RebalanceListener
+from ._transactional import TransactionalOutput as TransactionalOutput
+from ._transactional import TransactionalProcessor as TransactionalProcessor
+from ._transactional import TransactionStats as TransactionStats
 from ._types import ConsumerGroupMetadata as ConsumerGroupMetadata
 from ._types import TopicPartition as TopicPartition
 
@@ -52,5 +55,8 @@ __all__ = [
     "TopicPartition",
     "TransactionAbortedError",
     "TransactionError",
+    "TransactionStats",
+    "TransactionalOutput",
+    "TransactionalProcessor",
     "__version__",
 ]

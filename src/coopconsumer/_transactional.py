@@ -1,0 +1,744 @@
+"""``TransactionalProcessor``: exactly-once consume -> process -> produce (KIP-447).
+
+A ``Consumer`` (the library's own group member, ``read_committed``, no auto-commit)
+and a transactional producer (``_io._txn_producer``) used from one thread: records are
+consumed, handed to the user's function, whose output records go into the open
+transaction together with the consumed offsets, fenced by the member's generation. The
+rules, and why each holds, are in docs/exactly-once.md; in short:
+
+* a transaction is committed when ``commit.interval.ms`` has passed since it began,
+  when ``max.records.per.transaction`` records are in it, when no record arrived within
+  a poll, and before :meth:`TransactionalProcessor.run` returns;
+* rebalance callbacks run inside ``consume()``, never while the user's function runs.
+  A revocation that touches the open transaction's partitions commits it first (so
+  the next owner starts exactly after it); one that does not leaves it open (no
+  needless abort); lost partitions abort it;
+* offsets are sent with the generation read at that moment (KAFKA-9741) and never
+  without one (``_io._txn_producer.check_group_metadata``); the broker's refusal of
+  that generation aborts the transaction;
+* after an abort every partition of the transaction still assigned is sought back to
+  the first offset the transaction consumed, so its records are processed again, and
+  what the aborted transaction wrote is invisible to ``read_committed`` readers.
+
+Imports the facade (``_consumer``), the transactional producer and config; the only
+module of the package that drives both a consumer and a producer.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Final, Protocol
+
+import attrs
+
+from ._config import ConsumerConfig
+from ._consumer import Consumer, client_for
+from ._errors import (
+    ConfigurationError,
+    CoopConsumerError,
+    IncompatibleVersionError,
+    TransactionAbortedError,
+    TransactionError,
+)
+from ._listener import RebalanceListener, RebalanceListenerLike
+from ._security import is_security_key
+from ._types import ConsumerGroupMetadata, TopicPartition
+
+if TYPE_CHECKING:
+    # Imported when a processor is built, not with the package: they load librdkafka.
+    from ._io._fetcher import Record as Message
+    from ._io._producer import Headers
+
+__all__ = ["ProcessFunction", "TransactionStats", "TransactionalOutput", "TransactionalProcessor"]
+
+log = logging.getLogger("coopconsumer.transactional")
+
+#: Kafka Streams' default ``commit.interval.ms`` under exactly-once.
+DEFAULT_COMMIT_INTERVAL_MS: Final = 100
+DEFAULT_MAX_RECORDS_PER_TRANSACTION: Final = 10_000
+DEFAULT_BATCH_SIZE: Final = 500
+#: TxnOffsetCommit v3 carries the generation, member id and instance id (KIP-447).
+_TXN_OFFSET_COMMIT: Final = 28
+_KIP447_VERSION: Final = 3
+
+
+class TransactionalOutput:
+    """Where the process function writes its output records: each goes into the open
+    transaction, committed together with the offsets of the records being processed.
+
+    Valid only during the call of the process function it was given to.
+    """
+
+    def __init__(self, producer: _ProducerLike) -> None:
+        self._producer = producer
+        self._open = False
+        #: Records produced into the open transaction.
+        self.produced = 0
+
+    def produce(
+        self,
+        topic: str,
+        value: bytes | str | None = None,
+        key: bytes | str | None = None,
+        *,
+        partition: int | None = None,
+        headers: Headers | None = None,
+        timestamp: int | None = None,
+    ) -> None:
+        """Write one record (``partition=None``: Java's murmur2 partitioner chooses by
+        key). Raises ``TransactionError`` outside the process function."""
+        if not self._open:
+            raise TransactionError("produce() outside the process function", fatal=False)
+        self._producer.produce(
+            topic, value, key, partition=partition, headers=headers, timestamp=timestamp
+        )
+        self.produced += 1
+
+
+#: ``process(records, output)``: handle a batch of consumed records, writing what
+#: they produce through ``output``. Called on the thread running the processor.
+ProcessFunction = Callable[[list["Message"], TransactionalOutput], None]
+
+
+def _counts(value: Mapping[str, int]) -> Mapping[str, int]:
+    return dict(sorted(value.items()))
+
+
+@attrs.frozen(kw_only=True)
+class TransactionStats:
+    """What a :class:`TransactionalProcessor` did so far.
+
+    ``records_processed``/``records_produced`` count committed transactions only;
+    ``records_replayed`` counts records of aborted transactions, consumed again after
+    the rewind. ``aborts`` counts aborted transactions by reason (``"group generation
+    fenced"``, ``"partitions lost"``, ``"process function raised"``, ...).
+    """
+
+    transactions_committed: int = 0
+    transactions_aborted: int = 0
+    aborts: Mapping[str, int] = attrs.field(factory=dict, converter=_counts)
+    records_processed: int = 0
+    records_produced: int = 0
+    records_replayed: int = 0
+    #: Commits made inside a revocation callback (the revoked partitions were in the
+    #: open transaction).
+    commits_on_revoke: int = 0
+    commit_latency_avg_ms: float = 0.0
+    commit_latency_max_ms: float = 0.0
+
+
+@attrs.define(kw_only=True)
+class _Transaction:
+    started: float
+    #: Per partition, the offset of the first record consumed in this transaction (the
+    #: rewind target) and the next offset to consume (what is committed).
+    first: dict[TopicPartition, int] = attrs.field(factory=dict)
+    next: dict[TopicPartition, int] = attrs.field(factory=dict)
+    records: int = 0
+
+
+class _Listener(RebalanceListener):
+    """Settles the open transaction before the application's listener runs."""
+
+    def __init__(
+        self, processor: TransactionalProcessor, user: RebalanceListenerLike | None
+    ) -> None:
+        self._processor = processor
+        self._user = user
+
+    def on_partitions_revoked(self, partitions: frozenset[TopicPartition]) -> None:
+        self._processor._on_revoked(partitions)
+        if self._user is not None:
+            self._user.on_partitions_revoked(partitions)
+
+    def on_partitions_assigned(self, partitions: frozenset[TopicPartition]) -> None:
+        if self._user is not None:
+            self._user.on_partitions_assigned(partitions)
+
+    def on_partitions_lost(self, partitions: frozenset[TopicPartition]) -> None:
+        self._processor._on_lost(partitions)
+        if self._user is None:
+            return
+        lost = getattr(self._user, "on_partitions_lost", None)
+        if lost is None:
+            self._user.on_partitions_revoked(partitions)
+        else:
+            lost(partitions)
+
+
+class _ConsumerLike(Protocol):
+    """What the processor needs of ``Consumer`` (tests substitute a scripted fake)."""
+
+    def subscribe(self, topics: list[str], listener: RebalanceListener) -> None: ...
+
+    def consume(self, num_messages: int, timeout: float) -> list[Message]: ...
+
+    def seek(self, partition: TopicPartition, offset: int) -> None: ...
+
+    def assignment(self) -> frozenset[TopicPartition]: ...
+
+    def group_metadata(self) -> ConsumerGroupMetadata: ...
+
+    def metrics(self) -> dict[str, float]: ...
+
+    def close(self, timeout: float | None = None) -> None: ...
+
+
+class _ProducerLike(Protocol):
+    """What the processor needs of ``TransactionalProducer``."""
+
+    @property
+    def transactional_id(self) -> str: ...
+
+    def init(self, timeout_s: float | None = None) -> None: ...
+
+    def begin(self) -> None: ...
+
+    def produce(
+        self,
+        topic: str,
+        value: bytes | str | None = None,
+        key: bytes | str | None = None,
+        *,
+        partition: int | None = None,
+        headers: Headers | None = None,
+        timestamp: int | None = None,
+    ) -> None: ...
+
+    def send_offsets(
+        self,
+        offsets: Mapping[TopicPartition, int],
+        group_metadata: ConsumerGroupMetadata,
+        timeout_s: float | None = None,
+    ) -> None: ...
+
+    def commit(self, timeout_s: float | None = None) -> None: ...
+
+    def abort(self, timeout_s: float | None = None) -> None: ...
+
+    def delivery_failure(self) -> str | None: ...
+
+    def close(self) -> None: ...
+
+
+def _check_brokers(cfg: ConsumerConfig) -> None:
+    """Refuse brokers without TxnOffsetCommit v3, the first version carrying the
+    generation, member id and instance id (KIP-447): librdkafka would silently send the
+    offsets without them, which fences nothing. Also checks, once per process, that
+    confluent-kafka reads the group metadata bytes coopconsumer writes."""
+    from ._io._txn_producer import verify_group_metadata_format
+
+    verify_group_metadata_format()
+    timeout_ms = cfg.default_api_timeout_ms
+    with client_for(cfg) as client:
+        cluster = client.metadata(timeout_ms=timeout_ms)
+        for node_id in sorted(cluster.brokers):
+            versions = client.api_versions(node_id, timeout_ms=timeout_ms)
+            highest = versions.get(_TXN_OFFSET_COMMIT, (0, -1))[1]
+            if highest < _KIP447_VERSION:
+                raise IncompatibleVersionError(
+                    f"broker {node_id} supports TxnOffsetCommit up to v{highest}; "
+                    f"exactly-once needs v{_KIP447_VERSION} (Kafka 2.5+, KIP-447) to fence "
+                    "offsets by generation"
+                )
+            return  # one broker answers for the cluster (it runs one version)
+
+
+def _consumer_keys(config: Mapping[str, object]) -> dict[str, object]:
+    """The consumer config with exactly-once's settings, refusing contradictions."""
+    if not isinstance(config, Mapping):
+        raise ConfigurationError(f"consumer_config must be a mapping, not {type(config).__name__}")
+    conf = dict(config)
+    auto = str(conf.get("enable.auto.commit", "false")).strip().lower()
+    if auto not in ("false", "0"):
+        raise ConfigurationError(
+            "enable.auto.commit must be false for exactly-once: the consumed offsets are "
+            "committed in each transaction, never by the consumer"
+        )
+    isolation = str(conf.get("isolation.level", "read_committed")).strip().lower()
+    if isolation != "read_committed":
+        raise ConfigurationError(
+            "isolation.level must be read_committed for exactly-once: a read_uncommitted "
+            "input would process records of transactions that are later aborted"
+        )
+    conf["enable.auto.commit"] = False
+    conf["isolation.level"] = "read_committed"
+    return conf
+
+
+def _producer_keys(
+    producer_config: Mapping[str, object], consumer_config: Mapping[str, object]
+) -> dict[str, object]:
+    """The producer config, with ``bootstrap.servers`` and the security keys taken
+    from the consumer config where it does not set them (one setting for every
+    connection)."""
+    if not isinstance(producer_config, Mapping):
+        raise ConfigurationError(
+            f"producer_config must be a mapping, not {type(producer_config).__name__}"
+        )
+    conf = dict(producer_config)
+    security_given = any(isinstance(k, str) and is_security_key(k) for k in conf)
+    for key, value in consumer_config.items():
+        if not isinstance(key, str) or key in conf:
+            continue
+        if key == "bootstrap.servers" or (not security_given and is_security_key(key)):
+            conf[key] = value
+    return conf
+
+
+class TransactionalProcessor:
+    """Exactly-once Kafka -> Python -> Kafka across cooperative rebalances (KIP-447).
+
+    ``consumer_config`` configures the group member reading ``topics`` (a
+    :class:`~coopconsumer.Consumer` config: ``group.id`` is required; both group
+    protocols, static membership and any assignor work). ``enable.auto.commit`` is
+    false and ``isolation.level`` is ``read_committed`` (asking for anything else is a
+    ``ConfigurationError``). ``producer_config`` configures the transactional producer
+    and must hold ``transactional.id`` (one per process, stable across its restarts:
+    docs/exactly-once.md); ``bootstrap.servers`` and the security keys default to the
+    consumer's.
+
+    ``process(records, output)`` is called with each batch of consumed records (at
+    most ``batch_size``) and writes its results with ``output.produce``. Its output and
+    the batch's offsets commit in one transaction, shared by the batches of up to
+    ``commit_interval_ms`` (Kafka Streams' ``commit.interval.ms``) and
+    ``max_records_per_transaction`` records: longer intervals mean fewer, larger
+    transactions and more latency before ``read_committed`` readers see the output.
+
+    Every input record's output is committed exactly once as long as the process
+    function's only effects are the records it produces; docs/exactly-once.md says
+    what happens in every failure. A ``listener`` gets the rebalance callbacks after
+    the processor settled the open transaction.
+
+    Construction checks the configuration (``transaction.timeout.ms`` at most the
+    consumer's ``max.poll.interval.ms`` and at least ``commit_interval_ms``; errors
+    name the key to change) and connects to nothing; :meth:`run` or the first
+    :meth:`step` initializes the producer (fencing older producers with the same
+    ``transactional.id``) and checks that the brokers support KIP-447. Use from one
+    thread; :meth:`stop` may be called from any thread (or a signal handler).
+    """
+
+    def __init__(
+        self,
+        consumer_config: Mapping[str, object],
+        producer_config: Mapping[str, object],
+        process: ProcessFunction,
+        *,
+        topics: Iterable[str] | str,
+        listener: RebalanceListenerLike | None = None,
+        batch_size: int = DEFAULT_BATCH_SIZE,
+        commit_interval_ms: int = DEFAULT_COMMIT_INTERVAL_MS,
+        max_records_per_transaction: int = DEFAULT_MAX_RECORDS_PER_TRANSACTION,
+    ) -> None:
+        if not callable(process):
+            raise ConfigurationError(f"process must be callable, not {process!r}")
+        for name, value in (
+            ("batch_size", batch_size),
+            ("max_records_per_transaction", max_records_per_transaction),
+        ):
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ConfigurationError(f"{name} must be a positive int: {value!r}")
+        if (
+            not isinstance(commit_interval_ms, int)
+            or isinstance(commit_interval_ms, bool)
+            or commit_interval_ms < 0
+        ):
+            raise ConfigurationError(
+                f"commit_interval_ms must be an int >= 0: {commit_interval_ms!r}"
+            )
+        from ._io._txn_producer import (
+            TransactionalProducer,
+            transaction_timeout_ms,
+            transactional_producer_config,
+        )
+
+        consumer_keys = _consumer_keys(consumer_config)
+        cfg = ConsumerConfig.from_mapping(consumer_keys)
+        for key, text in (
+            ("group.id", cfg.require_group_id()),
+            ("group.instance.id", cfg.group_instance_id or ""),
+        ):
+            if not text.isascii() or not text.isprintable():
+                raise ConfigurationError(
+                    f"{key} {text!r} cannot be used with transactions: confluent-kafka "
+                    "sends only printable ASCII ids with transactional offsets"
+                )
+        producer_keys = transactional_producer_config(
+            _producer_keys(producer_config, consumer_config)
+        )
+        txn_timeout_ms = transaction_timeout_ms(producer_keys)
+        if txn_timeout_ms > cfg.max_poll_interval_ms:
+            raise ConfigurationError(
+                f"transaction.timeout.ms ({txn_timeout_ms}) exceeds the consumer's "
+                f"max.poll.interval.ms ({cfg.max_poll_interval_ms}): a transaction left "
+                "open by a member that stopped (crash, pause) would keep the next owner "
+                "of its partitions waiting longer than a rebalance may take. Lower "
+                "transaction.timeout.ms in producer_config (or raise max.poll.interval.ms)"
+            )
+        if txn_timeout_ms <= commit_interval_ms:
+            raise ConfigurationError(
+                f"transaction.timeout.ms ({txn_timeout_ms}) must exceed commit_interval_ms "
+                f"({commit_interval_ms}), or the coordinator aborts transactions before "
+                "they are committed: raise transaction.timeout.ms in producer_config or "
+                "lower commit_interval_ms"
+            )
+        producer = TransactionalProducer(producer_keys)
+        try:
+            consumer = Consumer(consumer_keys)
+        except BaseException:
+            producer.close()
+            raise
+        self._setup(
+            consumer=consumer,
+            producer=producer,
+            process=process,
+            topics=topics,
+            listener=listener,
+            batch_size=batch_size,
+            commit_interval_ms=commit_interval_ms,
+            max_records_per_transaction=max_records_per_transaction,
+            broker_check=lambda: _check_brokers(cfg),
+        )
+
+    @classmethod
+    def _with_io(
+        cls,
+        consumer: _ConsumerLike,
+        producer: _ProducerLike,
+        process: ProcessFunction,
+        *,
+        topics: Iterable[str] | str,
+        listener: RebalanceListenerLike | None = None,
+        batch_size: int = DEFAULT_BATCH_SIZE,
+        commit_interval_ms: int = DEFAULT_COMMIT_INTERVAL_MS,
+        max_records_per_transaction: int = DEFAULT_MAX_RECORDS_PER_TRANSACTION,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> TransactionalProcessor:
+        """A processor on the given consumer and producer (tests run the loop's
+        decisions on fakes, without brokers)."""
+        self = cls.__new__(cls)
+        self._setup(
+            consumer=consumer,
+            producer=producer,
+            process=process,
+            topics=topics,
+            listener=listener,
+            batch_size=batch_size,
+            commit_interval_ms=commit_interval_ms,
+            max_records_per_transaction=max_records_per_transaction,
+            broker_check=lambda: None,
+            clock=clock,
+        )
+        return self
+
+    def _setup(
+        self,
+        *,
+        consumer: _ConsumerLike,
+        producer: _ProducerLike,
+        process: ProcessFunction,
+        topics: Iterable[str] | str,
+        listener: RebalanceListenerLike | None,
+        batch_size: int,
+        commit_interval_ms: int,
+        max_records_per_transaction: int,
+        broker_check: Callable[[], None],
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._process_fn = process
+        self._batch_size = batch_size
+        self._commit_interval_s = commit_interval_ms / 1000.0
+        self._max_records = max_records_per_transaction
+        self._broker_check = broker_check
+        self._clock = clock
+        self._stop = threading.Event()
+        self._started = False
+        self._closed = False
+        self._failure: TransactionError | None = None
+        self._txn: _Transaction | None = None
+        self._committed = 0
+        self._aborted: Counter[str] = Counter()
+        self._records_processed = 0
+        self._records_produced = 0
+        self._records_replayed = 0
+        self._commits_on_revoke = 0
+        self._latency_total_ms = 0.0
+        self._latency_max_ms = 0.0
+        self._producer = producer
+        self._output = TransactionalOutput(producer)
+        self._consumer = consumer
+        try:
+            consumer.subscribe(
+                [topics] if isinstance(topics, str) else list(topics),
+                _Listener(self, listener),
+            )
+        except BaseException:
+            consumer.close(0)
+            producer.close()
+            raise
+
+    # ------------------------------------------------------------------ public
+
+    @property
+    def transactional_id(self) -> str:
+        """The producer's ``transactional.id``."""
+        return self._producer.transactional_id
+
+    def run(self, *, poll_timeout: float = 0.5) -> TransactionStats:
+        """Process until :meth:`stop` is called: then commit the open transaction and
+        return (the processor stays open; :meth:`close` it). Raises what the process
+        function raised (after aborting the transaction that held its batch; the next
+        call replays that batch), ``TransactionError`` when a transaction cannot succeed
+        (after aborting it; ``fatal`` errors such as ``ProducerFencedError`` leave the
+        processor unusable) and the consumer's errors (as ``Consumer.poll``)."""
+        self._stop.clear()
+        while not self._stop.is_set():
+            self.step(poll_timeout)
+        if self._txn is not None:
+            self._commit("stop")
+        return self.stats()
+
+    def stop(self) -> None:
+        """Ask :meth:`run` to return after the current batch (thread-safe)."""
+        self._stop.set()
+
+    def step(self, timeout: float = 0.5) -> int:
+        """One turn of the loop: commit the open transaction if it is due, consume a
+        batch (waiting at most ``timeout`` seconds; rebalance callbacks run here),
+        process it in the open transaction (beginning one if needed), commit when due.
+        Returns the number of records processed. Errors as :meth:`run`."""
+        self._check()
+        self._ensure_started()
+        now = self._clock()
+        txn = self._txn
+        if txn is not None and self._due(txn, now):
+            self._commit("interval")
+        wait = max(0.0, timeout)
+        txn = self._txn
+        if txn is not None:
+            wait = min(wait, max(0.0, txn.started + self._commit_interval_s - now))
+        records = self._consumer.consume(self._batch_size, wait)
+        if not records:
+            if self._txn is not None:
+                self._commit("idle")
+            return 0
+        self._process(records)
+        txn = self._txn
+        if txn is not None and self._due(txn, self._clock()):
+            self._commit("interval")
+        return len(records)
+
+    def stats(self) -> TransactionStats:
+        """What the processor did so far."""
+        return TransactionStats(
+            transactions_committed=self._committed,
+            transactions_aborted=self._aborted.total(),
+            aborts=self._aborted,
+            records_processed=self._records_processed,
+            records_produced=self._records_produced,
+            records_replayed=self._records_replayed,
+            commits_on_revoke=self._commits_on_revoke,
+            commit_latency_avg_ms=(self._latency_total_ms / self._committed)
+            if self._committed
+            else 0.0,
+            commit_latency_max_ms=self._latency_max_ms,
+        )
+
+    def assignment(self) -> frozenset[TopicPartition]:
+        """The partitions the member owns (as ``Consumer.assignment``)."""
+        return self._consumer.assignment()
+
+    def group_metadata(self) -> ConsumerGroupMetadata:
+        """The member's group metadata (as ``Consumer.group_metadata``)."""
+        return self._consumer.group_metadata()
+
+    def metrics(self) -> dict[str, float]:
+        """The member's ``consumer-coordinator-metrics`` (as ``Consumer.metrics``)."""
+        return self._consumer.metrics()
+
+    def close(self, timeout: float | None = None) -> None:
+        """Commit the open transaction (abort it if that fails, or after a fatal
+        error), leave the group (``Consumer.close``) and close the producer.
+        Idempotent; the processor is closed when this returns or raises."""
+        if self._closed:
+            return
+        try:
+            if self._txn is not None and self._failure is None:
+                try:
+                    self._commit("close")
+                except CoopConsumerError as exc:
+                    log.warning("close: the open transaction did not commit: %s", exc)
+        finally:
+            self._closed = True
+            try:
+                self._consumer.close(timeout)
+            finally:
+                self._producer.close()
+
+    def __enter__(self) -> TransactionalProcessor:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ the loop
+
+    def _check(self) -> None:
+        if self._closed:
+            raise CoopConsumerError("the processor is closed")
+        if self._failure is not None:
+            raise self._failure
+
+    def _ensure_started(self) -> None:
+        if self._started:
+            return
+        self._broker_check()
+        self._guard(lambda: self._producer.init(), "init")
+        self._started = True
+
+    def _due(self, txn: _Transaction, now: float) -> bool:
+        return txn.records >= self._max_records or now - txn.started >= self._commit_interval_s
+
+    def _process(self, records: list[Message]) -> None:
+        txn = self._txn
+        if txn is None:
+            self._guard(self._producer.begin, "begin")
+            txn = self._txn = _Transaction(started=self._clock())
+        for record in records:
+            tp = TopicPartition(record.topic() or "", record.partition() or 0)
+            txn.first.setdefault(tp, record.offset() or 0)
+        output = self._output
+        output._open = True
+        try:
+            self._process_fn(records, output)
+        except TransactionAbortedError as exc:
+            output._open = False
+            self._abort(exc.reason)
+            raise TransactionAbortedError(
+                f"a record the process function produced was refused; the transaction "
+                f"was aborted: {exc}",
+                reason=exc.reason,
+                permanent=True,
+                code=exc.code,
+                name=exc.name,
+            ) from exc
+        except BaseException:
+            output._open = False
+            self._abort("process function raised")
+            raise
+        output._open = False
+        for record in records:
+            tp = TopicPartition(record.topic() or "", record.partition() or 0)
+            txn.next[tp] = (record.offset() or 0) + 1
+        txn.records += len(records)
+
+    def _commit(self, why: str, *, exclude: frozenset[TopicPartition] = frozenset()) -> bool:
+        """Commit the open transaction with its offsets; True when committed. An
+        abortable failure aborts it and rewinds (``exclude``: partitions being revoked,
+        not sought); a permanent one is raised after that."""
+        txn = self._txn
+        assert txn is not None
+        started = self._clock()
+        try:
+            if txn.next:
+                self._producer.send_offsets(txn.next, self._consumer.group_metadata())
+            self._producer.commit()
+        except TransactionAbortedError as exc:
+            detail = self._producer.delivery_failure() or str(exc)
+            self._abort(exc.reason, exclude=exclude)
+            if exc.permanent:
+                raise TransactionAbortedError(
+                    f"the transaction cannot commit and was aborted: {detail}",
+                    reason=exc.reason,
+                    permanent=True,
+                    code=exc.code,
+                    name=exc.name,
+                ) from exc
+            return False
+        except TransactionError as exc:  # fatal
+            self._fail(exc)
+            raise
+        except CoopConsumerError as exc:
+            # The offsets cannot be sent with this metadata at all (its format or ids):
+            # abort, and stop, since every later transaction would meet the same.
+            error = TransactionError(
+                f"the offsets cannot be sent: {exc}; the transaction was aborted",
+                fatal=True,
+            )
+            try:
+                self._abort("offsets refused", exclude=exclude)
+            finally:
+                self._fail(error)
+            raise error from exc
+        elapsed_ms = (self._clock() - started) * 1000.0
+        self._txn = None
+        self._committed += 1
+        self._records_processed += txn.records
+        self._records_produced += self._output.produced
+        self._output.produced = 0
+        self._latency_total_ms += elapsed_ms
+        self._latency_max_ms = max(self._latency_max_ms, elapsed_ms)
+        log.debug("committed a transaction of %d record(s) (%s)", txn.records, why)
+        return True
+
+    def _abort(self, reason: str, *, exclude: frozenset[TopicPartition] = frozenset()) -> None:
+        """Abort the open transaction and seek its partitions (but ``exclude``) back to
+        where it started consuming them."""
+        txn = self._txn
+        if txn is None:
+            return
+        self._txn = None
+        self._output.produced = 0
+        try:
+            self._producer.abort()
+        except TransactionError as exc:
+            self._fail(exc)
+            raise
+        self._aborted[reason] += 1
+        self._records_replayed += txn.records
+        owned = self._consumer.assignment() - exclude
+        for tp, offset in sorted(txn.first.items()):
+            if tp in owned:
+                self._consumer.seek(tp, offset)
+        log.info(
+            "aborted a transaction of %d record(s) (%s); %d partition(s) rewound",
+            txn.records,
+            reason,
+            len(owned & txn.first.keys()),
+        )
+
+    def _guard(self, fn: Callable[[], Any], what: str) -> None:
+        try:
+            fn()
+        except TransactionAbortedError as exc:  # begin/init are never abortable; kept safe
+            error = TransactionError(f"{what}: {exc}", fatal=True)
+            self._fail(error)
+            raise error from exc
+        except TransactionError as exc:
+            self._fail(exc)
+            raise
+
+    def _fail(self, error: TransactionError) -> None:
+        if self._failure is None:
+            self._failure = error
+        self._txn = None
+
+    # ------------------------------------------------------------------ callbacks
+
+    def _on_revoked(self, partitions: frozenset[TopicPartition]) -> None:
+        txn = self._txn
+        if txn is None or self._failure is not None:
+            return
+        if not (txn.first.keys() & partitions):
+            return  # the open transaction holds nothing of them: keep it open
+        if self._commit("revocation", exclude=partitions):
+            self._commits_on_revoke += 1
+
+    def _on_lost(self, partitions: frozenset[TopicPartition]) -> None:
+        if self._txn is None or self._failure is not None:
+            return
+        self._abort("partitions lost", exclude=partitions)

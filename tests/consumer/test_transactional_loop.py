@@ -1,0 +1,499 @@
+"""The exactly-once loop's decisions, on a scripted consumer and a recording producer.
+
+No broker, no thread, no real clock: each ``consume()`` of the fake consumer plays one
+scripted step (rebalance callbacks, a generation change, records), and the fake
+producer records every transactional call and raises what a test injects. What a real
+broker does with these calls is tested in tests/integration/test_exactly_once.py.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import pytest
+
+from coopconsumer import (
+    ConsumerGroupMetadata,
+    ProducerFencedError,
+    RebalanceListener,
+    TopicPartition,
+    TransactionAbortedError,
+    TransactionalOutput,
+    TransactionalProcessor,
+    TransactionError,
+)
+from coopconsumer._io._txn_producer import check_group_metadata
+
+P0 = TopicPartition("in", 0)
+P1 = TopicPartition("in", 1)
+P2 = TopicPartition("in", 2)
+GEN1 = ConsumerGroupMetadata(group_id="g", generation_id=1, member_id="m1")
+GEN2 = ConsumerGroupMetadata(group_id="g", generation_id=2, member_id="m1")
+NO_GEN = ConsumerGroupMetadata(group_id="g")
+
+
+class Record:
+    def __init__(self, tp: TopicPartition, offset: int) -> None:
+        self._tp = tp
+        self._offset = offset
+
+    def topic(self) -> str:
+        return self._tp.topic
+
+    def partition(self) -> int:
+        return self._tp.partition
+
+    def offset(self) -> int:
+        return self._offset
+
+    def value(self) -> bytes:
+        return f"{self._tp}@{self._offset}".encode()
+
+    def key(self) -> bytes | None:
+        return None
+
+
+def records(tp: TopicPartition, first: int, count: int) -> list[Record]:
+    return [Record(tp, first + i) for i in range(count)]
+
+
+# A step: what one consume() call does, in order.
+Event = tuple[str, Any]
+
+
+class FakeConsumer:
+    def __init__(self) -> None:
+        self.listener: RebalanceListener | None = None
+        self.steps: deque[list[Event]] = deque()
+        self.owned: set[TopicPartition] = set()
+        self.metadata = GEN1
+        self.seeks: list[tuple[TopicPartition, int]] = []
+        self.closed = False
+        self.log: list[str] = []
+
+    def play(self, *events: Event) -> None:
+        self.steps.append(list(events))
+
+    def subscribe(self, topics: list[str], listener: RebalanceListener) -> None:
+        self.listener = listener
+
+    def consume(self, num_messages: int, timeout: float) -> list[Any]:
+        assert self.listener is not None
+        out: list[Any] = []
+        for kind, arg in self.steps.popleft() if self.steps else []:
+            if kind == "assign":
+                self.owned |= arg
+                self.listener.on_partitions_assigned(frozenset(arg))
+            elif kind == "revoke":
+                self.log.append(f"revoke {sorted(arg)}")
+                self.listener.on_partitions_revoked(frozenset(arg))
+                self.owned -= arg
+            elif kind == "lost":
+                self.listener.on_partitions_lost(frozenset(arg))
+                self.owned -= arg
+            elif kind == "generation":
+                self.metadata = arg
+            elif kind == "records":
+                out.extend(arg)
+            else:  # pragma: no cover - a typo in a test
+                raise AssertionError(kind)
+        assert len(out) <= num_messages
+        return out
+
+    def seek(self, partition: TopicPartition, offset: int) -> None:
+        assert partition in self.owned, f"seek of {partition}, which is not owned"
+        self.seeks.append((partition, offset))
+
+    def assignment(self) -> frozenset[TopicPartition]:
+        return frozenset(self.owned)
+
+    def group_metadata(self) -> ConsumerGroupMetadata:
+        return self.metadata
+
+    def metrics(self) -> dict[str, float]:
+        return {}
+
+    def close(self, timeout: float | None = None) -> None:
+        self.closed = True
+
+
+class FakeProducer:
+    transactional_id = "txn-1"
+
+    def __init__(self, consumer: FakeConsumer) -> None:
+        self.consumer = consumer
+        self.calls: list[tuple[str, Any]] = []
+        self.fail: dict[str, deque[BaseException]] = {}
+        self.open = False
+        self.closed = False
+
+    def inject(self, method: str, error: BaseException) -> None:
+        self.fail.setdefault(method, deque()).append(error)
+
+    def _enter(self, method: str, arg: Any = None) -> None:
+        self.calls.append((method, arg))
+        # The log interleaves producer calls with the consumer's callbacks.
+        self.consumer.log.append(method)
+        queue = self.fail.get(method)
+        if queue:
+            raise queue.popleft()
+
+    def init(self, timeout_s: float | None = None) -> None:
+        self._enter("init")
+
+    def begin(self) -> None:
+        assert not self.open
+        self._enter("begin")
+        self.open = True
+
+    def produce(
+        self,
+        topic: str,
+        value: bytes | str | None = None,
+        key: bytes | str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        assert self.open
+        self._enter("produce", value)
+
+    def send_offsets(
+        self,
+        offsets: Mapping[TopicPartition, int],
+        group_metadata: ConsumerGroupMetadata,
+        timeout_s: float | None = None,
+    ) -> None:
+        assert self.open
+        self._enter("send_offsets", (dict(offsets), group_metadata))
+        check_group_metadata(group_metadata)  # what the real producer refuses
+
+    def commit(self, timeout_s: float | None = None) -> None:
+        assert self.open
+        self._enter("commit")
+        self.open = False
+
+    def abort(self, timeout_s: float | None = None) -> None:
+        assert self.open
+        self._enter("abort")
+        self.open = False
+
+    def delivery_failure(self) -> str | None:
+        return None
+
+    def close(self) -> None:
+        self.closed = True
+
+    def names(self) -> list[str]:
+        return [name for name, _ in self.calls]
+
+    def sent(self) -> list[tuple[dict[TopicPartition, int], ConsumerGroupMetadata]]:
+        return [arg for name, arg in self.calls if name == "send_offsets"]
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def copy_all(batch: list[Any], out: TransactionalOutput) -> None:
+    for record in batch:
+        out.produce("out", record.value())
+
+
+class Setup:
+    def __init__(
+        self,
+        process: Callable[[list[Any], TransactionalOutput], None] = copy_all,
+        *,
+        listener: RebalanceListener | None = None,
+        commit_interval_ms: int = 0,
+        max_records: int = 10_000,
+    ) -> None:
+        self.consumer = FakeConsumer()
+        self.producer = FakeProducer(self.consumer)
+        self.clock = Clock()
+        self.processor = TransactionalProcessor._with_io(
+            self.consumer,
+            self.producer,
+            process,
+            topics=["in"],
+            listener=listener,
+            commit_interval_ms=commit_interval_ms,
+            max_records_per_transaction=max_records,
+            clock=self.clock,
+        )
+
+
+def test_a_batch_and_its_offsets_commit_in_one_transaction() -> None:
+    s = Setup()
+    s.consumer.play(("assign", {P0, P1}), ("records", records(P0, 5, 3) + records(P1, 0, 2)))
+    assert s.processor.step(0.1) == 5
+    assert s.producer.names() == ["init", "begin", *["produce"] * 5, "send_offsets", "commit"]
+    assert s.producer.sent() == [({P0: 8, P1: 2}, GEN1)]
+    stats = s.processor.stats()
+    assert (stats.transactions_committed, stats.records_processed, stats.records_produced) == (
+        1,
+        5,
+        5,
+    )
+
+
+def test_batches_share_a_transaction_until_the_commit_interval() -> None:
+    s = Setup(commit_interval_ms=100)
+    s.consumer.play(("assign", {P0}), ("records", records(P0, 0, 2)))
+    s.consumer.play(("records", records(P0, 2, 2)))
+    s.consumer.play(("records", records(P0, 4, 1)))
+    s.processor.step(0.1)
+    s.clock.now += 0.05
+    s.processor.step(0.1)
+    assert "commit" not in s.producer.names()
+    s.clock.now += 0.06  # 110 ms after the transaction began: due before the next poll
+    s.processor.step(0.1)
+    assert s.producer.names().count("begin") == 2
+    assert s.producer.sent() == [({P0: 4}, GEN1)]
+
+
+def test_an_idle_poll_commits_the_open_transaction() -> None:
+    s = Setup(commit_interval_ms=10_000)
+    s.consumer.play(("assign", {P0}), ("records", records(P0, 0, 3)))
+    s.processor.step(0.1)
+    assert "commit" not in s.producer.names()
+    assert s.processor.step(0.1) == 0  # nothing arrived: do not hold the output back
+    assert s.producer.sent() == [({P0: 3}, GEN1)]
+    assert s.producer.names()[-1] == "commit"
+
+
+def test_max_records_per_transaction_commits() -> None:
+    s = Setup(commit_interval_ms=10_000, max_records=4)
+    s.consumer.play(("assign", {P0}), ("records", records(P0, 0, 3)))
+    s.consumer.play(("records", records(P0, 3, 3)))
+    s.processor.step(0.1)
+    s.processor.step(0.1)
+    assert s.producer.sent() == [({P0: 6}, GEN1)]
+
+
+class Recorder(RebalanceListener):
+    def __init__(self, log: list[str]) -> None:
+        self.log = log
+
+    def on_partitions_revoked(self, partitions: frozenset[TopicPartition]) -> None:
+        self.log.append(f"user revoked {sorted(partitions)}")
+
+    def on_partitions_assigned(self, partitions: frozenset[TopicPartition]) -> None:
+        self.log.append(f"user assigned {sorted(partitions)}")
+
+    def on_partitions_lost(self, partitions: frozenset[TopicPartition]) -> None:
+        self.log.append(f"user lost {sorted(partitions)}")
+
+
+def test_a_revocation_of_the_open_transactions_partitions_commits_it_first() -> None:
+    log: list[str] = []
+    s = Setup(commit_interval_ms=10_000, listener=Recorder(log))
+    s.consumer.log = log
+    s.consumer.play(("assign", {P0, P1}), ("records", records(P0, 0, 2) + records(P1, 0, 2)))
+    # COOPERATIVE: SyncGroup of generation 2 moves P1 away; the revocation runs with the
+    # new generation already published (KAFKA-9741), and commits with it.
+    s.consumer.play(("generation", GEN2), ("revoke", {P1}), ("records", records(P0, 2, 1)))
+    s.processor.step(0.1)
+    s.processor.step(0.1)
+    assert s.producer.sent()[0] == ({P0: 2, P1: 2}, GEN2)
+    revoke = log.index("revoke [TopicPartition(topic='in', partition=1)]")
+    assert log[revoke + 1 : revoke + 4] == [
+        "send_offsets",
+        "commit",
+        "user revoked [TopicPartition(topic='in', partition=1)]",
+    ]
+    assert s.processor.stats().commits_on_revoke == 1
+    # The record of the kept partition read after the revocation opened a new one.
+    assert s.producer.names()[-2:] == ["begin", "produce"]
+
+
+def test_a_revocation_of_other_partitions_keeps_the_transaction_open() -> None:
+    s = Setup(commit_interval_ms=10_000)
+    s.consumer.play(("assign", {P0, P1}), ("records", records(P0, 0, 2)))
+    s.consumer.play(("generation", GEN2), ("revoke", {P1}), ("records", records(P0, 2, 2)))
+    s.processor.step(0.1)
+    s.processor.step(0.1)
+    names = s.producer.names()
+    assert "commit" not in names
+    assert "abort" not in names
+    assert names.count("begin") == 1
+    s.processor.step(0.1)  # idle: commits both batches, with the generation current now
+    assert s.producer.sent() == [({P0: 4}, GEN2)]
+
+
+def test_lost_partitions_abort_the_open_transaction() -> None:
+    log: list[str] = []
+    s = Setup(commit_interval_ms=10_000, listener=Recorder(log))
+    s.consumer.play(("assign", {P0, P1}), ("records", records(P0, 0, 2) + records(P1, 7, 1)))
+    s.consumer.play(("generation", NO_GEN), ("lost", {P0, P1}))
+    s.processor.step(0.1)
+    s.processor.step(0.1)
+    assert s.producer.names()[-1] == "abort"
+    assert s.producer.sent() == []
+    assert s.consumer.seeks == []  # nothing of them is ours any more
+    assert log[-1].startswith("user lost")
+    stats = s.processor.stats()
+    assert stats.aborts == {"partitions lost": 1}
+    assert stats.records_replayed == 3
+    assert stats.records_processed == 0
+
+
+def test_a_refused_generation_aborts_and_rewinds_to_the_transactions_start() -> None:
+    s = Setup(commit_interval_ms=10_000)
+    s.consumer.play(("assign", {P0, P1}), ("records", records(P0, 10, 2) + records(P1, 3, 1)))
+    s.consumer.play(("records", records(P0, 12, 2)))
+    s.producer.inject(
+        "send_offsets",
+        TransactionAbortedError("fenced", reason="group generation fenced", code=22),
+    )
+    s.processor.step(0.1)
+    s.processor.step(0.1)
+    s.processor.step(0.1)  # idle: commit, refused
+    assert s.producer.names()[-2:] == ["send_offsets", "abort"]
+    assert sorted(s.consumer.seeks) == [(P0, 10), (P1, 3)]
+    assert s.processor.stats().aborts == {"group generation fenced": 1}
+    # The replay commits normally.
+    s.consumer.play(("records", records(P0, 10, 4) + records(P1, 3, 1)))
+    s.processor.step(0.1)
+    s.processor.step(0.1)
+    assert s.producer.sent()[-1] == ({P0: 14, P1: 4}, GEN1)
+    assert s.processor.stats().transactions_committed == 1
+
+
+def test_offsets_are_never_sent_without_a_generation() -> None:
+    s = Setup()
+    s.consumer.play(("assign", {P0}), ("generation", NO_GEN), ("records", records(P0, 0, 2)))
+    s.processor.step(0.1)
+    assert s.producer.names()[-1] == "abort"
+    assert "commit" not in s.producer.names()
+    assert s.consumer.seeks == [(P0, 0)]
+    assert s.processor.stats().aborts == {"not in a generation": 1}
+
+
+def test_a_failed_commit_in_a_revocation_rewinds_only_the_kept_partitions() -> None:
+    s = Setup(commit_interval_ms=10_000)
+    s.consumer.play(("assign", {P0, P1}), ("records", records(P0, 4, 1) + records(P1, 9, 1)))
+    s.consumer.play(("revoke", {P1}))
+    s.producer.inject(
+        "commit",
+        TransactionAbortedError("aborted", reason="transaction aborted by the coordinator"),
+    )
+    s.processor.step(0.1)
+    s.processor.step(0.1)
+    assert s.consumer.seeks == [(P0, 4)]
+    assert s.processor.stats().commits_on_revoke == 0
+
+
+def test_the_process_function_raising_aborts_rewinds_and_reraises() -> None:
+    calls = 0
+
+    def flaky(batch: list[Any], out: TransactionalOutput) -> None:
+        nonlocal calls
+        calls += 1
+        copy_all(batch, out)
+        if calls == 1:
+            raise RuntimeError("boom")
+
+    s = Setup(flaky)
+    s.consumer.play(("assign", {P0}), ("records", records(P0, 0, 3)))
+    with pytest.raises(RuntimeError, match="boom"):
+        s.processor.step(0.1)
+    assert s.producer.names()[-1] == "abort"
+    assert s.consumer.seeks == [(P0, 0)]
+    s.consumer.play(("records", records(P0, 0, 3)))
+    assert s.processor.step(0.1) == 3
+    assert s.producer.sent() == [({P0: 3}, GEN1)]
+
+
+def test_a_permanent_failure_is_raised_after_the_abort() -> None:
+    s = Setup()
+    s.consumer.play(("assign", {P0}), ("records", records(P0, 0, 1)))
+    s.producer.inject(
+        "commit",
+        TransactionAbortedError(
+            "too large", reason="delivery failed", permanent=True, code=10, name="MSG_SIZE"
+        ),
+    )
+    with pytest.raises(TransactionAbortedError) as info:
+        s.processor.step(0.1)
+    assert info.value.permanent
+    assert not info.value.fatal
+    assert s.producer.names()[-1] == "abort"
+    assert s.consumer.seeks == [(P0, 0)]
+    s.consumer.play(("records", records(P0, 0, 1)))
+    assert s.processor.step(0.1) == 1  # still usable: the application decides
+
+
+def test_a_fenced_producer_is_fatal_and_close_still_leaves() -> None:
+    s = Setup()
+    s.consumer.play(("assign", {P0}), ("records", records(P0, 0, 1)))
+    s.producer.inject("commit", ProducerFencedError("fenced", code=47))
+    with pytest.raises(ProducerFencedError):
+        s.processor.step(0.1)
+    with pytest.raises(ProducerFencedError):
+        s.processor.step(0.1)
+    assert "abort" not in s.producer.names()
+    s.processor.close()
+    assert s.consumer.closed
+    assert s.producer.closed
+
+
+def test_a_fatal_error_in_a_revocation_reaches_the_caller() -> None:
+    s = Setup(commit_interval_ms=10_000)
+    s.consumer.play(("assign", {P0}), ("records", records(P0, 0, 1)))
+    s.consumer.play(("revoke", {P0}))
+    s.producer.inject("send_offsets", ProducerFencedError("fenced", code=90))
+    s.processor.step(0.1)
+    with pytest.raises(TransactionError) as info:
+        s.processor.step(0.1)  # the fake consumer raises from the callback at once
+    assert info.value.fatal
+
+
+def test_close_commits_the_open_transaction() -> None:
+    s = Setup(commit_interval_ms=10_000)
+    s.consumer.play(("assign", {P0}), ("records", records(P0, 0, 2)))
+    s.processor.step(0.1)
+    s.processor.close()
+    assert s.producer.sent() == [({P0: 2}, GEN1)]
+    assert s.producer.names()[-1] == "commit"
+    assert s.consumer.closed
+    assert s.producer.closed
+    s.processor.close()  # idempotent
+
+
+def test_run_returns_after_stop_with_the_transaction_committed() -> None:
+    s = Setup(commit_interval_ms=10_000)
+    seen = 0
+
+    def stop_after_two(batch: list[Any], out: TransactionalOutput) -> None:
+        nonlocal seen
+        copy_all(batch, out)
+        seen += len(batch)
+        if seen >= 4:
+            s.processor.stop()
+
+    s.processor._process_fn = stop_after_two
+    s.consumer.play(("assign", {P0}), ("records", records(P0, 0, 2)))
+    s.consumer.play(("records", records(P0, 2, 2)))
+    stats = s.processor.run(poll_timeout=0.1)
+    assert stats.transactions_committed == 1
+    assert stats.records_processed == 4
+    assert s.producer.sent() == [({P0: 4}, GEN1)]
+
+
+def test_output_outside_the_process_function_is_refused() -> None:
+    kept: list[TransactionalOutput] = []
+
+    def keep(batch: list[Any], out: TransactionalOutput) -> None:
+        kept.append(out)
+
+    s = Setup(keep)
+    s.consumer.play(("assign", {P0}), ("records", records(P0, 0, 1)))
+    s.processor.step(0.1)
+    with pytest.raises(TransactionError, match="outside the process function"):
+        kept[0].produce("out", b"late")

@@ -1,0 +1,403 @@
+"""Exactly-once consume -> process -> produce on real brokers (``TransactionalProcessor``).
+
+What each broker can verify (docs/testing.md, "Transactions"): Tansu stores
+transactional offsets and hides open transactions from ``read_committed`` readers, so the
+resume-after-rebalance checks run there, counted by an independent ``read_committed``
+confluent-kafka consumer; its fences are thin (no generation check on TxnOffsetCommit,
+aborted records that reached the log stay visible), so runs with aborts are checked
+through coopconsumer's transactions proxy (tests/testing/) or by the processor's own
+figures. librdkafka's mock stores no transactional offsets and hides nothing, but
+injects transaction-coordinator errors: the abort, retry and fencing paths run there.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter
+from typing import Any
+
+import confluent_kafka
+import pytest
+
+from coopconsumer import (
+    IncompatibleVersionError,
+    ProducerFencedError,
+    TransactionalOutput,
+    TransactionalProcessor,
+    TransactionStats,
+)
+from coopconsumer.testing import EmbeddedBroker, unique_name
+
+pytestmark = pytest.mark.slow
+
+# Error codes and API keys (Kafka's protocol).
+TXN_OFFSET_COMMIT = 28
+END_TXN = 26
+ADD_OFFSETS_TO_TXN = 25
+ILLEGAL_GENERATION = 22
+COORDINATOR_NOT_AVAILABLE = 15
+INVALID_PRODUCER_EPOCH = 47
+PARTITIONS = 4
+
+
+def produce_inputs(broker: EmbeddedBroker, topic: str, first: int, count: int) -> None:
+    producer = confluent_kafka.Producer(
+        {"bootstrap.servers": broker.bootstrap, "linger.ms": 5, **broker.client_config}
+    )
+    for i in range(first, first + count):
+        producer.produce(topic, f"v{i}".encode(), key=f"k{i}".encode())
+    assert producer.flush(30) == 0
+
+
+def read_committed(broker: EmbeddedBroker, topic: str, expected: int) -> Counter[bytes]:
+    """Every record of ``topic`` a ``read_committed`` confluent-kafka consumer sees,
+    counted, reading until ``expected`` arrived and then 1 s more."""
+    reader = confluent_kafka.Consumer(
+        {
+            "bootstrap.servers": broker.bootstrap,
+            "group.id": unique_name("verify"),
+            "isolation.level": "read_committed",
+            "enable.auto.commit": False,
+            **broker.client_config,
+        }
+    )
+    reader.assign([confluent_kafka.TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
+    seen: Counter[bytes] = Counter()
+    deadline = time.monotonic() + 60
+    quiet_until: float | None = None
+    try:
+        while time.monotonic() < deadline:
+            message = reader.poll(0.2)
+            value = None if message is None or message.error() else message.value()
+            if value is not None:
+                seen[value] += 1
+                continue
+            if seen.total() >= expected:
+                quiet_until = quiet_until or time.monotonic() + 1.0
+                if time.monotonic() >= quiet_until:
+                    break
+    finally:
+        reader.close()
+    return seen
+
+
+def exactly_once(seen: Counter[bytes], count: int) -> tuple[list[bytes], list[bytes]]:
+    """(missing, duplicated) output values for inputs v0..v{count-1}."""
+    want = {f"out-v{i}".encode() for i in range(count)}
+    missing = sorted(want - seen.keys())
+    duplicated = sorted(v for v, n in seen.items() if n > 1)
+    extra = sorted(seen.keys() - want)
+    assert not extra, extra[:5]
+    return missing, duplicated
+
+
+def copy_to(topic: str) -> Any:
+    def process(records: list[Any], out: TransactionalOutput) -> None:
+        for record in records:
+            out.produce(topic, b"out-" + record.value(), record.key())
+
+    return process
+
+
+class Runner:
+    """A processor running on its own thread until stopped."""
+
+    def __init__(self, processor: TransactionalProcessor) -> None:
+        self.processor = processor
+        self.error: BaseException | None = None
+        self.stats: TransactionStats | None = None
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            self.stats = self.processor.run(poll_timeout=0.2)
+        except BaseException as exc:
+            self.error = exc
+        finally:
+            try:
+                self.processor.close(10)
+            except BaseException as exc:
+                self.error = self.error or exc
+
+    def stop(self) -> TransactionStats:
+        self.processor.stop()
+        self._thread.join(60)
+        assert not self._thread.is_alive()
+        if self.error is not None:
+            raise self.error
+        assert self.stats is not None
+        return self.stats
+
+
+@pytest.fixture
+def topics(broker: EmbeddedBroker) -> tuple[str, str]:
+    source, sink = unique_name("eos-in"), unique_name("eos-out")
+    broker.create_topic(source, PARTITIONS)
+    broker.create_topic(sink, PARTITIONS)
+    return source, sink
+
+
+def consumer_config(broker: EmbeddedBroker, group: str, **extra: object) -> dict[str, object]:
+    return {
+        "bootstrap.servers": broker.bootstrap,
+        "group.id": group,
+        "auto.offset.reset": "earliest",
+        "session.timeout.ms": 6000,
+        "heartbeat.interval.ms": 500,
+        "partition.assignment.strategy": "cooperative-sticky",
+        **broker.client_config,
+        **extra,
+    }
+
+
+def _step_until_error(processor: TransactionalProcessor, steps: int = 100) -> None:
+    """Run the loop until it raises (or ``steps`` turns pass without error)."""
+    for _ in range(steps):
+        processor.step(0.2)
+
+
+def wait_for(condition: Any, timeout_s: float, what: str) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.05)
+
+
+def test_one_member_copies_every_record_exactly_once(
+    broker: EmbeddedBroker, topics: tuple[str, str], unique_group: str
+) -> None:
+    source, sink = topics
+    produce_inputs(broker, source, 0, 3000)
+    processor = TransactionalProcessor(
+        consumer_config(broker, unique_group),
+        {"transactional.id": unique_name("txn")},
+        copy_to(sink),
+        topics=[source],
+    )
+    with processor:
+        deadline = time.monotonic() + 60
+        processed = 0
+        while processed < 3000 and time.monotonic() < deadline:
+            processed += processor.step(0.2)
+        processor.step(0.2)  # idle: commit what is open
+        stats = processor.stats()
+        metadata = processor.group_metadata()
+    assert processed == 3000
+    assert stats.transactions_aborted == 0
+    assert stats.records_processed == 3000
+    missing, duplicated = exactly_once(read_committed(broker, sink, 3000), 3000)
+    assert missing == []
+    assert duplicated == []
+    assert metadata.generation_id >= 0
+    if broker.kind == "tansu":  # the mock keeps no transactional offsets
+        checker = confluent_kafka.Consumer(
+            {"bootstrap.servers": broker.bootstrap, "group.id": unique_group}
+        )
+        committed = checker.committed(
+            [confluent_kafka.TopicPartition(source, p) for p in range(PARTITIONS)], timeout=10
+        )
+        checker.close()
+        assert sum(tp.offset for tp in committed) == 3000
+
+
+def _scale_out_and_in(
+    broker: EmbeddedBroker, source: str, sink: str, group: str, strategy: str
+) -> tuple[TransactionStats, TransactionStats]:
+    """A processes alone, B joins while input keeps arriving, then B leaves; returns
+    (A's, B's) figures after the output was checked exactly once."""
+    total = 6000
+    produce_inputs(broker, source, 0, 2000)
+    config = consumer_config(broker, group, **{"partition.assignment.strategy": strategy})
+
+    def make() -> TransactionalProcessor:
+        # A long interval keeps a transaction open while records flow, so rebalances
+        # meet open transactions (the case this test is about).
+        return TransactionalProcessor(
+            config,
+            {"transactional.id": unique_name("txn")},
+            copy_to(sink),
+            topics=[source],
+            commit_interval_ms=20_000,
+            batch_size=50,
+        )
+
+    a = Runner(make())
+
+    def feed() -> None:
+        # A steady stream (about 1,000 records/s) so that polls keep returning records
+        # and transactions stay open across the rebalances.
+        producer = confluent_kafka.Producer(
+            {"bootstrap.servers": broker.bootstrap, "linger.ms": 2, **broker.client_config}
+        )
+        for i in range(2000, total):
+            producer.produce(source, f"v{i}".encode(), key=f"k{i}".encode())
+            producer.poll(0)
+            time.sleep(0.001)
+        assert producer.flush(30) == 0
+
+    feeder = threading.Thread(target=feed, daemon=True)
+    wait_for(lambda: len(a.processor.assignment()) == PARTITIONS, 30, "A to own everything")
+    feeder.start()
+    b = Runner(make())
+    wait_for(
+        lambda: (
+            len(b.processor.assignment()) > 0
+            and len(a.processor.assignment()) + len(b.processor.assignment()) == PARTITIONS
+        ),
+        60,
+        "B to take partitions",
+    )
+    wait_for(lambda: b.processor.stats().records_processed >= 200, 60, "B to process records")
+    b_stats = b.stop()  # leaves the group: A takes its partitions back
+    feeder.join(120)
+    wait_for(lambda: len(a.processor.assignment()) == PARTITIONS, 60, "A to own everything again")
+    time.sleep(1.0)
+    a_stats = a.stop()
+    missing, duplicated = exactly_once(read_committed(broker, sink, total), total)
+    assert missing == [], f"{len(missing)} missing, e.g. {missing[:5]}"
+    assert duplicated == [], f"{len(duplicated)} duplicated, e.g. {duplicated[:5]}"
+    return a_stats, b_stats
+
+
+@pytest.mark.parametrize("strategy", ["cooperative-sticky", "range"])
+def test_scale_out_and_in_commits_every_record_once(
+    tansu_broker: EmbeddedBroker, strategy: str
+) -> None:
+    source, sink = unique_name("eos-in"), unique_name("eos-out")
+    tansu_broker.create_topic(source, PARTITIONS)
+    tansu_broker.create_topic(sink, PARTITIONS)
+    a, b = _scale_out_and_in(tansu_broker, source, sink, unique_name("g-eos"), strategy)
+    # Revocations met open transactions and committed them: nothing had to be aborted.
+    assert a.transactions_aborted == 0, a.aborts
+    assert b.transactions_aborted == 0, b.aborts
+    assert a.commits_on_revoke + b.commits_on_revoke >= 1
+    assert a.records_processed + b.records_processed == 6000
+
+
+def test_a_second_producer_with_the_same_transactional_id_fences_the_first(
+    tansu_broker: EmbeddedBroker, unique_group: str
+) -> None:
+    source, sink = unique_name("eos-in"), unique_name("eos-out")
+    tansu_broker.create_topic(source, PARTITIONS)
+    tansu_broker.create_topic(sink, PARTITIONS)
+    produce_inputs(tansu_broker, source, 0, 200)
+    txn_id = unique_name("txn")
+    config = consumer_config(tansu_broker, unique_group)
+    first = TransactionalProcessor(
+        config,
+        {"transactional.id": txn_id},
+        copy_to(sink),
+        topics=[source],
+        commit_interval_ms=30_000,
+    )
+    try:
+        wait_for(lambda: first.step(0.2) > 0, 30, "the first processor to read")
+        # The first processor's transaction is open; a second one takes the id over.
+        second = TransactionalProcessor(
+            config, {"transactional.id": txn_id}, copy_to(sink), topics=[source]
+        )
+        try:
+            second.step(0.2)  # init_transactions fences the first
+            produce_inputs(tansu_broker, source, 200, 1)
+            with pytest.raises(ProducerFencedError, match=txn_id):
+                _step_until_error(first)
+            with pytest.raises(ProducerFencedError):
+                first.step(0.1)  # stays fatal
+        finally:
+            second.close(10)
+    finally:
+        first.close(10)
+
+
+def test_a_refused_generation_aborts_and_the_batch_is_replayed(
+    mock_broker: EmbeddedBroker, unique_topic: str, unique_group: str
+) -> None:
+    sink = unique_topic + "-out"
+    mock_broker.create_topic(unique_topic, PARTITIONS)
+    mock_broker.create_topic(sink, PARTITIONS)
+    produce_inputs(mock_broker, unique_topic, 0, 400)
+    processor = TransactionalProcessor(
+        consumer_config(mock_broker, unique_group),
+        {"transactional.id": unique_name("txn")},
+        copy_to(sink),
+        topics=[unique_topic],
+    )
+    # The first transaction's offsets: AddOffsetsToTxn is retried three times (not
+    # an abort), then the group refuses the generation (an abort and a replay).
+    mock_broker.push_request_errors(TXN_OFFSET_COMMIT, [ILLEGAL_GENERATION])
+    mock_broker.push_request_errors(ADD_OFFSETS_TO_TXN, [COORDINATOR_NOT_AVAILABLE] * 3)
+    with processor:
+        deadline = time.monotonic() + 60
+        while processor.stats().records_processed < 400 and time.monotonic() < deadline:
+            processor.step(0.2)
+        stats = processor.stats()
+    assert stats.aborts == {"group generation fenced": 1}  # the retried ones did not abort
+    assert stats.records_replayed > 0
+    assert stats.records_processed == 400  # every record committed once, after the replay
+
+
+def test_an_invalid_producer_epoch_is_fatal(
+    mock_broker: EmbeddedBroker, unique_topic: str, unique_group: str
+) -> None:
+    sink = unique_topic + "-out"
+    mock_broker.create_topic(unique_topic, PARTITIONS)
+    mock_broker.create_topic(sink, PARTITIONS)
+    produce_inputs(mock_broker, unique_topic, 0, 50)
+    processor = TransactionalProcessor(
+        consumer_config(mock_broker, unique_group),
+        {"transactional.id": unique_name("txn")},
+        copy_to(sink),
+        topics=[unique_topic],
+    )
+    with processor:
+        mock_broker.push_request_errors(END_TXN, [INVALID_PRODUCER_EPOCH])
+        with pytest.raises(ProducerFencedError, match="fenced"):
+            _step_until_error(processor)
+        assert processor.stats().transactions_committed == 0
+
+
+def test_a_broker_without_kip447_is_refused(
+    mock_broker: EmbeddedBroker, unique_topic: str, unique_group: str
+) -> None:
+    mock_broker.create_topic(unique_topic, 1)
+    mock_broker.set_api_version(TXN_OFFSET_COMMIT, 0, 2)
+    processor = TransactionalProcessor(
+        consumer_config(mock_broker, unique_group),
+        {"transactional.id": unique_name("txn")},
+        copy_to(unique_topic),
+        topics=[unique_topic],
+    )
+    with processor, pytest.raises(IncompatibleVersionError, match="TxnOffsetCommit up to v2"):
+        processor.step(0.1)
+
+
+def test_kip848_member_epoch_fences_transactions(
+    mock_broker: EmbeddedBroker, unique_topic: str, unique_group: str
+) -> None:
+    sink = unique_topic + "-out"
+    mock_broker.create_topic(unique_topic, PARTITIONS)
+    mock_broker.create_topic(sink, PARTITIONS)
+    produce_inputs(mock_broker, unique_topic, 0, 500)
+    config = consumer_config(mock_broker, unique_group, **{"group.protocol": "consumer"})
+    del config["partition.assignment.strategy"]
+    del config["session.timeout.ms"]
+    del config["heartbeat.interval.ms"]
+    mock_broker.start_request_tracking()
+    processor = TransactionalProcessor(
+        config, {"transactional.id": unique_name("txn")}, copy_to(sink), topics=[unique_topic]
+    )
+    with processor:
+        deadline = time.monotonic() + 60
+        while processor.stats().records_processed < 500 and time.monotonic() < deadline:
+            processor.step(0.2)
+        metadata = processor.group_metadata()
+        stats = processor.stats()
+    assert stats.records_processed == 500
+    assert stats.transactions_aborted == 0
+    assert metadata.generation_id > 0  # the member epoch
+    commits = [r for r in mock_broker.requests() if r.api_key == TXN_OFFSET_COMMIT]
+    assert commits, "no TxnOffsetCommit reached the broker"
+    missing, duplicated = exactly_once(read_committed(mock_broker, sink, 500), 500)
+    assert (missing, duplicated) == ([], [])

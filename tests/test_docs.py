@@ -30,6 +30,7 @@ EXAMPLES = ROOT / "examples"
 
 #: Blocks that need a running broker; they are run by the integration tests below.
 _NEEDS_BROKER = {
+    ("exactly-once.md", 0),  # compiled only; examples/exactly_once.py runs the loop
     ("quickstart.md", 0),
     ("quickstart.md", 3),  # compiled only; tests/integration/test_consumer.py runs these calls
     ("quickstart.md", 4),  # run by test_quickstart_manual_assignment_runs

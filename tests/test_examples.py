@@ -89,3 +89,15 @@ def test_spark_pipeline() -> None:
     assert re.search(r"^wrote 20 aggregate records to user-totals-", out, re.M)
     assert "read back 20 aggregate records" in out
     assert "pipeline OK: 1000 events -> 20 user totals" in out
+
+
+def test_exactly_once() -> None:
+    out = run_example("exactly_once.py", "--records", "1500").stdout
+    assert "1500 of 1500 orders priced: 0 duplicated, 0 missing" in out
+    processed = re.findall(
+        r"^(first|second): (\d+) orders in \d+ transactions, (\d+) aborted", out, re.M
+    )
+    assert {name for name, _, _ in processed} == {"first", "second"}
+    # Each order was committed by exactly one processor, and nothing had to be aborted.
+    assert sum(int(n) for _, n, _ in processed) == 1500
+    assert all(aborted == "0" for _, _, aborted in processed)

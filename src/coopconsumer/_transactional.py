@@ -523,8 +523,9 @@ class TransactionalProcessor:
             wait = min(wait, max(0.0, txn.started + self._commit_interval_s - now))
         records = self._consumer.consume(self._batch_size, wait)
         if not records:
-            if self._txn is not None:
-                self._commit("idle")
+            txn = self._txn
+            if txn is not None:
+                self._commit("interval" if self._due(txn, self._clock()) else "idle")
             return 0
         self._process(records)
         txn = self._txn

@@ -609,9 +609,20 @@ class TransactionalProcessor:
         if txn is None:
             self._guard(self._producer.begin, "begin")
             txn = self._txn = _Transaction(started=self._clock())
+        # One pass over the batch: where each partition starts (the rewind target, kept
+        # from the transaction's first batch) and the next offset after it.
+        first = txn.first
+        # librdkafka's records always carry topic, partition and offset (the stubs say
+        # Optional): Any keeps this per-record loop free of checks.
+        batch_next: dict[tuple[Any, Any], Any] = {}
         for record in records:
-            tp = TopicPartition(record.topic() or "", record.partition() or 0)
-            txn.first.setdefault(tp, record.offset() or 0)
+            key: tuple[Any, Any] = (record.topic(), record.partition())
+            offset: Any = record.offset()
+            if key not in batch_next:
+                tp = TopicPartition(*key)
+                if tp not in first:
+                    first[tp] = offset
+            batch_next[key] = offset + 1
         output = self._output
         output._open = True
         try:
@@ -632,9 +643,8 @@ class TransactionalProcessor:
             self._abort("process function raised")
             raise
         output._open = False
-        for record in records:
-            tp = TopicPartition(record.topic() or "", record.partition() or 0)
-            txn.next[tp] = (record.offset() or 0) + 1
+        for (topic, partition), offset in batch_next.items():
+            txn.next[TopicPartition(topic, partition)] = offset
         txn.records += len(records)
 
     def _commit(self, why: str, *, exclude: frozenset[TopicPartition] = frozenset()) -> bool:

@@ -64,6 +64,8 @@ DEFAULT_TRANSACTION_TIMEOUT_MS: Final = 60_000
 _RETRY_PAUSE_S: Final = 0.1
 #: How long produce() waits for room in a full queue before polling again.
 _QUEUE_FULL_POLL_S: Final = 0.05
+#: produce() serves (error) delivery reports every this many records, plus one.
+_POLL_EVERY_MASK: Final = 1023
 
 _KE = confluent_kafka.KafkaError
 #: Errors meaning another producer owns the transactional id now. librdkafka makes
@@ -204,9 +206,8 @@ def verify_group_metadata_format() -> None:
 
 @attrs.define(kw_only=True)
 class _Deliveries:
-    """Delivery reports of the open transaction."""
+    """Failed deliveries of the open transaction."""
 
-    delivered: int = 0
     failed: int = 0
     first_failure: confluent_kafka.KafkaError | None = None
     first_failure_topic: str = ""
@@ -240,6 +241,11 @@ class TransactionalProducer:
         conf: dict[str, object] = dict(checked)
         conf["error_cb"] = self._on_client_error
         conf["logger"] = log
+        # Only failed records are reported: a callback per delivered record would cost
+        # a Python call per record, and commit_transaction() waits for every delivery
+        # anyway (it fails, abortably, when one failed).
+        conf["on_delivery"] = self._on_delivery
+        conf["delivery.report.only.error"] = True
         try:
             self._producer = confluent_kafka.Producer(conf)
         except confluent_kafka.KafkaException as exc:  # checked already; kept as a net
@@ -248,6 +254,7 @@ class TransactionalProducer:
         self._initialized = False
         self._in_transaction = False
         self._deliveries = _Deliveries()
+        self._produced = 0
         self._closed = False
 
     @property
@@ -293,19 +300,22 @@ class TransactionalProducer:
         partitioner chooses). Waits while librdkafka's queue is full. Raises
         ``TransactionAbortedError`` (permanent) if librdkafka refuses the record (too
         large, unknown partition...): the transaction must be aborted."""
-        self._check()
-        if not self._in_transaction:
+        if self._fatal is not None or not self._in_transaction or self._closed:
+            self._check()
             raise TransactionError("produce() outside a transaction", fatal=False)
-        kwargs: dict[str, Any] = {"on_delivery": self._on_delivery}
-        if partition is not None:
-            kwargs["partition"] = partition
-        if headers:
-            kwargs["headers"] = list(headers)
-        if timestamp is not None:
-            kwargs["timestamp"] = timestamp
+        # The common case without keywords: this runs once per output record.
+        plain = partition is None and not headers and timestamp is None
         while True:
             try:
-                self._producer.produce(topic, value, key, **kwargs)
+                if plain:
+                    self._producer.produce(topic, value, key)
+                else:
+                    self._producer.produce(
+                        topic,
+                        value,
+                        key,
+                        **_produce_options(partition, headers, timestamp),
+                    )
             except BufferError:
                 # Room appears as records are delivered; librdkafka fails them at the
                 # transaction timeout at the latest, so this wait is bounded.
@@ -316,7 +326,11 @@ class TransactionalProducer:
                 self._raise_fatal_if(err, "produce")
                 raise _aborted("record refused", err, permanent=True) from exc
             break
-        self._producer.poll(0)
+        self._produced += 1
+        if not self._produced & _POLL_EVERY_MASK:
+            # Delivery reports are errors only (delivery.report.only.error); serving
+            # them now and then keeps the queue of reports short.
+            self._producer.poll(0)
 
     def send_offsets(
         self,
@@ -491,10 +505,9 @@ class TransactionalProducer:
     def _on_delivery(
         self, err: confluent_kafka.KafkaError | None, msg: confluent_kafka.Message
     ) -> None:
-        d = self._deliveries
-        if err is None:
-            d.delivered += 1
+        if err is None:  # not reported (delivery.report.only.error); kept safe
             return
+        d = self._deliveries
         d.failed += 1
         if d.first_failure is None:
             d.first_failure = err
@@ -540,6 +553,19 @@ def _aborted(
         code=err.code(),
         name=err.name(),
     )
+
+
+def _produce_options(
+    partition: int | None, headers: Headers | None, timestamp: int | None
+) -> dict[str, Any]:
+    options: dict[str, Any] = {}
+    if partition is not None:
+        options["partition"] = partition
+    if headers:
+        options["headers"] = list(headers)
+    if timestamp is not None:
+        options["timestamp"] = timestamp
+    return options
 
 
 def _error_of(exc: confluent_kafka.KafkaException) -> confluent_kafka.KafkaError:

@@ -1,0 +1,317 @@
+"""Benchmark: records/s of the exactly-once loop vs at-least-once vs raw confluent-kafka.
+
+    python benchmarks/exactly_once.py [--records N] [--rounds R] [--batch B]
+                                      [--commit-interval-ms MS]
+
+Starts an embedded Tansu broker, pre-produces ``N`` records (default 200,000 of 100
+bytes over 4 partitions) into an input topic, then runs each loop ``R`` times
+(alternating), each pass in a fresh group reading the whole input and writing one output
+record per input record to its own output topic:
+
+* **exactly-once**: ``coopconsumer.TransactionalProcessor`` (``step()`` in a loop);
+* **at-least-once**: ``coopconsumer.Consumer`` + an idempotent confluent-kafka
+  ``Producer``; at every commit interval the producer is flushed, then the consumed
+  offsets are committed synchronously (the at-least-once order: output first);
+* **raw**: the same transactional loop written with a confluent-kafka ``Consumer``
+  (cooperative-sticky, ``read_committed``) and a transactional ``Producer``, as
+  confluent-kafka's own example does it: ``begin``, ``produce``,
+  ``send_offsets_to_transaction(positions, consumer_group_metadata())``, ``commit``.
+
+All three use the same batch size (``consume(B)``), the same commit interval, the same
+producer settings (``linger.ms=5``) and touch every record (its value goes out).
+
+**Timed window**: from the moment the loop owns every input partition (its assignment
+callback ran; joining the group is outside) to the moment the commit covering the last
+input record returned. CPU is this process's (all threads, librdkafka's included) over
+the same window. Prints every pass, the median rate per loop, and the ratios of the
+medians exactly-once / at-least-once and exactly-once / raw.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+import confluent_kafka
+from _common import describe_machine, print_table, produce, tansu
+
+import coopconsumer
+from coopconsumer import TransactionalOutput, TransactionalProcessor
+
+PARTITIONS = 4
+#: Tansu holds a JoinGroup for about half the session timeout: joins (outside the
+#: timed window) take seconds instead of the default 45 s session's 22.
+SESSION_TIMEOUT_MS = 6000
+
+
+class Pass:
+    def __init__(self, loop: str, records: int, seconds: float, cpu_s: float) -> None:
+        self.loop = loop
+        self.records = records
+        self.seconds = seconds
+        self.cpu_s = cpu_s
+
+    @property
+    def rate(self) -> float:
+        return self.records / self.seconds
+
+    @property
+    def cpu_rate(self) -> float:
+        return self.records / self.cpu_s if self.cpu_s > 0 else float("nan")
+
+
+class Window:
+    """The timed window: opened when every partition is owned, closed by the caller."""
+
+    def __init__(self) -> None:
+        self.started: float | None = None
+        self.cpu_started = 0.0
+
+    def open(self) -> None:
+        if self.started is None:
+            self.started = time.perf_counter()
+            self.cpu_started = time.process_time()
+
+    def close(self, loop: str, records: int) -> Pass:
+        assert self.started is not None, "the loop never owned every partition"
+        return Pass(
+            loop,
+            records,
+            time.perf_counter() - self.started,
+            time.process_time() - self.cpu_started,
+        )
+
+
+def exactly_once(bootstrap: str, source: str, records: int, args: argparse.Namespace) -> Pass:
+    sink = f"out-{uuid.uuid4().hex[:8]}"
+    window = Window()
+
+    def process(batch: list[Any], out: TransactionalOutput) -> None:
+        for record in batch:
+            out.produce(sink, record.value(), record.key())
+
+    class Opens(coopconsumer.RebalanceListener):
+        def on_partitions_assigned(
+            self, partitions: frozenset[coopconsumer.TopicPartition]
+        ) -> None:
+            if len(processor.assignment() | partitions) == PARTITIONS:
+                window.open()
+
+    processor = TransactionalProcessor(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"eos-{uuid.uuid4().hex[:8]}",
+            "auto.offset.reset": "earliest",
+            "partition.assignment.strategy": "cooperative-sticky",
+            "session.timeout.ms": SESSION_TIMEOUT_MS,
+        },
+        {"transactional.id": f"bench-{uuid.uuid4().hex[:8]}", "linger.ms": 5},
+        process,
+        topics=[source],
+        listener=Opens(),
+        batch_size=args.batch,
+        commit_interval_ms=args.commit_interval_ms,
+        max_records_per_transaction=1_000_000,
+    )
+    with processor:
+        while processor.stats().records_processed < records:
+            processor.step(0.5)
+        result = window.close("exactly-once", records)
+    return result
+
+
+def at_least_once(bootstrap: str, source: str, records: int, args: argparse.Namespace) -> Pass:
+    sink = f"out-{uuid.uuid4().hex[:8]}"
+    window = Window()
+    consumer = coopconsumer.Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"alo-{uuid.uuid4().hex[:8]}",
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+            "partition.assignment.strategy": "cooperative-sticky",
+            "session.timeout.ms": SESSION_TIMEOUT_MS,
+        }
+    )
+    producer = confluent_kafka.Producer(
+        {"bootstrap.servers": bootstrap, "enable.idempotence": True, "linger.ms": 5}
+    )
+
+    class Opens(coopconsumer.RebalanceListener):
+        def on_partitions_assigned(
+            self, partitions: frozenset[coopconsumer.TopicPartition]
+        ) -> None:
+            if len(consumer.assignment() | partitions) == PARTITIONS:
+                window.open()
+
+    consumer.subscribe([source], Opens())
+    committed = 0
+    pending: dict[coopconsumer.TopicPartition, int] = {}
+    uncommitted = 0
+    last_commit = time.monotonic()
+    interval = args.commit_interval_ms / 1000.0
+
+    def commit() -> None:
+        nonlocal committed, uncommitted, last_commit
+        if producer.flush(60) != 0:
+            raise RuntimeError("the producer did not deliver every record")
+        consumer.commit(dict(pending))
+        committed += uncommitted
+        uncommitted = 0
+        last_commit = time.monotonic()
+
+    try:
+        while committed < records:
+            batch = consumer.consume(args.batch, 0.5)
+            for record in batch:
+                _produce(producer, sink, record.value(), record.key())
+                partition: Any = record.partition()
+                offset: Any = record.offset()
+                pending[coopconsumer.TopicPartition(source, partition)] = offset + 1
+            uncommitted += len(batch)
+            due = not batch or time.monotonic() - last_commit >= interval
+            if uncommitted and (due or committed + uncommitted >= records):
+                commit()
+        return window.close("at-least-once", records)
+    finally:
+        consumer.close()
+        producer.flush(10)
+
+
+def raw(bootstrap: str, source: str, records: int, args: argparse.Namespace) -> Pass:
+    sink = f"out-{uuid.uuid4().hex[:8]}"
+    window = Window()
+    owned: set[int] = set()
+    lock = threading.Lock()
+
+    def on_assign(consumer: Any, partitions: list[Any]) -> None:
+        with lock:
+            owned.update(tp.partition for tp in partitions)
+            if len(owned) == PARTITIONS:
+                window.open()
+
+    consumer = confluent_kafka.Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"raw-{uuid.uuid4().hex[:8]}",
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+            "isolation.level": "read_committed",
+            "partition.assignment.strategy": "cooperative-sticky",
+            "session.timeout.ms": SESSION_TIMEOUT_MS,
+        }
+    )
+    producer = confluent_kafka.Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "transactional.id": f"raw-{uuid.uuid4().hex[:8]}",
+            "linger.ms": 5,
+        }
+    )
+    producer.init_transactions(30)
+    consumer.subscribe([source], on_assign=on_assign)
+    interval = args.commit_interval_ms / 1000.0
+    committed = 0
+    in_txn = 0
+    started = 0.0
+    offsets: dict[int, int] = {}
+    try:
+        while committed < records:
+            batch = consumer.consume(args.batch, 0.5)
+            if batch:
+                if not in_txn:
+                    producer.begin_transaction()
+                    started = time.monotonic()
+                for record in batch:
+                    if record.error() is not None:
+                        continue
+                    _produce(producer, sink, record.value(), record.key())
+                    partition_no: Any = record.partition()
+                    position: Any = record.offset()
+                    offsets[partition_no] = position + 1
+                    in_txn += 1
+            if in_txn and (
+                not batch or time.monotonic() - started >= interval or committed + in_txn >= records
+            ):
+                producer.send_offsets_to_transaction(
+                    [confluent_kafka.TopicPartition(source, p, o) for p, o in offsets.items()],
+                    consumer.consumer_group_metadata(),
+                )
+                producer.commit_transaction()
+                committed += in_txn
+                in_txn = 0
+        return window.close("raw", records)
+    finally:
+        consumer.close()
+
+
+def _produce(producer: confluent_kafka.Producer, topic: str, value: Any, key: Any) -> None:
+    while True:
+        try:
+            producer.produce(topic, value, key)
+            return
+        except BufferError:
+            producer.poll(0.05)
+
+
+LOOPS: dict[str, Callable[[str, str, int, argparse.Namespace], Pass]] = {
+    "exactly-once": exactly_once,
+    "at-least-once": at_least_once,
+    "raw": raw,
+}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--records", type=int, default=200_000)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--batch", type=int, default=500)
+    parser.add_argument("--commit-interval-ms", type=int, default=100)
+    args = parser.parse_args()
+    print(describe_machine())
+    with tansu() as broker:
+        source = f"in-{uuid.uuid4().hex[:8]}"
+        broker.create_topic(source, PARTITIONS)
+        produce(broker.bootstrap, source, args.records, partitions=PARTITIONS, with_keys=True)
+        passes: list[Pass] = []
+        for round_no in range(args.rounds):
+            for name, loop in LOOPS.items():
+                result = loop(broker.bootstrap, source, args.records, args)
+                passes.append(result)
+                print(
+                    f"round {round_no + 1} {name:14s} {result.rate:10,.0f} records/s  "
+                    f"{result.cpu_rate:10,.0f} records/CPU-s",
+                    flush=True,
+                )
+    medians = {
+        name: (
+            statistics.median(p.rate for p in passes if p.loop == name),
+            statistics.median(p.cpu_rate for p in passes if p.loop == name),
+        )
+        for name in LOOPS
+    }
+    print()
+    print(
+        f"{args.records:,} records, batch {args.batch}, commit interval "
+        f"{args.commit_interval_ms} ms, median of {args.rounds} round(s):"
+    )
+    print_table(
+        ["loop", "records/s", "records/CPU-s"],
+        [[name, f"{rate:,.0f}", f"{cpu:,.0f}"] for name, (rate, cpu) in medians.items()],
+    )
+    eos, alo, rk = medians["exactly-once"], medians["at-least-once"], medians["raw"]
+    print()
+    print(f"exactly-once / at-least-once: {eos[0] / alo[0]:.2f}x records/s")
+    print(
+        f"exactly-once / raw confluent-kafka transactional: {eos[0] / rk[0]:.2f}x records/s, "
+        f"{eos[1] / rk[1]:.2f}x records/CPU-s"
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -61,6 +61,8 @@ log = logging.getLogger("coopconsumer.transactional")
 DEFAULT_COMMIT_INTERVAL_MS: Final = 100
 DEFAULT_MAX_RECORDS_PER_TRANSACTION: Final = 10_000
 DEFAULT_BATCH_SIZE: Final = 500
+#: Longest single consume() inside step(): how soon stop() takes effect.
+_STOP_CHECK_S: Final = 0.5
 #: TxnOffsetCommit v3 carries the generation, member id and instance id (KIP-447).
 _TXN_OFFSET_COMMIT: Final = 28
 _KIP447_VERSION: Final = 3
@@ -508,8 +510,10 @@ class TransactionalProcessor:
 
     def step(self, timeout: float = 0.5) -> int:
         """One turn of the loop: commit the open transaction if it is due, consume a
-        batch (waiting at most ``timeout`` seconds; rebalance callbacks run here),
-        process it in the open transaction (beginning one if needed), commit when due.
+        batch (waiting at most ``timeout`` seconds, less when the open transaction is
+        due sooner; rebalance callbacks run here), process it in the open transaction
+        (beginning one if needed), commit when due. A wait that brings no record
+        commits the open transaction (the input paused: its output should not wait).
         Returns the number of records processed. Errors as :meth:`run`."""
         self._check()
         self._ensure_started()
@@ -521,7 +525,14 @@ class TransactionalProcessor:
         txn = self._txn
         if txn is not None:
             wait = min(wait, max(0.0, txn.started + self._commit_interval_s - now))
-        records = self._consumer.consume(self._batch_size, wait)
+        # Waited in slices so that stop() ends run() within a slice, however long the
+        # timeout (a long one makes "nothing arrived" commits rare).
+        deadline = now + wait
+        while True:
+            remaining = max(0.0, deadline - self._clock())
+            records = self._consumer.consume(self._batch_size, min(_STOP_CHECK_S, remaining))
+            if records or remaining <= _STOP_CHECK_S or self._stop.is_set():
+                break
         if not records:
             txn = self._txn
             if txn is not None:

@@ -497,3 +497,24 @@ def test_output_outside_the_process_function_is_refused() -> None:
     s.processor.step(0.1)
     with pytest.raises(TransactionError, match="outside the process function"):
         kept[0].produce("out", b"late")
+
+
+def test_a_long_wait_is_sliced_so_that_stop_takes_effect() -> None:
+    s = Setup()
+    waits: list[float] = []
+    consume = s.consumer.consume
+
+    def timed_consume(num_messages: int, timeout: float) -> list[Any]:
+        waits.append(timeout)
+        s.clock.now += timeout
+        if len(waits) == 3:
+            s.processor.stop()
+        return consume(num_messages, timeout)
+
+    s.consumer.consume = timed_consume  # type: ignore[method-assign]
+    assert s.processor.step(10.0) == 0
+    assert waits == [0.5, 0.5, 0.5]  # stopped after the third slice, not after 10 s
+    s.processor._stop.clear()
+    waits.clear()
+    assert s.processor.step(1.2) == 0
+    assert waits == pytest.approx([0.5, 0.5, 0.2])

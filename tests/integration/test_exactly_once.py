@@ -103,8 +103,9 @@ def copy_to(topic: str) -> Any:
 class Runner:
     """A processor running on its own thread until stopped."""
 
-    def __init__(self, processor: TransactionalProcessor) -> None:
+    def __init__(self, processor: TransactionalProcessor, poll_timeout: float = 0.2) -> None:
         self.processor = processor
+        self.poll_timeout = poll_timeout
         self.error: BaseException | None = None
         self.stats: TransactionStats | None = None
         self._thread = threading.Thread(target=self._run, daemon=True)
@@ -112,7 +113,7 @@ class Runner:
 
     def _run(self) -> None:
         try:
-            self.stats = self.processor.run(poll_timeout=0.2)
+            self.stats = self.processor.run(poll_timeout=self.poll_timeout)
         except BaseException as exc:
             self.error = exc
         finally:
@@ -213,7 +214,8 @@ def _scale_out_and_in(
 
     def make() -> TransactionalProcessor:
         # A long interval keeps a transaction open while records flow, so rebalances
-        # meet open transactions (the case this test is about).
+        # meet open transactions (the case this test is about); so does a long poll
+        # timeout, since a poll that returns nothing commits (see Runner below).
         return TransactionalProcessor(
             config,
             {"transactional.id": unique_name("txn")},
@@ -223,7 +225,8 @@ def _scale_out_and_in(
             batch_size=50,
         )
 
-    a = Runner(make())
+    # Polls wait up to 5 s: only a pause that long in the input commits for idleness.
+    a = Runner(make(), poll_timeout=5.0)
 
     def feed() -> None:
         # A steady stream (about 1,000 records/s) so that polls keep returning records
@@ -240,7 +243,7 @@ def _scale_out_and_in(
     feeder = threading.Thread(target=feed, daemon=True)
     wait_for(lambda: len(a.processor.assignment()) == PARTITIONS, 30, "A to own everything")
     feeder.start()
-    b = Runner(make())
+    b = Runner(make(), poll_timeout=5.0)
     wait_for(
         lambda: (
             len(b.processor.assignment()) > 0

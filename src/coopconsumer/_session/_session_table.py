@@ -21,7 +21,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final
 
-from .. import _transition_table
+from .._transition_table import Transition, build
+from .._transition_table import moves as table_moves
+from .._transition_table import predecessors as table_predecessors
 from . import _authentication, _negotiation, _traffic
 from ._connection_states import ConnectionState
 from ._session_inputs import (
@@ -54,7 +56,6 @@ __all__ = [
 
 #: A handler: ``handler(session, input, now)``.
 Handler = Callable[[Any, Any, float], None]
-Transition = _transition_table.Transition[ConnectionState]
 
 #: The state of a new session.
 INITIAL_STATE: Final = ConnectionState.CONNECTING
@@ -149,7 +150,7 @@ _ROWS: tuple[tuple[Iterable[ConnectionState], type, Handler, Iterable[Connection
 )
 
 #: The transition table (see the module docstring).
-TRANSITIONS: Mapping[tuple[ConnectionState, type], Transition] = _transition_table.build(_ROWS)
+TRANSITIONS: Mapping[tuple[ConnectionState, type], Transition[ConnectionState]] = build(_ROWS)
 
 #: Pairs that are legal and do nothing: whatever reaches a closed session (a transport
 #: may still report what happened while it was being closed).
@@ -189,9 +190,9 @@ REJECTED: frozenset[tuple[ConnectionState, type]] = frozenset(
 def moves() -> dict[tuple[ConnectionState, ConnectionState], tuple[type, ...]]:
     """Every move the table allows, ``(from, to) -> input types`` that may cause it,
     in ``ConnectionState`` and ``INPUT_TYPES`` order."""
-    return _transition_table.moves(TRANSITIONS, ConnectionState, INPUT_TYPES)
+    return table_moves(TRANSITIONS, ConnectionState, INPUT_TYPES)
 
 
 def predecessors(state: ConnectionState) -> frozenset[ConnectionState]:
     """The states from which one input may move a session to ``state``."""
-    return _transition_table.predecessors(TRANSITIONS, ConnectionState, INPUT_TYPES, state)
+    return table_predecessors(TRANSITIONS, ConnectionState, INPUT_TYPES, state)

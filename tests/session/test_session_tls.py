@@ -193,3 +193,16 @@ def test_the_brokers_close_notify_ends_the_session_like_a_hang_up(ca: trustme.CA
     error = peer.session.close_error
     assert isinstance(error, BrokerConnectionError)
     assert "connection closed by the broker while waiting for Metadata" in str(error)
+
+
+def test_a_context_that_cannot_make_this_client_fails_at_connect(ca: trustme.CA) -> None:
+    # check_hostname without a name to check: refused before a byte is sent.
+    peer = Peer(new_session(ssl_context=client_context(ca), server_hostname=None))
+    waiting = Req(MetadataRequest(topics=None))
+    peer.session.submit(waiting, 0.0)
+    peer.connect()
+    error = peer.session.close_error
+    assert isinstance(error, AuthenticationError)
+    assert str(error).startswith("TLS failed with broker 127.0.0.1:9092 (node 1): cannot start TLS")
+    assert [e.error for e in peer.events if isinstance(e, Failed)] == [error]
+    assert peer.session.data_to_send() == b""

@@ -60,7 +60,7 @@ def on_connected(session: Session, event: Connected, now: float) -> None:
         _send_api_versions(session)
         return
     try:
-        session.tls = TlsPipe(session.ssl_context, session.server_hostname or "")
+        session.tls = TlsPipe(session.ssl_context, session.server_hostname)
     except (ssl.SSLError, ValueError) as exc:
         session.close_with(
             AuthenticationError(

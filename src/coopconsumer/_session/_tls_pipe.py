@@ -28,7 +28,11 @@ class TlsPipe:
     constructor).
     """
 
-    def __init__(self, context: ssl.SSLContext, server_hostname: str) -> None:
+    def __init__(self, context: ssl.SSLContext, server_hostname: str | None) -> None:
+        if context.check_hostname and not server_hostname:
+            # SSLContext.wrap_socket refuses this; wrap_bio does not, and would then
+            # verify the chain without the name.
+            raise ValueError("check_hostname requires server_hostname")
         self._incoming = ssl.MemoryBIO()
         self._outgoing = ssl.MemoryBIO()
         self._object = context.wrap_bio(

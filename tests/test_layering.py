@@ -1,7 +1,8 @@
 """The package's import directions (docs/architecture.md), checked by walking every AST.
 
-_protocol <- _coordinator <- _io <- _consumer; the sans-I/O layers never import blocking
-modules, and confluent_kafka is imported only by the fetcher and the producer in _io.
+_protocol <- _coordinator <- _io <- _consumer, and _protocol <- _session <- _io; the
+sans-I/O layers never import blocking modules, and confluent_kafka is imported only by
+the fetcher and the producer in _io.
 """
 
 from __future__ import annotations
@@ -68,6 +69,34 @@ def test_coordinator_is_sans_io(path: Path) -> None:
     for name in _imports(path):
         assert _top(name) not in BLOCKING, name
         assert not name.startswith(("coopconsumer._io", "coopconsumer._consumer")), name
+
+
+#: What the broker session may build on: the wire protocol, the errors, the SASL
+#: mechanisms and the table kit. ``ssl`` is allowed (not in BLOCKING): the session runs
+#: TLS over ``ssl.MemoryBIO``, which reads and writes memory only.
+_SESSION_MAY_IMPORT = (
+    "coopconsumer._session",
+    "coopconsumer._protocol",
+    "coopconsumer._errors",
+    "coopconsumer._sasl",
+    "coopconsumer._transition_table",
+)
+
+
+@pytest.mark.parametrize("path", _modules("_session"), ids=lambda p: p.name)
+def test_session_is_sans_io_and_below_io(path: Path) -> None:
+    for name in _imports(path):
+        assert _top(name) not in BLOCKING, name
+        if name.startswith("coopconsumer"):
+            assert name.startswith(_SESSION_MAY_IMPORT), name
+
+
+@pytest.mark.parametrize("module", ["_transition_table.py", "_sasl.py"])
+def test_the_table_kit_and_the_sasl_mechanisms_are_leaves(module: str) -> None:
+    for name in _imports(PKG / module):
+        assert _top(name) not in BLOCKING, name
+        if name.startswith("coopconsumer"):
+            assert name == "coopconsumer._errors", name
 
 
 # The shared GC pause counts concurrent passes (two consumers leading at once) under a

@@ -11,10 +11,12 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Generic, TypeVar
 
+from .._session import api_name
+
 if TYPE_CHECKING:
     from .._protocol._schema import Request, Response
 
-__all__ = ["PendingRequest"]
+__all__ = ["PendingRequest", "api_name"]
 
 log = logging.getLogger(__name__)
 
@@ -149,15 +151,6 @@ class PendingRequest(Generic[_R]):
         else:
             state = f"failed: {type(self._exception).__name__}"
         return f"<PendingRequest {self.api_name} v{version} to {self.broker} ({state})>"
-
-
-def api_name(request_type: type[Request] | type[Response]) -> str:
-    """``JoinGroupRequest`` -> ``"JoinGroup"``."""
-    name = request_type.__name__
-    for suffix in ("Request", "Response"):
-        if name.endswith(suffix) and len(name) > len(suffix):
-            return name[: -len(suffix)]
-    return name
 
 
 def _invoke(fn: Callable[[PendingRequest[_R]], object], request: PendingRequest[_R]) -> None:

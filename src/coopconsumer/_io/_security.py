@@ -9,7 +9,8 @@ a ``ConfigurationError`` naming the key, raised when the consumer is constructed
 background once 80% of its lifetime has passed (librdkafka's rule), so that a
 connection rarely waits for a token.
 
-Imports the standard library, ``_errors``, ``_security`` and ``_sasl``.
+Imports the standard library, ``_errors``, ``_security`` and ``_sasl``. (Why a TLS
+handshake failed is said by the broker session: ``_session/_tls_pipe.py``.)
 """
 
 from __future__ import annotations
@@ -47,7 +48,6 @@ __all__ = [
     "TokenProvider",
     "build_ssl_context",
     "fetch_oidc_token",
-    "tls_failure_reason",
 ]
 
 log = logging.getLogger(__name__)
@@ -183,31 +183,6 @@ def _load_client_certificate(context: ssl.SSLContext, security: SecurityConfig) 
                 f"cannot use the client certificate ({cert_key!r}) and key ({key_key!r}): "
                 f"{hint} ({reason})"
             ) from None
-
-
-def tls_failure_reason(exc: BaseException) -> str:
-    """A short, specific reason for a failed TLS handshake (hostname mismatch, unknown
-    CA, expired certificate, ...), without anything secret."""
-    if isinstance(exc, ssl.SSLCertVerificationError):
-        message = exc.verify_message or str(exc)
-        code = exc.verify_code
-        hints = {
-            10: "the broker's certificate has expired",
-            9: "the broker's certificate is not yet valid",
-            18: "the broker's certificate is self-signed and not trusted",
-            19: "the broker's chain ends in a self-signed CA that is not trusted",
-            20: "the broker's certificate was issued by a CA that is not trusted"
-            " (check ssl.ca.location / ssl.ca.pem)",
-            62: "the broker's certificate does not name this host"
-            " (ssl.endpoint.identification.algorithm=https)",
-            64: "the broker's certificate does not name this IP address"
-            " (ssl.endpoint.identification.algorithm=https)",
-        }
-        hint = hints.get(code)
-        return f"certificate verify failed: {message}" + (f": {hint}" if hint else "")
-    if isinstance(exc, ssl.SSLError):
-        return f"{exc.reason or exc}" if getattr(exc, "reason", None) else str(exc)
-    return str(exc)
 
 
 # ----------------------------------------------------------------------------- tokens

@@ -867,14 +867,17 @@ class Consumer:
 
         Without blocking ``poll()``: the commit runs in the background and the app work
         queued behind it (the REVOKED callback first) waits for it, while ``poll()``
-        keeps its timeout and records of the other partitions keep flowing. The
-        partitions being revoked are paused meanwhile, so no record of theirs is
-        returned after their positions were taken. See ``_step_revoke_commit`` for
-        the retries."""
+        keeps its timeout and records of the other partitions keep flowing. Every
+        partition being revoked is paused meanwhile, so no record of theirs is
+        returned after their positions were taken: also those the commit leaves out
+        because they have no position yet (librdkafka's position() stays
+        OFFSET_INVALID until a partition returns its first record), whose records
+        would otherwise flow uncommitted until the REVOKED callback and be read again
+        by their next owner. See ``_step_revoke_commit`` for the retries."""
         offsets = self._consumed_offsets(partitions)
         if not offsets:
-            return
-        paused = frozenset(offsets) - self._paused
+            return  # nothing returned by any of them: nothing to commit or hold
+        paused = (partitions & self._fetcher.assigned) - self._paused
         if paused:
             self._fetcher.pause(paused)
         now = time.monotonic()

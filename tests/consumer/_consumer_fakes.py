@@ -44,6 +44,8 @@ from coopconsumer._protocol.messages import (
 COORDINATOR_NODE = 1
 OFFSET_BEGINNING = -2
 OFFSET_END = -1
+#: librdkafka's position() of a partition that has returned no record yet.
+OFFSET_INVALID = -1001
 
 
 class FakeMessage:
@@ -261,11 +263,18 @@ class FakeClient:
 
 
 class FakeFetcher:
-    """The consumer's view of ``Fetcher`` over the cluster's in-memory log."""
+    """The consumer's view of ``Fetcher`` over the cluster's in-memory log.
+
+    ``positions`` answers as librdkafka's ``position()`` does: the offset after the last
+    record returned, and OFFSET_INVALID (-1001) for a partition that has returned no
+    record since it was assigned or sought.
+    """
 
     def __init__(self, cluster: FakeCluster) -> None:
         self.cluster = cluster
         self._position: dict[TopicPartition, int] = {}
+        #: Partitions that returned a record since they were assigned or sought.
+        self._returned: set[TopicPartition] = set()
         self._paused: set[TopicPartition] = set()
         self.closed = False
         self.assign_calls: list[dict[TopicPartition, int]] = []
@@ -294,6 +303,7 @@ class FakeFetcher:
         for tp in partitions:
             self._position.pop(tp, None)
             self._paused.discard(tp)
+            self._returned.discard(tp)
 
     def consume(self, max_records: int, timeout_s: float) -> list[Any]:
         out: list[Any] = []
@@ -308,6 +318,8 @@ class FakeFetcher:
                     FakeMessage(tp.topic, tp.partition, start + i, v) for i, v in enumerate(take)
                 )
                 self._position[tp] = start + len(take)
+                if take:
+                    self._returned.add(tp)
                 if len(out) >= max_records:
                     break
         if not out:
@@ -315,10 +327,15 @@ class FakeFetcher:
         return out
 
     def positions(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
-        return {tp: self._position[tp] for tp in partitions if tp in self._position}
+        return {
+            tp: self._position[tp] if tp in self._returned else OFFSET_INVALID
+            for tp in partitions
+            if tp in self._position
+        }
 
     def seek(self, tp: TopicPartition, offset: int) -> None:
         self._position[tp] = offset
+        self._returned.discard(tp)
 
     def watermarks(
         self, tp: TopicPartition, timeout_s: float | None, *, cached: bool

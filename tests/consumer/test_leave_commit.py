@@ -82,9 +82,9 @@ class Processed:
     def __init__(self) -> None:
         self.by: dict[str, dict[TopicPartition, list[int]]] = {}
 
-    def poll(self, name: str, consumer: Consumer) -> None:
+    def poll(self, name: str, consumer: Consumer, max_records: int = 100) -> None:
         mine = self.by.setdefault(name, {})
-        for m in consumer.consume(100, 0.02):
+        for m in consumer.consume(max_records, 0.02):
             topic, partition, offset = m.topic(), m.partition(), m.offset()
             assert topic is not None
             assert partition is not None
@@ -291,4 +291,71 @@ def test_poll_keeps_its_timeout_while_the_commit_before_revoking_is_retried(
         return all(RECORDS in done.get(tp, ()) for tp in moved)
 
     until(b_read_on, both, '"b" reading the partitions it took over')
+    assert processed.twice() == []
+
+
+@pytest.mark.parametrize("strategy", ["range", "cooperative-sticky"])
+def test_no_record_of_a_revoked_partition_flows_while_its_commit_runs(
+    cluster: FakeCluster, strategy: str
+) -> None:
+    # librdkafka's position() is OFFSET_INVALID until a partition returns its first
+    # record (the fake answers the same), so the commit before revoking leaves such a
+    # partition out. It used to pause only the partitions it committed: the others
+    # kept returning records while the commit ran (poll() goes on meanwhile), nobody
+    # committed those, and their next owner read them again (issue 25, item 3: the
+    # EAGER scale test on Tansu). Here "a" has returned a record of partition 2 only
+    # when "b" joins; an EAGER "a" revokes all four partitions, a cooperative one 2
+    # and 3 (sticky keeps the lowest numbers). "a"'s driver thread is held while it
+    # polls, so the commit stays unanswered for those polls.
+    processed = Processed()
+    a_owned = Owned()
+    config = {"partition.assignment.strategy": strategy}
+    a, a_client = cluster.consumer(settings(**config))
+    a.subscribe([TOPIC], a_owned)
+    p2 = TopicPartition(TOPIC, 2)
+    others = TPS - {p2}
+    a.pause(others)  # applied as they start: only partition 2 returns a record
+    until(
+        lambda: processed.by.get("a", {}).get(p2) == [0],
+        lambda: processed.poll("a", a, max_records=1),
+        '"a" reading the first record of partition 2',
+    )
+    a.resume(others)
+    assert a_owned.owned == TPS
+    assert a.position(TPS) == {**dict.fromkeys(others), p2: 1}
+    b_owned = Owned()
+    b, _ = cluster.consumer(settings(**config))
+    b.subscribe([TOPIC], b_owned)
+    # "a" is not polled until its commit before revoking is queued.
+    until(lambda: a._driver.has_app_work, lambda: processed.poll("b", b), '"a" to revoke')
+    revoking = TPS if strategy == "range" else frozenset(TopicPartition(TOPIC, p) for p in (2, 3))
+    mine = processed.by["a"]
+    before = {tp: len(offsets) for tp, offsets in mine.items()}
+    a_client.hang.set()
+    try:
+        for _ in range(5):
+            processed.poll("a", a)
+    finally:
+        a_client.hang.clear()
+    assert a_owned.kinds[-1] == "assigned"  # the REVOKED callback waits for the commit
+    returned = {tp for tp, offsets in mine.items() if len(offsets) > before.get(tp, 0)}
+    assert returned.isdisjoint(revoking), f"returned while committing: {sorted(returned)}"
+
+    def both() -> None:
+        processed.poll("a", a)
+        processed.poll("b", b)
+
+    def handed_over() -> bool:
+        return bool(b_owned.owned) and a_owned.owned | b_owned.owned == TPS
+
+    until(handed_over, both, '"a" handing partitions to "b"')
+    for tp in sorted(TPS):
+        cluster.produce(tp, [b"after"])
+
+    def all_read() -> bool:
+        return all(
+            any(RECORDS in offsets.get(tp, ()) for offsets in processed.by.values()) for tp in TPS
+        )
+
+    until(all_read, both, "every partition read to its end by its owner")
     assert processed.twice() == []

@@ -1,4 +1,4 @@
-"""Shared plumbing of the broker benchmarks (``rebalance.py``, ``throughput.py``).
+"""Shared plumbing of the broker benchmarks: rebalance, throughput and idle CPU.
 
 Starts an embedded Tansu broker through ``coopconsumer.testing``, produces records
 fast with confluent-kafka, and prints aligned tables. Benchmarks print figures; they

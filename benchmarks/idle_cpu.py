@@ -3,14 +3,22 @@
     python benchmarks/idle_cpu.py [--seconds 30] [--heartbeat-ms 3000]
 
 Starts an embedded Tansu broker and a topic with 4 partitions and no records. Each side
-runs in its own process: one group member (coopconsumer with cooperative-sticky, or a
-confluent-kafka consumer with librdkafka's cooperative-sticky) subscribes, waits until
-it owns the partitions, then calls ``poll(1.0)`` in a loop for ``--seconds`` while
-nothing is produced. The process's CPU time (user + system, every thread, librdkafka's
-included) over that window is printed as a share of one core, for both sides, and
-their ratio. Issue 15 asks for coopconsumer <= 2x confluent-kafka.
+runs in its own process, confluent-kafka first, then coopconsumer, one after the other:
+one group member (coopconsumer with cooperative-sticky, or a confluent-kafka consumer
+with librdkafka's cooperative-sticky) subscribes, polls until it owns all 4 partitions,
+then makes three more ``poll(1.0)`` calls to settle (first heartbeats, librdkafka's
+start-up fetches).
 
-Measures; asserts nothing. The machine's load average is printed beside the figures.
+The timed window starts after those three calls and ends when the first ``poll(1.0)``
+returns after ``--seconds`` of wall time (``time.monotonic``); inside it the member
+only calls ``poll(1.0)`` in a loop while nothing is produced. Start-up, the group join,
+the settling calls and ``close()`` are all outside it. The worker process's CPU time
+over the window (``time.process_time``: user + system, every thread, librdkafka's
+included) is printed as a share of one core of the window's wall time, for both sides,
+and their ratio. Issue 15 asks for coopconsumer <= 2x confluent-kafka.
+
+Measures; asserts nothing. The load average when each side started is printed beside
+its figures.
 """
 
 from __future__ import annotations

@@ -10,8 +10,11 @@ Semantics follow Java's ``AbstractStickyAssignor`` (KIP-54, KIP-341, KIP-429, KI
 * all subscriptions equal: Java's constrained assignment. ``min_quota = P // N``,
   ``max_quota = ceil(P / N)``; members keep owned partitions up to their quota (at most
   ``P % N`` members keep ``max_quota``), and the rest are dealt round-robin, neediest
-  member first. O(P) with C-level list, set and slice operations: no per-partition
-  Python objects beyond the ``TopicPartition`` tuples that must be returned.
+  member first. O(P) with C-level list, bytearray and slice operations: no
+  per-partition Python objects beyond the ``TopicPartition`` tuples that must be
+  returned. Claims are checked and subtracted with one byte per partition (see
+  ``_mark_claims``) rather than a set of tuples, which hashing a million claims and
+  probing a million partitions made the slowest step.
 * otherwise: a general balancing pass. Valid owned partitions of subscribed topics are
   kept, unowned ones go to the least loaded subscriber, then partitions move from a
   member to a subscriber of the same topic holding at least two fewer, until no such
@@ -24,7 +27,7 @@ Semantics follow Java's ``AbstractStickyAssignor`` (KIP-54, KIP-341, KIP-429, KI
 
 Imports the standard library, the public errors and the assignor value types; no I/O,
 no clock. The callers (``_sticky``) pause the cyclic garbage collector around large
-passes (``_gc.paused_gc``).
+passes (``_gc.paused_gc``) only when the assignor was built with ``pause_gc=True``.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from __future__ import annotations
 import heapq
 import logging
 from collections.abc import Iterable, Mapping, Sequence
-from itertools import filterfalse, repeat
+from itertools import compress, filterfalse, islice, repeat
 from operator import itemgetter
 from typing import NamedTuple
 
@@ -74,8 +77,10 @@ class StickyResult(NamedTuple):
     Each member's assignment is ``kept[m] + fresh[m]``. ``kept`` holds only partitions
     the member itself claimed; ``fresh`` holds the rest of what it receives (normally
     partitions it did not claim; the cooperative assignor re-checks). ``claimed``
-    is every partition any member claimed, valid or not (what the cooperative
-    assignor needs to know which new partitions someone still owns).
+    holds every partition that some member claimed and that can be in a ``fresh``
+    list (what the cooperative assignor needs to know which new partitions someone
+    still owns). It may hold more claimed partitions than that (all of them, when
+    claims conflicted or named partitions that do not exist), never fewer.
     """
 
     kept: dict[str, Sequence[TopicPartition]]
@@ -88,6 +93,8 @@ class StickyResult(NamedTuple):
         fresh = self.fresh[member_id]
         if not fresh:
             return tuple(kept)
+        if not kept:
+            return tuple(fresh)
         return (*kept, *fresh)
 
 
@@ -213,7 +220,7 @@ def _resolve_claims(
 def _deal_round_robin(
     order: Sequence[str],
     needs: Mapping[str, int],
-    partitions: Sequence[TopicPartition],
+    partitions: list[TopicPartition],
     fresh: dict[str, list[TopicPartition]],
 ) -> None:
     """Deal ``partitions`` round-robin to ``order`` (sorted neediest first).
@@ -250,9 +257,15 @@ def _deal_round_robin(
     while a:
         rounds = counts[a - 1] - done
         width = a * rounds
-        block = partitions[pos : pos + width]
+        # Each copy touches every partition object (reference counts): a million
+        # partitions cost a few milliseconds per copy, so copy no more than needed.
+        block = partitions if width == len(partitions) else partitions[pos : pos + width]
         for j in range(a):
-            fresh[active[j]].extend(block[j::a])
+            m = active[j]
+            if fresh[m]:
+                fresh[m].extend(block[j::a])
+            else:
+                fresh[m] = block[j::a]
         pos += width
         done = counts[a - 1]
         while a and counts[a - 1] <= done:
@@ -347,28 +360,34 @@ def sticky_assign(metadata: ClusterMetadata, members: Mapping[str, MemberData]) 
             raise AssignorError(f"metadata reports {count} partitions for topic {topic!r}")
         counts[topic] = count
     racks = _RackInfo(metadata, members, counts)
-
-    claimed: set[TopicPartition] = set()
-    total_claims = 0
-    for m in order:
-        owned = members[m].owned
-        claimed.update(owned)
-        total_claims += len(owned)
-
     if equal:
-        kept, fresh = _constrained_assign(members, order, counts, racks, claimed, total_claims)
-    else:
-        kept, fresh = _general_assign(members, order, counts, racks)
-    return StickyResult(kept=kept, fresh=fresh, claimed=claimed)
+        return _constrained_assign(members, order, counts, racks)
+    kept, fresh = _general_assign(members, order, counts, racks)
+    return StickyResult(kept=kept, fresh=fresh, claimed=_all_claims(members, order))
+
+
+def _all_claims(members: Mapping[str, MemberData], order: Sequence[str]) -> set[TopicPartition]:
+    claimed: set[TopicPartition] = set()
+    for m in order:
+        claimed.update(members[m].owned)
+    return claimed
 
 
 # --------------------------------------------------------------------------- constrained
 
 
+def _partition_numbers(counts: Mapping[str, int]) -> list[int]:
+    """``0 .. max count - 1``, shared by every topic's partitions: one int object per
+    number instead of one per partition (less to allocate, and less memory for the
+    garbage collector to walk over while the assignment builds a million tuples)."""
+    return list(range(max(counts.values(), default=0)))
+
+
 def _all_partitions(counts: Mapping[str, int]) -> list[TopicPartition]:
+    numbers = _partition_numbers(counts)
     out: list[TopicPartition] = []
     for topic, n in counts.items():
-        out.extend(_make_partitions(topic, range(n)))
+        out.extend(_make_partitions(topic, islice(numbers, n)))
     return out
 
 
@@ -388,14 +407,57 @@ def _unclaimed_partitions(
     return out
 
 
+# Turns a row of claim marks (0 free, 1 claimed) into compress() selectors of free ones.
+_FREE_SELECTORS = bytes.maketrans(b"\x00\x01", b"\x01\x00")
+
+
+def _mark_claims(
+    members: Mapping[str, MemberData], order: Sequence[str], counts: Mapping[str, int]
+) -> dict[str, bytearray] | None:
+    """One row of marks per topic (1: some member claims that partition), or None unless
+    every claim names an existing partition of an assignable topic and no partition is
+    claimed twice.
+
+    That "clean" case is the normal one (members report what the last assignment gave
+    them), and it needs no per-partition hashing: a million claims cost one byte store
+    each into rows that fit in the CPU cache. Anything else (an unknown topic, a
+    partition number out of range or not an int, a partition claimed twice) returns
+    None, and the caller settles the claims the general way.
+    """
+    marks = {topic: bytearray(n) for topic, n in counts.items()}
+    claims = 0
+    try:
+        for m in order:
+            owned = members[m].owned
+            claims += len(owned)
+            for topic, p in owned:
+                if p < 0:  # a negative index would mark a partition from the end
+                    return None
+                marks[topic][p] = 1
+    except (KeyError, IndexError, TypeError, ValueError):
+        return None
+    marked = sum(row.count(1) for row in marks.values())
+    return marks if marked == claims else None
+
+
+def _unmarked_partitions(
+    counts: Mapping[str, int], marks: Mapping[str, bytearray]
+) -> list[TopicPartition]:
+    """Partitions (in topic, partition order) whose mark is 0; the scan runs in C."""
+    numbers = _partition_numbers(counts)
+    out: list[TopicPartition] = []
+    for topic in counts:
+        free = compress(numbers, marks[topic].translate(_FREE_SELECTORS))
+        out.extend(_make_partitions(topic, free))
+    return out
+
+
 def _constrained_assign(
     members: Mapping[str, MemberData],
     order: Sequence[str],
     counts: Mapping[str, int],
     racks: _RackInfo,
-    claimed: set[TopicPartition],
-    total_claims: int,
-) -> tuple[dict[str, Sequence[TopicPartition]], dict[str, list[TopicPartition]]]:
+) -> StickyResult:
     n_members = len(order)
     n_partitions = sum(counts.values())
     fresh: dict[str, list[TopicPartition]] = {m: [] for m in order}
@@ -406,7 +468,7 @@ def _constrained_assign(
     under: list[str] = []
     at_min: list[str] = []
 
-    if not claimed:
+    if not any(members[m].owned for m in order):
         # First assignment: nothing to keep, every partition is dealt.
         for m in order:
             kept[m] = ()
@@ -422,14 +484,16 @@ def _constrained_assign(
             racks,
             fresh,
         )
-        return kept, fresh
+        return StickyResult(kept=kept, fresh=fresh, claimed=set())
 
-    unassigned = _unclaimed_partitions(counts, claimed)
-    clean = n_partitions - len(unassigned) == len(claimed) == total_claims
-    # ``clean``: every claim names an existing partition of a subscribed topic and no
-    # partition is claimed twice, so each member's claims are its valid owned partitions.
+    marks = _mark_claims(members, order, counts)
+    # ``marks`` (the clean case): every claim names an existing partition of a
+    # subscribed topic and no partition is claimed twice, so each member's claims are
+    # its valid owned partitions.
     owned_by: Mapping[str, Sequence[TopicPartition]] = (
-        {m: members[m].owned for m in order} if clean else _resolve_claims(members, order, counts)
+        {m: members[m].owned for m in order}
+        if marks is not None
+        else _resolve_claims(members, order, counts)
     )
     released: list[TopicPartition] = []
     for m in order:
@@ -462,17 +526,23 @@ def _constrained_assign(
         else:
             kept[m] = owned
 
-    if not clean:
+    if marks is not None:
+        # What is not kept is what nobody claimed plus what was released, in order.
+        for topic, p in released:
+            marks[topic][p] = 0
+        unassigned = _unmarked_partitions(counts, marks)
+        # A claimed partition can only reach another member's fresh list by being
+        # released: those are the ones the cooperative assignor must look at.
+        claimed = set(released)
+    else:
         # Resolution dropped some claims: recompute from what is actually kept.
         keeping: set[TopicPartition] = set()
         for k in kept.values():
             keeping.update(k)
         unassigned = _unclaimed_partitions(counts, keeping)
-    elif released:
-        # Both are sorted runs or short; timsort merges them.
-        unassigned = sorted([*unassigned, *released])
+        claimed = _all_claims(members, order)
     _fill(kept, under, at_min, min_quota, extra, over, unassigned, racks, fresh)
-    return kept, fresh
+    return StickyResult(kept=kept, fresh=fresh, claimed=claimed)
 
 
 def _fill(

@@ -641,7 +641,16 @@ class Consumer:
                     return messages
             else:
                 fetcher.serve_events()
-                driver.wait_for(lambda: driver.has_app_work or driver.failure is not None, wait)
+                # Nothing to fetch yet: wake for rebalance work, a failure, or the
+                # committed-offset lookup's answer (which starts the fetching; waiting
+                # for the slice to end instead delayed the first record by up to 50 ms).
+                lookup = self._lookup
+                driver.wait_for(
+                    lambda: driver.has_app_work
+                    or driver.failure is not None
+                    or (lookup is not None and lookup[1].done()),
+                    wait,
+                )
             if (
                 driver.has_app_work
                 or driver.failure is not None

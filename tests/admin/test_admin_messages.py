@@ -34,6 +34,7 @@ SPEC_KEYS = {
     "CreateTopicsRequest": 19,
     "DeleteTopicsRequest": 20,
     "DescribeConfigsRequest": 32,
+    "AlterReplicaLogDirsRequest": 34,
     "DescribeLogDirsRequest": 35,
     "CreatePartitionsRequest": 37,
     "ElectLeadersRequest": 43,

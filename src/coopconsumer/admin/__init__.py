@@ -19,6 +19,7 @@ plugin::
 
 from ._assignor import BrokerLoad as BrokerLoad
 from ._assignor import ClusterView as ClusterView
+from ._assignor import LogDirLoad as LogDirLoad
 from ._assignor import NewPartitions as NewPartitions
 from ._assignor import ReplicaAssignor as ReplicaAssignor
 from ._assignor import ReplicaAssignorError as ReplicaAssignorError
@@ -45,6 +46,7 @@ from ._types import PartitionDescription as PartitionDescription
 from ._types import PartitionReassignment as PartitionReassignment
 from ._types import ReplicaLogInfo as ReplicaLogInfo
 from ._types import TopicDescription as TopicDescription
+from ._types import TopicPartitionReplica as TopicPartitionReplica
 
 __all__ = [
     "BUILTIN_REPLICA_ASSIGNORS",
@@ -65,6 +67,7 @@ __all__ = [
     "ElectionResult",
     "ElectionType",
     "LogDirDescription",
+    "LogDirLoad",
     "NewPartitions",
     "NewTopic",
     "PartitionDescription",
@@ -74,5 +77,6 @@ __all__ = [
     "ReplicaAssignorError",
     "ReplicaLogInfo",
     "TopicDescription",
+    "TopicPartitionReplica",
     "load_replica_assignor",
 ]

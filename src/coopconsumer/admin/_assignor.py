@@ -24,6 +24,7 @@ from .._types import TopicPartition
 __all__ = [
     "BrokerLoad",
     "ClusterView",
+    "LogDirLoad",
     "NewPartitions",
     "ReplicaAssignor",
     "ReplicaAssignorError",
@@ -48,12 +49,40 @@ def _ids(value: Iterable[int]) -> tuple[int, ...]:
 @attrs.frozen(kw_only=True)
 class NewPartitions:
     """The partitions to place: ids ``partition_ids`` of ``topic`` (new ones only),
-    each with ``replication_factor`` replicas."""
+    each with ``replication_factor`` replicas.
+
+    ``principal`` is who asks, as the brokers name it (``"User:alice"``; seed 001's
+    ``KafkaPrincipal``), so a per-tenant rule can decide by it; None when the client
+    cannot tell (see ``AdminClient``'s ``principal``).
+    """
 
     topic: str
     partition_ids: tuple[int, ...] = attrs.field(converter=_ids)
     replication_factor: int
     configs: Mapping[str, str] = attrs.field(factory=dict, converter=_mapping)
+    principal: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class LogDirLoad:
+    """One log directory (disk) of a broker, from DescribeLogDirs: its replicas
+    (future ones not counted), bytes used (future ones included) and capacity (None
+    before Kafka 3.3)."""
+
+    path: str
+    replicas: int = 0
+    used_bytes: int = 0
+    total_bytes: int | None = None
+
+    @property
+    def storage_ratio(self) -> float | None:
+        if not self.total_bytes:
+            return None
+        return self.used_bytes / self.total_bytes
+
+
+def _dirs(value: Iterable[LogDirLoad]) -> tuple[LogDirLoad, ...]:
+    return tuple(value)
 
 
 @attrs.frozen(kw_only=True)
@@ -62,7 +91,8 @@ class BrokerLoad:
 
     ``replicas``/``leaders`` count what it hosts now (from Metadata).
     ``used_bytes``/``total_bytes`` come from DescribeLogDirs; None when unknown (an
-    older broker, or not authorised).
+    older broker, or not authorised). ``log_dirs`` has the same per disk (JBOD); empty
+    when unknown.
     """
 
     node_id: int
@@ -71,6 +101,15 @@ class BrokerLoad:
     leaders: int = 0
     used_bytes: int | None = None
     total_bytes: int | None = None
+    log_dirs: tuple[LogDirLoad, ...] = attrs.field(default=(), converter=_dirs)
+
+    @property
+    def next_log_dir(self) -> LogDirLoad | None:
+        """The directory Kafka puts a new replica in: the one with the fewest
+        replicas (``LogManager.nextLogDirs``; the first listed on a tie)."""
+        if not self.log_dirs:
+            return None
+        return min(self.log_dirs, key=lambda d: d.replicas)
 
     @property
     def storage_ratio(self) -> float | None:
@@ -94,12 +133,18 @@ def _assignments(
 @attrs.frozen(kw_only=True)
 class ClusterView:
     """A snapshot of the cluster for one placement: live brokers with their load, and
-    the current replicas of every partition. Immutable."""
+    the current replicas of every partition. Immutable.
+
+    ``fenced_brokers`` are registered but fenced (KRaft: down, or not caught up with
+    the metadata log; DescribeCluster v2 lists them). They may take followers when the
+    live brokers run out (Kafka's ``StripedReplicaPlacer`` does that), never a leader.
+    """
 
     brokers: Mapping[int, BrokerLoad] = attrs.field(converter=_brokers)
     assignments: Mapping[TopicPartition, tuple[int, ...]] = attrs.field(
         factory=dict, converter=_assignments
     )
+    fenced_brokers: Mapping[int, BrokerLoad] = attrs.field(factory=dict, converter=_brokers)
 
     def topic_assignment(self, topic: str) -> dict[int, tuple[int, ...]]:
         """``{partition: replicas}`` of ``topic`` (empty for a new topic)."""
@@ -137,7 +182,8 @@ def check_assignment(
     assignment: Mapping[int, tuple[int, ...]],
 ) -> dict[int, tuple[int, ...]]:
     """Validate an assignor's answer (every id once, the right replica count, distinct
-    live brokers); ``ReplicaAssignorError`` naming the assignor otherwise."""
+    registered brokers, a live leader); ``ReplicaAssignorError`` naming the assignor
+    otherwise."""
     who = type(assignor).__name__
     if not isinstance(assignment, Mapping):
         raise ReplicaAssignorError(f"{who} returned {type(assignment).__name__}, not a mapping")
@@ -159,10 +205,17 @@ def check_assignment(
                 f"{who} put two replicas of {partitions.topic}-{partition} on one broker: "
                 f"{list(replicas)}"
             )
-        unknown = [r for r in replicas if r not in cluster.brokers]
+        unknown = [
+            r for r in replicas if r not in cluster.brokers and r not in cluster.fenced_brokers
+        ]
         if unknown:
             raise ReplicaAssignorError(
                 f"{who} placed {partitions.topic}-{partition} on unknown brokers {unknown}"
+            )
+        if replicas[0] not in cluster.brokers:
+            raise ReplicaAssignorError(
+                f"{who} made fenced broker {replicas[0]} the leader of "
+                f"{partitions.topic}-{partition}"
             )
         checked[partition] = replicas
     return checked

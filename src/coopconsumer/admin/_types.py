@@ -33,6 +33,7 @@ __all__ = [
     "PartitionReassignment",
     "ReplicaLogInfo",
     "TopicDescription",
+    "TopicPartitionReplica",
 ]
 
 
@@ -76,12 +77,26 @@ def _assignment(
 
 @attrs.frozen(kw_only=True)
 class BrokerDescription:
-    """A live broker."""
+    """A broker: a live one, or (``is_fenced``, only when asked for) one that is
+    registered but fenced."""
 
     node_id: int
     host: str
     port: int
     rack: str | None = None
+    is_fenced: bool = False
+
+
+@attrs.frozen
+class TopicPartitionReplica:
+    """The replica of ``topic``-``partition`` on broker ``broker_id``."""
+
+    topic: str
+    partition: int
+    broker_id: int
+
+    def __str__(self) -> str:
+        return f"{self.topic}-{self.partition}@{self.broker_id}"
 
 
 @attrs.frozen(kw_only=True)

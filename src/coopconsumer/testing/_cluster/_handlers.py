@@ -22,6 +22,10 @@ from ..._protocol.admin_messages import (
     AlterConfigsResourceResponse,
     AlterPartitionReassignmentsRequest,
     AlterPartitionReassignmentsResponse,
+    AlterReplicaLogDirPartitionResult,
+    AlterReplicaLogDirsRequest,
+    AlterReplicaLogDirsResponse,
+    AlterReplicaLogDirTopicResult,
     CreatableTopicConfigs,
     CreatableTopicResult,
     CreatePartitionsRequest,
@@ -79,6 +83,7 @@ from ._model import (
     UNKNOWN_TOPIC_OR_PARTITION,
     AlterConfigs,
     AlterReassignment,
+    AlterReplicaLogDir,
     BrokerState,
     ClusterModel,
     ConfigOp,
@@ -121,6 +126,9 @@ _CONFIG_TYPES: Final[Mapping[str, int]] = MappingProxyType(
         "leader.replication.throttled.rate": _TYPE_LONG,
         "follower.replication.throttled.rate": _TYPE_LONG,
         "broker.rack": _TYPE_STRING,
+        "replica.alter.log.dirs.io.max.bytes.per.second": _TYPE_LONG,
+        "auto.leader.rebalance.enable": _TYPE_BOOLEAN,
+        "leader.imbalance.check.interval.seconds": _TYPE_LONG,
     }
 )
 
@@ -256,6 +264,8 @@ def _describe_cluster(
             error_message="The test cluster has no controller endpoints",
             endpoint_type=request.endpoint_type,
         )
+    # A dead broker stays registered but fenced, as on KRaft; v2 lists it when asked.
+    fenced = version >= 2 and request.include_fenced_brokers
     return DescribeClusterResponse(
         cluster_id=model.cluster_id,
         controller_id=model.controller_id,
@@ -265,9 +275,10 @@ def _describe_cluster(
                 host=endpoints[b.node_id].host,
                 port=endpoints[b.node_id].port,
                 rack=b.rack,
+                is_fenced=b.state is BrokerState.DEAD,
             )
             for b in model.brokers()
-            if b.state is not BrokerState.DEAD
+            if fenced or b.state is not BrokerState.DEAD
         ),
     )
 
@@ -318,32 +329,48 @@ def _describe_log_dirs(
         wanted = dict.fromkeys(model.topics())
     else:
         wanted = {t.topic: set(t.partitions) for t in request.topics}
-    topics = []
+    # Per directory: topic -> partitions (a future replica is listed in its own
+    # directory with IsFutureKey, its lag behind the current one as OffsetLag).
+    by_dir: dict[str, dict[str, list[DescribeLogDirsPartition]]] = {
+        d.path: {} for d in broker.log_dirs
+    }
     for name, indexes in wanted.items():
         if model.topic_id(name) is None:
             continue
-        partitions = []
         for p in model.partitions(name):
             if node_id not in p.replicas or (indexes is not None and p.partition not in indexes):
                 continue
             held = p.replica_bytes[node_id]
-            partitions.append(
+            by_dir[p.replica_dirs[node_id]].setdefault(name, []).append(
                 DescribeLogDirsPartition(
                     partition_index=p.partition,
                     partition_size=held,
                     offset_lag=0 if p.leader == node_id else max(0, p.size_bytes - held),
                 )
             )
-        if partitions:
-            topics.append(DescribeLogDirsTopic(name=name, partitions=tuple(partitions)))
+            future = p.future_dirs.get(node_id)
+            if future is not None:
+                copied = p.future_bytes[node_id]
+                by_dir[future].setdefault(name, []).append(
+                    DescribeLogDirsPartition(
+                        partition_index=p.partition,
+                        partition_size=copied,
+                        offset_lag=max(0, held - copied),
+                        is_future_key=True,
+                    )
+                )
     return DescribeLogDirsResponse(
-        results=(
+        results=tuple(
             DescribeLogDirsResult(
-                log_dir=f"/var/lib/kafka/data-{node_id}",
-                topics=tuple(topics),
-                total_bytes=broker.storage_bytes,
-                usable_bytes=max(0, broker.storage_bytes - broker.used_bytes),
-            ),
+                log_dir=d.path,
+                topics=tuple(
+                    DescribeLogDirsTopic(name=name, partitions=tuple(parts))
+                    for name, parts in by_dir[d.path].items()
+                ),
+                total_bytes=d.total_bytes,
+                usable_bytes=max(0, d.total_bytes - d.used_bytes),
+            )
+            for d in broker.log_dirs
         )
     )
 
@@ -642,6 +669,38 @@ def _elect_leaders(
     return ElectLeadersResponse(replica_election_results=tuple(results))
 
 
+def _alter_replica_log_dirs(
+    model: ClusterModel,
+    node_id: int,
+    request: AlterReplicaLogDirsRequest,
+    version: int,
+    now: float,
+    endpoints: Mapping[int, Endpoint],
+) -> AlterReplicaLogDirsResponse:
+    """Moves replicas of *this* broker between its log directories (KIP-113)."""
+    results: dict[str, list[AlterReplicaLogDirPartitionResult]] = {}
+    for log_dir in request.dirs:
+        for topic in log_dir.topics:
+            for index in topic.partitions:
+                outcome = model.apply(
+                    AlterReplicaLogDir(
+                        node_id=node_id, topic=topic.name, partition=index, path=log_dir.path
+                    ),
+                    now,
+                )
+                results.setdefault(topic.name, []).append(
+                    AlterReplicaLogDirPartitionResult(
+                        partition_index=index, error_code=outcome.error_code
+                    )
+                )
+    return AlterReplicaLogDirsResponse(
+        results=tuple(
+            AlterReplicaLogDirTopicResult(topic_name=name, partitions=tuple(parts))
+            for name, parts in results.items()
+        )
+    )
+
+
 def _incremental_alter_configs(
     model: ClusterModel,
     node_id: int,
@@ -690,6 +749,7 @@ _HANDLERS: Final[Mapping[int, Handler]] = MappingProxyType(
         DescribeConfigsRequest.API_KEY: _describe_configs,
         IncrementalAlterConfigsRequest.API_KEY: _incremental_alter_configs,
         DescribeLogDirsRequest.API_KEY: _describe_log_dirs,
+        AlterReplicaLogDirsRequest.API_KEY: _alter_replica_log_dirs,
         ElectLeadersRequest.API_KEY: _elect_leaders,
     }
 )

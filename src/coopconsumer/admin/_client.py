@@ -120,7 +120,7 @@ class AdminConfig:
     """A parsed admin configuration: the wire client's settings and the assignor."""
 
     client: ClientConfig
-    replica_assignor: ReplicaAssignorSpec = "default"
+    replica_assignor: ReplicaAssignorSpec = "kraft"
 
 
 def parse_admin_config(settings: Mapping[str, object]) -> AdminConfig:
@@ -135,7 +135,7 @@ def parse_admin_config(settings: Mapping[str, object]) -> AdminConfig:
             f"configuration must be a mapping of keys to values, not {type(settings).__name__}"
         )
     connection: dict[str, object] = {}
-    assignor: ReplicaAssignorSpec = "default"
+    assignor: ReplicaAssignorSpec = "kraft"
     for raw_key, value in settings.items():
         if not isinstance(raw_key, str):
             raise ConfigurationError(f"configuration keys must be strings, not {raw_key!r}")

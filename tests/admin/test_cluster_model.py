@@ -596,3 +596,36 @@ def test_model_invariants_under_random_commands(
     assert m.unclean_elections == 0 or any(
         isinstance(c, AlterReassignment) and c.target is None for c, _ in steps
     )
+
+
+class _NeverQuiet(ClusterModel):
+    """The model without its shortcut: every partition is looked at every step."""
+
+    def _quiet(self, p: typing.Any) -> bool:
+        return False
+
+
+@settings(max_examples=200)
+@given(steps=steps)
+def test_skipping_quiet_partitions_changes_nothing(steps: list[tuple[Command, float]]) -> None:
+    models = [
+        cls(
+            [
+                BrokerSpec(node_id=b, replication_bytes_per_s=200.0, log_dirs=("/a", "/b"))
+                for b in BROKERS
+            ],
+            replica_lag_time_max_s=5.0,
+        )
+        for cls in (ClusterModel, _NeverQuiet)
+    ]
+    now = 0.0
+    for m in models:
+        ok(m, CreateTopic(name="t", assignment=[[1, 2, 3], [2, 3, 4], [3, 4, 5]]))
+        for i in range(3):
+            ok(m, SetSize(topic="t", partition=i, size_bytes=1000))
+    for command, dt in steps:
+        now += dt
+        outcomes = [m.apply(command, now) for m in models]
+        assert outcomes[0] == outcomes[1]
+        assert models[0].partitions("t") == models[1].partitions("t")
+        assert models[0].brokers() == models[1].brokers()

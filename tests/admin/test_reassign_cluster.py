@@ -18,6 +18,8 @@ from coopconsumer.admin import (
     ConfigEntry,
     ConfigResource,
     ConfigResourceType,
+    ElectionResult,
+    ElectionType,
     PartitionReassignment,
     TopicDescription,
 )
@@ -51,6 +53,7 @@ class RecordingAdmin:
         self.max_moving = 0
         self.max_bytes_moving = 0
         self.config_changes: list[Mapping[ConfigResource, Sequence[AlterConfigOp]]] = []
+        self.elections: list[list[TopicPartition] | None] = []
 
     def describe_topics(
         self, topics: Iterable[str] | None = None, *, timeout_ms: float | None = None
@@ -94,6 +97,18 @@ class RecordingAdmin:
         self.config_changes.append(changes)
         self.admin.incremental_alter_configs(
             changes, validate_only=validate_only, timeout_ms=timeout_ms
+        )
+
+    def elect_leaders(
+        self,
+        partitions: Iterable[TopicPartition] | None = None,
+        *,
+        election_type: ElectionType = ElectionType.PREFERRED,
+        timeout_ms: float | None = None,
+    ) -> dict[TopicPartition, ElectionResult]:
+        self.elections.append(None if partitions is None else list(partitions))
+        return self.admin.elect_leaders(
+            partitions, election_type=election_type, timeout_ms=timeout_ms
         )
 
 

@@ -127,7 +127,25 @@ def _brokers(value: Iterable[BrokerLoad] | Mapping[int, BrokerLoad]) -> Mapping[
 def _assignments(
     value: Mapping[TopicPartition, Iterable[int]],
 ) -> Mapping[TopicPartition, tuple[int, ...]]:
-    return MappingProxyType({tp: tuple(r) for tp, r in value.items()})
+    if isinstance(value, MappingProxyType) and id(value) in _BY_TOPIC:
+        return value  # made by this converter already (views share it, unchanged)
+    frozen = MappingProxyType({tp: tuple(r) for tp, r in value.items()})
+    by_topic: dict[str, dict[int, tuple[int, ...]]] = {}
+    for tp, r in frozen.items():
+        by_topic.setdefault(tp.topic, {})[tp.partition] = r
+    # Views made from one another share the mapping and its per-topic index, so
+    # placing thousands of partitions one view at a time stays linear.
+    _BY_TOPIC[id(frozen)] = (frozen, by_topic)
+    while len(_BY_TOPIC) > 16:
+        del _BY_TOPIC[next(iter(_BY_TOPIC))]
+    return frozen
+
+
+#: id(assignments mapping) -> (the mapping, its per-topic index); the mapping is kept
+#: so its id is not reused while the entry lives.
+_BY_TOPIC: dict[
+    int, tuple[Mapping[TopicPartition, tuple[int, ...]], dict[str, dict[int, tuple[int, ...]]]]
+] = {}
 
 
 @attrs.frozen(kw_only=True)
@@ -148,6 +166,9 @@ class ClusterView:
 
     def topic_assignment(self, topic: str) -> dict[int, tuple[int, ...]]:
         """``{partition: replicas}`` of ``topic`` (empty for a new topic)."""
+        entry = _BY_TOPIC.get(id(self.assignments))
+        if entry is not None and entry[0] is self.assignments:
+            return dict(entry[1].get(topic, {}))
         return {tp.partition: r for tp, r in self.assignments.items() if tp.topic == topic}
 
     @property

@@ -318,8 +318,11 @@ class KRaftReplicaAssignor(ReplicaAssignor):
 
     ``seed`` fixes the generator's starting state (Kafka's ``MockRandom`` starts at
     17); None derives it from the topic name, so the same cluster and topic always give
-    the same placement. Fenced brokers (``ClusterView.fenced_brokers``) take followers
-    only when the unfenced ones run out, never a leader.
+    the same placement. Partitions that exist already (a reassignment plan places them
+    again) draw from a generator seeded by topic and partition, so one-by-one
+    placements spread over the brokers. Fenced brokers
+    (``ClusterView.fenced_brokers``) take followers only when the unfenced ones run
+    out, never a leader.
     """
 
     name: ClassVar[str] = "kraft"
@@ -338,16 +341,22 @@ class KRaftReplicaAssignor(ReplicaAssignor):
             if b.node_id not in cluster.brokers
         ]
         usable.sort(key=lambda b: b.node_id)
-        existing = cluster.topic_assignment(partitions.topic)
-        seed = self.seed
-        if seed is None:
-            seed = zlib.crc32(partitions.topic.encode("utf-8"))
         ids = sorted(partitions.partition_ids)
+        existing = cluster.topic_assignment(partitions.topic)
+        # New partitions of a topic continue its stripes (Kafka's createPartitions).
+        # Partitions placed again (a reassignment plan, one partition at a time) start
+        # afresh, from offsets drawn for that partition, so they spread out.
+        again = bool(set(ids) & set(existing))
+        before = [] if again else [existing[p] for p in sorted(existing)]
+        seed = self.seed
+        if seed is None or again:
+            name = f"{partitions.topic}-{ids[0]}" if again else partitions.topic
+            seed = zlib.crc32(name.encode("utf-8")) ^ (self.seed or 0)
         placed = striped_placement(
             usable,
             num_partitions=len(ids),
             replication_factor=partitions.replication_factor,
-            existing=[existing[p] for p in sorted(existing) if p < (ids[0] if ids else 0)],
+            existing=before,
             random=JavaRandom(seed),
         )
         return {pid: tuple(replicas) for pid, replicas in zip(ids, placed, strict=True)}

@@ -92,7 +92,6 @@ from ._model import (
     DeleteTopic,
     ElectLeader,
     Outcome,
-    PartitionView,
 )
 
 __all__ = ["SUPPORTED_APIS", "Endpoint", "handle"]
@@ -196,13 +195,10 @@ def _metadata(
 ) -> MetadataResponse:
     brokers = tuple(
         MetadataResponseBroker(
-            node_id=b.node_id,
-            host=endpoints[b.node_id].host,
-            port=endpoints[b.node_id].port,
-            rack=b.rack,
+            node_id=node, host=endpoints[node].host, port=endpoints[node].port, rack=rack
         )
-        for b in model.brokers()
-        if b.state is not BrokerState.DEAD
+        for node, rack, state in model.broker_list()
+        if state is not BrokerState.DEAD
     )
     if request.topics is None or (version == 0 and not request.topics):
         names: list[tuple[str | None, Any]] = [(name, None) for name in model.topics()]
@@ -227,7 +223,7 @@ def _metadata(
             MetadataResponseTopic(
                 name=name,
                 topic_id=tid,
-                partitions=tuple(_metadata_partition(p) for p in model.partitions(name)),
+                partitions=tuple(_metadata_partition(*row) for row in model.metadata_rows(name)),
             )
         )
     return MetadataResponse(
@@ -238,15 +234,22 @@ def _metadata(
     )
 
 
-def _metadata_partition(p: PartitionView) -> MetadataResponsePartition:
+def _metadata_partition(
+    index: int,
+    leader: int,
+    epoch: int,
+    replicas: tuple[int, ...],
+    isr: tuple[int, ...],
+    offline: tuple[int, ...],
+) -> MetadataResponsePartition:
     return MetadataResponsePartition(
-        error_code=LEADER_NOT_AVAILABLE if p.leader == NO_LEADER else 0,
-        partition_index=p.partition,
-        leader_id=p.leader,
-        leader_epoch=p.leader_epoch,
-        replica_nodes=p.replicas,
-        isr_nodes=p.isr,
-        offline_replicas=p.offline_replicas,
+        error_code=LEADER_NOT_AVAILABLE if leader == NO_LEADER else 0,
+        partition_index=index,
+        leader_id=leader,
+        leader_epoch=epoch,
+        replica_nodes=replicas,
+        isr_nodes=isr,
+        offline_replicas=offline,
     )
 
 
@@ -271,14 +274,14 @@ def _describe_cluster(
         controller_id=model.controller_id,
         brokers=tuple(
             DescribeClusterBroker(
-                broker_id=b.node_id,
-                host=endpoints[b.node_id].host,
-                port=endpoints[b.node_id].port,
-                rack=b.rack,
-                is_fenced=b.state is BrokerState.DEAD,
+                broker_id=node,
+                host=endpoints[node].host,
+                port=endpoints[node].port,
+                rack=rack,
+                is_fenced=state is BrokerState.DEAD,
             )
-            for b in model.brokers()
-            if fenced or b.state is not BrokerState.DEAD
+            for node, rack, state in model.broker_list()
+            if fenced or state is not BrokerState.DEAD
         ),
     )
 
@@ -302,13 +305,13 @@ def _list_reassignments(
             continue
         ongoing = tuple(
             OngoingPartitionReassignment(
-                partition_index=p.partition,
-                replicas=p.replicas,
-                adding_replicas=p.adding,
-                removing_replicas=p.removing,
+                partition_index=index,
+                replicas=replicas,
+                adding_replicas=adding,
+                removing_replicas=removing,
             )
-            for p in model.partitions(name)
-            if p.reassigning and (indexes is None or p.partition in indexes)
+            for index, replicas, adding, removing in model.reassignments(name)
+            if indexes is None or index in indexes
         )
         if ongoing:
             topics.append(OngoingTopicReassignment(name=name, partitions=ongoing))
@@ -413,7 +416,7 @@ def _describe_configs(
         elif resource.resource_type == RESOURCE_BROKER:
             name = resource.resource_name
             if name and not (
-                name.isdigit() and any(b.node_id == int(name) for b in model.brokers())
+                name.isdigit() and any(node == int(name) for node, _, _ in model.broker_list())
             ):
                 results.append(
                     DescribeConfigsResult(
@@ -437,7 +440,7 @@ def _describe_configs(
                     source, value = _SOURCE_DEFAULT, default
                 entries.append((key, value, source, False))
             if name:
-                rack = next(b.rack for b in model.brokers() if b.node_id == int(name))
+                rack = next(r for node, r, _ in model.broker_list() if node == int(name))
                 entries.append(("broker.rack", rack or "", _SOURCE_STATIC_BROKER, True))
         else:
             results.append(

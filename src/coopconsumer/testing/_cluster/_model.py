@@ -670,6 +670,12 @@ class ClusterModel:
         self._deleting: dict[str, _Topic] = {}
         #: AlterReplicaLogDirs for replicas a broker does not host yet.
         self._preferred_dirs: dict[tuple[str, int, int], str] = {}
+        #: Replicas per (broker, log directory), for placing new replicas.
+        self._dir_counts: dict[tuple[int, str], int] = {}
+        #: Partitions where something may happen (copying, lagging, writes, moves);
+        #: the others are quiet: every replica that fetches is in sync and holds the
+        #: leader's bytes, so time changes nothing for them (insertion-ordered).
+        self._busy: dict[_Partition, None] = {}
         self._broker_configs: dict[str, dict[str, str]] = {"": {}}
         self._rng = random.Random(seed)
         self._now = float(start)
@@ -730,6 +736,39 @@ class ClusterModel:
 
     def broker_state(self, node_id: int) -> BrokerState:
         return self._broker(node_id).state
+
+    def broker_list(self) -> list[tuple[int, str | None, BrokerState]]:
+        """Every broker's id, rack and state, by id (cheaper than :meth:`brokers`,
+        which adds up the storage)."""
+        return [(b.node_id, b.rack, b.state) for b in self._brokers.values()]
+
+    def metadata_rows(
+        self, topic: str
+    ) -> list[tuple[int, int, int, tuple[int, ...], tuple[int, ...], tuple[int, ...]]]:
+        """What Metadata shows of each partition of ``topic`` (KeyError if unknown):
+        index, leader, leader epoch, replicas, ISR, offline replicas."""
+        return [
+            (
+                p.index,
+                p.leader,
+                p.leader_epoch,
+                tuple(p.replicas),
+                tuple(p.isr),
+                tuple(r for r in p.replicas if not self._alive(r)),
+            )
+            for p in self._topics[topic].partitions
+        ]
+
+    def reassignments(
+        self, topic: str
+    ) -> list[tuple[int, tuple[int, ...], tuple[int, ...], tuple[int, ...]]]:
+        """The partitions of ``topic`` being reassigned (KeyError if unknown): index,
+        replicas, adding, removing."""
+        return [
+            (p.index, tuple(p.replicas), tuple(p.adding), tuple(p.removing))
+            for p in self._topics[topic].partitions
+            if p.adding or p.removing
+        ]
 
     def topics(self) -> list[str]:
         return sorted(self._topics)
@@ -909,6 +948,7 @@ class ClusterModel:
         if topic is None:
             return _unknown_topic(cmd.name)
         for p in topic.partitions:
+            self._busy.pop(p, None)
             if p.state is not PartitionState.OFFLINE:
                 self._partition_to(p, PartitionState.OFFLINE)
             self._partition_to(p, PartitionState.NON_EXISTENT)
@@ -929,6 +969,7 @@ class ClusterModel:
         p = self._find(cmd.topic, cmd.partition)
         if isinstance(p, Outcome):
             return p
+        self._touch(p)
         if cmd.target is None:
             if not (p.adding or p.removing):
                 return Outcome(
@@ -960,6 +1001,7 @@ class ClusterModel:
         p = self._find(cmd.topic, cmd.partition)
         if isinstance(p, Outcome):
             return p
+        self._touch(p)
         if cmd.unclean:
             if p.leader != NO_LEADER:
                 return Outcome(
@@ -1032,6 +1074,8 @@ class ClusterModel:
         if cmd.validate_only:
             return OK
         if cmd.resource_type == RESOURCE_TOPIC:
+            for p in self._topics[cmd.name].partitions:
+                self._touch(p)  # throttles, min ISR: flows may change
             self._topics[cmd.name].configs = configs
         else:
             before = {k: self.controller_config(k) for k in _CONTROLLER_CONFIGS}
@@ -1047,8 +1091,11 @@ class ClusterModel:
             return _unknown_broker(cmd.node_id)
         if broker.state is BrokerState.DEAD:
             return OK
+        hosted = self._hosted_by(cmd.node_id)
+        for p in hosted:
+            self._touch(p)
         broker.state = BrokerState.DEAD
-        for p in self._hosted_by(cmd.node_id):
+        for p in hosted:
             self._replica_to(p, cmd.node_id, ReplicaState.OFFLINE)
             if cmd.node_id in p.isr and len(p.isr) > 1:
                 p.isr.remove(cmd.node_id)
@@ -1062,6 +1109,8 @@ class ClusterModel:
             return _unknown_broker(cmd.node_id)
         if broker.state is BrokerState.DEAD:
             return Outcome(error_code=BROKER_NOT_AVAILABLE, message="a dead broker cannot pause")
+        for p in self._hosted_by(cmd.node_id):
+            self._touch(p)
         broker.state = BrokerState.PAUSED
         return OK
 
@@ -1070,6 +1119,8 @@ class ClusterModel:
         if broker is None:
             return _unknown_broker(cmd.node_id)
         was = broker.state
+        for p in self._hosted_by(cmd.node_id):
+            self._touch(p)
         broker.state = BrokerState.ONLINE
         # Queued close-replica requests of deleted topics run first (seed 004).
         self._finish_deletions()
@@ -1093,6 +1144,7 @@ class ClusterModel:
             return p
         if cmd.size_bytes < 0:
             return Outcome(error_code=INVALID_REQUEST, message="size_bytes must be >= 0")
+        self._touch(p)
         if p.leader == NO_LEADER:
             return Outcome(error_code=LEADER_NOT_AVAILABLE, message="the partition is offline")
         for r in p.isr:
@@ -1108,6 +1160,7 @@ class ClusterModel:
             return p
         if cmd.num_bytes <= 0:
             return Outcome(error_code=INVALID_REQUEST, message="num_bytes must be > 0")
+        self._touch(p)
         refusal = self._refuses_writes(p)
         if refusal is not None:
             return refusal
@@ -1142,6 +1195,7 @@ class ClusterModel:
             return p
         if cmd.bytes_per_s < 0:
             return Outcome(error_code=INVALID_REQUEST, message="the rate must be >= 0")
+        self._touch(p)
         p.produce_rate = float(cmd.bytes_per_s)
         return OK
 
@@ -1164,6 +1218,7 @@ class ClusterModel:
                 message=f"Replica {cmd.node_id} of {cmd.topic}-{cmd.partition} does not "
                 "exist yet; the directory is remembered for when it is created",
             )
+        self._touch(p)
         future = p.future.get(cmd.node_id)
         if future is not None and future.dir != cmd.path:
             del p.future[cmd.node_id]  # a new destination: the copy starts over
@@ -1258,7 +1313,9 @@ class ClusterModel:
             p.replica_states.pop(replica, None)
             p.replica_bytes.pop(replica, None)
             p.caught_up_at.pop(replica, None)
-            p.dirs.pop(replica, None)
+            path = p.dirs.pop(replica, None)
+            if path is not None:
+                self._dir_counts[(replica, path)] -= 1
             p.future.pop(replica, None)
         else:
             p.replica_states[replica] = state
@@ -1273,7 +1330,9 @@ class ClusterModel:
     def _start_replica(self, p: _Partition, replica: int, size: int) -> None:
         self._replica_to(p, replica, ReplicaState.NEW)
         p.replica_bytes[replica] = float(size)
-        p.dirs[replica] = self._place_log(p, replica)
+        path = self._place_log(p, replica)
+        p.dirs[replica] = path
+        self._dir_counts[(replica, path)] = self._dir_counts.get((replica, path), 0) + 1
         self._replica_to(
             p, replica, ReplicaState.ONLINE if self._alive(replica) else ReplicaState.OFFLINE
         )
@@ -1285,14 +1344,7 @@ class ClusterModel:
         dirs = self._brokers[replica].dirs
         if chosen is not None and chosen in dirs:
             return chosen
-        if len(dirs) == 1:
-            return dirs[0]
-        counts = dict.fromkeys(dirs, 0)
-        for other in self._all_partitions():
-            d = other.dirs.get(replica)
-            if d is not None and other is not p:
-                counts[d] += 1
-        return min(dirs, key=lambda d: (counts[d], dirs.index(d)))
+        return min(dirs, key=lambda d: (self._dir_counts.get((replica, d), 0), dirs.index(d)))
 
     def _drop_replica(self, p: _Partition, replica: int) -> None:
         """A replica leaves the partition (reassignment done or cancelled): stopped,
@@ -1324,6 +1376,7 @@ class ClusterModel:
             p.caught_up_at[r] = self._now
         topic.partitions.append(p)
         self._elect(p, allow_unclean=False)
+        self._busy[p] = None
 
     def _set_leader(self, p: _Partition, leader: int) -> None:
         if leader == p.leader and p.state is not PartitionState.NEW:
@@ -1482,7 +1535,7 @@ class ClusterModel:
         shrinks and expansions, finished reassignments, future replicas replacing
         current ones, and the leader-balance check when it is due."""
         lag = self.replica_lag_time_max_s
-        for p in self._all_partitions():
+        for p in list(self._busy):
             if p.leader != NO_LEADER:
                 top = p.replica_bytes[p.leader]
                 leading = self._fetching(p.leader)
@@ -1511,9 +1564,43 @@ class ClusterModel:
             self._maybe_complete_reassignment(p)
             for r, future in list(p.future.items()):
                 if self._fetching(r) and future.bytes >= p.replica_bytes[r]:
+                    self._dir_counts[(r, p.dirs[r])] -= 1
+                    self._dir_counts[(r, future.dir)] = self._dir_counts.get((r, future.dir), 0) + 1
                     p.dirs[r] = future.dir
                     del p.future[r]
+            if self._quiet(p):
+                del self._busy[p]
         self._balance_leaders()
+
+    def _quiet(self, p: _Partition) -> bool:
+        """Nothing can happen to ``p`` as time passes (see ``_busy``)."""
+        if p.adding or p.removing or p.future:
+            return False
+        if p.leader == NO_LEADER or not self._fetching(p.leader):
+            return True  # nothing flows until a broker changes (which touches it)
+        if p.produce_rate > 0:
+            return False
+        top = p.replica_bytes[p.leader]
+        for r in p.replicas:
+            fetching = self._fetching(r)
+            if r in p.isr:
+                if not fetching or p.replica_bytes[r] < top:
+                    return False  # it will fall out of the ISR, or is catching up
+            elif fetching:
+                return False  # copying, or about to join the ISR
+        return True
+
+    def _touch(self, p: _Partition) -> None:
+        """``p`` is about to change: it is busy from now on. A quiet partition's
+        caught-up followers were caught up all along: they are, as of now."""
+        if p in self._busy:
+            return
+        if p.leader != NO_LEADER:
+            top = p.replica_bytes[p.leader]
+            for r in p.replicas:
+                if self._fetching(r) and p.replica_bytes[r] >= top:
+                    p.caught_up_at[r] = self._now
+        self._busy[p] = None
 
     def _balance_interval(self) -> float | None:
         if self.controller_config("auto.leader.rebalance.enable").lower() != "true":
@@ -1536,6 +1623,7 @@ class ClusterModel:
             self._next_balance_at += interval
         for p in self._all_partitions():
             if p.leader != p.replicas[0] and self._can_lead_preferred(p):
+                self._touch(p)
                 self._set_leader(p, p.replicas[0])
                 self.auto_balanced_leaders += 1
 
@@ -1543,42 +1631,44 @@ class ClusterModel:
         """Who copies how fast right now: leaders taking writes, followers fetching,
         future replicas copying between directories."""
         flows = _Flows()
-        for p in self._all_partitions():
+        flows.partitions = {id(p): p for p in self._busy}
+        for p in self._busy:
             if p.produce_rate > 0 and self._refuses_writes(p) is None:
                 flows.growth[id(p)] = p.produce_rate
         # Followers: the caught-up ones take what is written (keep-up demand); those
         # behind share the rest of their broker's bandwidth, capped by throttles.
         keep_up: dict[int, list[tuple[_Partition, int, float]]] = {}
         behind: list[tuple[_Partition, int, bool, bool]] = []
-        for t in self._topics.values():
-            leader_throttled = _throttled_set(
-                t.configs.get("leader.replication.throttled.replicas")
-            )
-            follower_throttled = _throttled_set(
-                t.configs.get("follower.replication.throttled.replicas")
-            )
-            for p in t.partitions:
-                if p.leader == NO_LEADER or not self._fetching(p.leader):
+        throttled: dict[str, tuple[_Throttled, _Throttled]] = {}
+        for p in self._busy:
+            if p.topic not in throttled:
+                configs = self._topics[p.topic].configs
+                throttled[p.topic] = (
+                    _throttled_set(configs.get("leader.replication.throttled.replicas")),
+                    _throttled_set(configs.get("follower.replication.throttled.replicas")),
+                )
+            leader_throttled, follower_throttled = throttled[p.topic]
+            if p.leader == NO_LEADER or not self._fetching(p.leader):
+                continue
+            top = p.replica_bytes[p.leader]
+            grow = flows.growth.get(id(p), 0.0)
+            for r in p.replicas:
+                if r == p.leader or not self._fetching(r):
                     continue
-                top = p.replica_bytes[p.leader]
-                grow = flows.growth.get(id(p), 0.0)
-                for r in p.replicas:
-                    if r == p.leader or not self._fetching(r):
-                        continue
-                    if p.replica_bytes[r] >= top:
-                        if grow > 0:
-                            keep_up.setdefault(r, []).append((p, r, grow))
-                        continue
-                    # Throttles apply to out-of-sync replicas only, as in Kafka.
-                    out_of_sync = r not in p.isr
-                    behind.append(
-                        (
-                            p,
-                            r,
-                            out_of_sync and _is_throttled(leader_throttled, p.index, p.leader),
-                            out_of_sync and _is_throttled(follower_throttled, p.index, r),
-                        )
+                if p.replica_bytes[r] >= top:
+                    if grow > 0:
+                        keep_up.setdefault(r, []).append((p, r, grow))
+                    continue
+                # Throttles apply to out-of-sync replicas only, as in Kafka.
+                out_of_sync = r not in p.isr
+                behind.append(
+                    (
+                        p,
+                        r,
+                        out_of_sync and _is_throttled(leader_throttled, p.index, p.leader),
+                        out_of_sync and _is_throttled(follower_throttled, p.index, r),
                     )
+                )
         spare = {b: broker.rate for b, broker in self._brokers.items()}
         for b, demands in keep_up.items():
             total = sum(d for _, _, d in demands)
@@ -1606,7 +1696,7 @@ class ClusterModel:
             flows.follower[(id(p), r)] = rate
         # Future replicas copy from their broker's current replica.
         moving: dict[int, list[_Partition]] = {}
-        for p in self._all_partitions():
+        for p in self._busy:
             for r in p.future:
                 if self._fetching(r):
                     moving.setdefault(r, []).append(p)
@@ -1615,7 +1705,6 @@ class ClusterModel:
             rate = min(self._brokers[b].disk_rate, float(cap)) / len(parts)
             for p in parts:
                 flows.future[(id(p), b)] = rate
-        flows.partitions = {id(p): p for p in self._all_partitions()}
         return flows
 
     def _growth_of(self, flows: _Flows, p: _Partition, replica: int) -> float:
@@ -1784,7 +1873,10 @@ def _check_configs(configs: Mapping[str, str], resource_type: int) -> Outcome | 
     return None
 
 
-def _throttled_set(value: str | None) -> frozenset[tuple[int, int]] | None:
+_Throttled = frozenset[tuple[int, int]] | None
+
+
+def _throttled_set(value: str | None) -> _Throttled:
     """None: nothing throttled; an empty set: everything ('*')."""
     if not value:
         return None

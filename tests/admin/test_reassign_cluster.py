@@ -20,8 +20,10 @@ from coopconsumer.admin import (
     ConfigResourceType,
     ElectionResult,
     ElectionType,
+    LogDirDescription,
     PartitionReassignment,
     TopicDescription,
+    TopicPartitionReplica,
 )
 from coopconsumer.admin.reassign import (
     ExecutorBusyError,
@@ -54,6 +56,7 @@ class RecordingAdmin:
         self.max_bytes_moving = 0
         self.config_changes: list[Mapping[ConfigResource, Sequence[AlterConfigOp]]] = []
         self.elections: list[list[TopicPartition] | None] = []
+        self.dir_moves: list[dict[TopicPartitionReplica, str]] = []
 
     def describe_topics(
         self, topics: Iterable[str] | None = None, *, timeout_ms: float | None = None
@@ -98,6 +101,21 @@ class RecordingAdmin:
         self.admin.incremental_alter_configs(
             changes, validate_only=validate_only, timeout_ms=timeout_ms
         )
+
+    def describe_log_dirs(
+        self,
+        brokers: Iterable[int] | None = None,
+        *,
+        partitions: Iterable[TopicPartition] | None = None,
+        timeout_ms: float | None = None,
+    ) -> dict[int, tuple[LogDirDescription, ...]]:
+        return self.admin.describe_log_dirs(brokers, partitions=partitions, timeout_ms=timeout_ms)
+
+    def alter_replica_log_dirs(
+        self, moves: Mapping[TopicPartitionReplica, str], *, timeout_ms: float | None = None
+    ) -> None:
+        self.dir_moves.append(dict(moves))
+        self.admin.alter_replica_log_dirs(moves, timeout_ms=timeout_ms)
 
     def elect_leaders(
         self,

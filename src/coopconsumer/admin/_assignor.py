@@ -12,7 +12,7 @@ Pure: imports the standard library, attrs and ``coopconsumer._errors``/``_types`
 from __future__ import annotations
 
 import abc
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from types import MappingProxyType
 from typing import ClassVar
 
@@ -20,6 +20,7 @@ import attrs
 
 from .._errors import CoopConsumerError
 from .._types import TopicPartition
+from ._types import LogDirDescription
 
 __all__ = [
     "BrokerLoad",
@@ -29,6 +30,7 @@ __all__ = [
     "ReplicaAssignor",
     "ReplicaAssignorError",
     "check_assignment",
+    "with_log_dirs",
 ]
 
 
@@ -240,3 +242,22 @@ def check_assignment(
             )
         checked[partition] = replicas
     return checked
+
+
+def with_log_dirs(load: BrokerLoad, dirs: Sequence[LogDirDescription]) -> BrokerLoad:
+    """``load`` with the storage DescribeLogDirs reported: per directory and in total
+    (the total is None when a directory's capacity is unknown)."""
+    per_dir = [
+        LogDirLoad(
+            path=d.path,
+            replicas=sum(1 for r in d.replicas if not r.is_future),
+            used_bytes=sum(r.size_bytes for r in d.replicas),
+            total_bytes=d.total_bytes,
+        )
+        for d in dirs
+        if d.error is None
+    ]
+    used = sum(r.size_bytes for d in dirs for r in d.replicas if not r.is_future)
+    totals = [d.total_bytes for d in per_dir]
+    total = None if not totals or None in totals else sum(t for t in totals if t)
+    return attrs.evolve(load, used_bytes=used, total_bytes=total, log_dirs=per_dir)

@@ -77,10 +77,10 @@ from .._types import TopicPartition
 from ._assignor import (
     BrokerLoad,
     ClusterView,
-    LogDirLoad,
     NewPartitions,
     ReplicaAssignor,
     check_assignment,
+    with_log_dirs,
 )
 from ._loading import ReplicaAssignorSpec, load_replica_assignor
 from ._types import (
@@ -859,10 +859,14 @@ class AdminClient:
         return self._client.request(node_id, request, timeout_ms=self._timeout(timeout_ms))
 
     def _controller(self, request: Request, timeout_ms: float | None) -> Any:
-        """Send to the controller Metadata names; on NOT_CONTROLLER or a lost
-        connection, learn the controller again and retry once."""
+        """Send to the controller the last Metadata named (asking Metadata first when
+        there is none yet); on NOT_CONTROLLER or a lost connection, learn the
+        controller again and retry once."""
         for attempt in (1, 2):
-            metadata = self._metadata((), timeout_ms)
+            cached = self._client.cluster
+            metadata = cached if attempt == 1 and cached is not None else None
+            if metadata is None:
+                metadata = self._metadata((), timeout_ms)
             node = metadata.controller_id
             if node not in metadata.brokers:
                 return self._any(request, timeout_ms)
@@ -938,25 +942,6 @@ class AdminClient:
             )
             for d in response.results
         )
-
-
-def with_log_dirs(load: BrokerLoad, dirs: Sequence[LogDirDescription]) -> BrokerLoad:
-    """``load`` with the storage DescribeLogDirs reported: per directory and in total
-    (the total is None when a directory's capacity is unknown)."""
-    per_dir = [
-        LogDirLoad(
-            path=d.path,
-            replicas=sum(1 for r in d.replicas if not r.is_future),
-            used_bytes=sum(r.size_bytes for r in d.replicas),
-            total_bytes=d.total_bytes,
-        )
-        for d in dirs
-        if d.error is None
-    ]
-    used = sum(r.size_bytes for d in dirs for r in d.replicas if not r.is_future)
-    totals = [d.total_bytes for d in per_dir]
-    total = None if not totals or None in totals else sum(t for t in totals if t)
-    return attrs.evolve(load, used_bytes=used, total_bytes=total, log_dirs=per_dir)
 
 
 def _raise_top_level(code: int, message: str | None, api_key: int) -> None:

@@ -17,6 +17,8 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any, Protocol
 
+import attrs
+
 from ..._types import TopicPartition
 from .._types import (
     AdminOperationError,
@@ -31,11 +33,14 @@ from .._types import (
     LogDirDescription,
     PartitionReassignment,
     TopicDescription,
+    TopicPartitionReplica,
 )
 from ._executor import (
     LIST_KEYS,
     RATE_KEYS,
+    TERMINAL,
     Action,
+    AlterLogDirs,
     Cancel,
     CancelRequested,
     CancelSent,
@@ -46,6 +51,7 @@ from ._executor import (
     ExecutorCore,
     Input,
     LeadersElected,
+    LogDirsAltered,
     ObservedPartition,
     Progress,
     ReadThrottles,
@@ -122,12 +128,28 @@ class ReassignmentAdmin(Protocol):
         timeout_ms: float | None = None,
     ) -> dict[TopicPartition, ElectionResult]: ...
 
+    def describe_log_dirs(
+        self,
+        brokers: Iterable[int] | None = None,
+        *,
+        partitions: Iterable[TopicPartition] | None = None,
+        timeout_ms: float | None = None,
+    ) -> dict[int, tuple[LogDirDescription, ...]]: ...
+
+    def alter_replica_log_dirs(
+        self, moves: Mapping[TopicPartitionReplica, str], *, timeout_ms: float | None = None
+    ) -> None: ...
+
 
 class LogDirsAdmin(Protocol):
     """What :func:`partition_sizes` calls."""
 
     def describe_log_dirs(
-        self, brokers: Iterable[int] | None = None, *, timeout_ms: float | None = None
+        self,
+        brokers: Iterable[int] | None = None,
+        *,
+        partitions: Iterable[TopicPartition] | None = None,
+        timeout_ms: float | None = None,
     ) -> dict[int, tuple[LogDirDescription, ...]]: ...
 
 
@@ -269,6 +291,7 @@ class ReassignmentExecutor:
         self._checkpoint = checkpoint or (lambda label: None)
         self._min_isr: dict[str, int] = {}
         self._started = False
+        self._pending_config: ExecutorConfig | None = None
 
     @classmethod
     def create(
@@ -321,6 +344,9 @@ class ReassignmentExecutor:
         if not self._started:
             self._started = True
             self._act(self.core.start(self._clock()))
+            if self._pending_config is not None:
+                config, self._pending_config = self._pending_config, None
+                self.feed(ConfigChanged(config))
         if self.state_path is not None:
             for request in _take_requests(self.state_path):
                 try:
@@ -350,7 +376,11 @@ class ReassignmentExecutor:
 
     def change_config(self, config: ExecutorConfig) -> None:
         """Change the window, per-broker cap, throttle or flags from now on (a new
-        throttle rate is set on the brokers at once)."""
+        throttle rate is set on the brokers at once). Before :meth:`run` starts, the
+        change waits for it (and for its lock)."""
+        if not self._started:
+            self._pending_config = config
+            return
         self.feed(ConfigChanged(config))
 
     def persist(self) -> None:
@@ -382,7 +412,8 @@ class ReassignmentExecutor:
         self._learn_min_isr([t for t in described if t not in self._min_isr])
         wanted = set(self.core.plan.by_partition())
         observed = observed_partitions(described, moving, self._min_isr)
-        return {tp: p for tp, p in observed.items() if tp in wanted}
+        observed = {tp: p for tp, p in observed.items() if tp in wanted}
+        return with_log_dirs(self.admin, self.core, observed)
 
     def _learn_min_isr(self, topics: Sequence[str]) -> None:
         if not topics:
@@ -435,7 +466,56 @@ def perform(admin: ReassignmentAdmin, action: Action) -> Input | None:
         return ThrottlesRemoved()
     if isinstance(action, ElectPreferred):
         return LeadersElected(_elect(admin, action.partitions))
+    if isinstance(action, AlterLogDirs):
+        return _alter_dirs(admin, action)
     raise TypeError(f"not an executor action: {action!r}")
+
+
+def _alter_dirs(admin: ReassignmentAdmin, action: AlterLogDirs) -> LogDirsAltered:
+    moves = {
+        TopicPartitionReplica(tp.topic, tp.partition, b): d for (tp, b), d in action.dirs.items()
+    }
+    refused: dict[tuple[TopicPartition, int], str] = {}
+    try:
+        admin.alter_replica_log_dirs(moves)
+    except AdminOperationError as exc:
+        for replica, error in exc.errors.items():
+            name = getattr(error, "name", type(error).__name__)
+            if isinstance(replica, TopicPartitionReplica) and name != "REPLICA_NOT_AVAILABLE":
+                key = (TopicPartition(replica.topic, replica.partition), replica.broker_id)
+                refused[key] = f"{name}: {error}"
+    return LogDirsAltered(frozenset(action.dirs), refused)
+
+
+def with_log_dirs(
+    admin: ReassignmentAdmin,
+    core: ExecutorCore,
+    observed: Mapping[TopicPartition, ObservedPartition],
+) -> dict[TopicPartition, ObservedPartition]:
+    """``observed`` with the log directories (DescribeLogDirs) of the partitions whose
+    moves name directories and are not over, asking only the brokers concerned."""
+    asked: dict[TopicPartition, set[int]] = {}
+    for move, state, _ in core.moves():
+        if move.target_dirs and state not in TERMINAL and move.tp in observed:
+            asked[move.tp] = set(move.target_dirs)
+    out = dict(observed)
+    if not asked:
+        return out
+    brokers = sorted(set().union(*asked.values()))
+    try:
+        described = admin.describe_log_dirs(brokers, partitions=sorted(asked))
+    except AdminOperationError as exc:
+        described = dict(exc.completed or {})  # a broker that is down: not done yet
+    dirs: dict[TopicPartition, dict[int, str]] = {}
+    futures: dict[TopicPartition, dict[int, str]] = {}
+    for broker, per_dir in described.items():
+        for d in per_dir:
+            for r in d.replicas:
+                tp = TopicPartition(r.topic, r.partition)
+                (futures if r.is_future else dirs).setdefault(tp, {})[broker] = d.path
+    for tp in asked:
+        out[tp] = attrs.evolve(out[tp], log_dirs=dirs.get(tp, {}), future_dirs=futures.get(tp, {}))
+    return out
 
 
 def read_throttles(admin: ReassignmentAdmin, action: ReadThrottles) -> ThrottlesRead:

@@ -25,6 +25,7 @@ from ._plan import PartitionMove, PlanError, ReassignmentPlan
 
 __all__ = [
     "Action",
+    "AlterLogDirs",
     "Cancel",
     "CancelRequested",
     "CancelSent",
@@ -36,6 +37,7 @@ __all__ = [
     "IllegalMoveTransition",
     "Input",
     "LeadersElected",
+    "LogDirsAltered",
     "MoveState",
     "ObservedPartition",
     "Phase",
@@ -180,6 +182,10 @@ class ObservedPartition:
     removing: tuple[int, ...] = attrs.field(default=(), converter=_ids)
     #: The topic's ``min.insync.replicas``.
     min_insync_replicas: int = 1
+    #: Broker -> log directory of its replica, and of a future replica being moved to
+    #: another directory (DescribeLogDirs); None when not looked at.
+    log_dirs: Mapping[int, str] | None = None
+    future_dirs: Mapping[int, str] = attrs.field(factory=dict)
 
     @property
     def reassigning(self) -> bool:
@@ -276,6 +282,16 @@ class ConfigChanged:
 
 
 @attrs.frozen
+class LogDirsAltered:
+    """The answer to AlterLogDirs: the replicas asked for, and the refusals
+    (REPLICA_NOT_AVAILABLE is none: the broker keeps the directory for the replica a
+    reassignment is about to add)."""
+
+    replicas: frozenset[tuple[TopicPartition, int]]
+    refused: Mapping[tuple[TopicPartition, int], str] = attrs.field(factory=dict)
+
+
+@attrs.frozen
 class LeadersElected:
     """The answer to ElectPreferred: per partition ``elected``, ``not needed`` or the
     error."""
@@ -294,6 +310,7 @@ Input = (
     | TargetChangeRequested
     | ConfigChanged
     | LeadersElected
+    | LogDirsAltered
 )
 
 # ---------------------------------------------------------------------- actions
@@ -337,6 +354,13 @@ class RemoveThrottles:
 
 
 @attrs.frozen
+class AlterLogDirs:
+    """AlterReplicaLogDirs: move each ``(partition, broker)`` replica to a directory."""
+
+    dirs: Mapping[tuple[TopicPartition, int], str]
+
+
+@attrs.frozen
 class ElectPreferred:
     """ElectLeaders (preferred) for moves that ended with another leader."""
 
@@ -357,7 +381,9 @@ class Cancel:
     partitions: tuple[TopicPartition, ...]
 
 
-Action = ReadThrottles | SetThrottles | RemoveThrottles | Submit | Cancel | ElectPreferred
+Action = (
+    ReadThrottles | SetThrottles | RemoveThrottles | Submit | Cancel | ElectPreferred | AlterLogDirs
+)
 
 #: The broker rates a throttle sets (and restores).
 RATE_KEYS: Final = ("leader.replication.throttled.rate", "follower.replication.throttled.rate")
@@ -428,6 +454,8 @@ class _Move:
     planned_original: tuple[int, ...] | None = None
     #: The preferred-leader election after the move: "elected", "not needed", an error.
     election: str | None = None
+    #: Brokers whose log directory could not be set (the error): not waited for.
+    dir_errors: dict[int, str] = attrs.Factory(dict)
 
     @property
     def end_target(self) -> tuple[int, ...]:
@@ -435,8 +463,18 @@ class _Move:
 
     @property
     def brokers(self) -> frozenset[int]:
-        """The brokers the move copies into or out of."""
-        return frozenset(self.end_target).symmetric_difference(self.move.original_replicas)
+        """The brokers the move copies into or out of (disk moves included)."""
+        moved = frozenset(self.end_target).symmetric_difference(self.move.original_replicas)
+        return moved | frozenset(self.wanted_dirs)
+
+    @property
+    def wanted_dirs(self) -> dict[int, str]:
+        """Broker -> directory still required (not given up on)."""
+        return {b: d for b, d in self.move.target_dirs.items() if b not in self.dir_errors}
+
+    @property
+    def changes_brokers(self) -> bool:
+        return set(self.target) != set(self.move.original_replicas) or bool(self.final_target)
 
 
 @attrs.define
@@ -523,6 +561,8 @@ class ExecutorCore:
         self._observed_this_run = False
         self._reading_throttles = False
         self._throttles: _Throttles | None = None
+        #: Directory moves decided in this input, sent as one AlterLogDirs.
+        self._dirs_batch: dict[tuple[TopicPartition, int], str] = {}
         self.started_at: float | None = None
         self.finished_at: float | None = None
 
@@ -605,7 +645,12 @@ class ExecutorCore:
         handler = _HANDLERS.get(type(event))
         if handler is None:
             raise TypeError(f"not an executor input: {event!r}")
-        return handler(self, event, now)
+        self._dirs_batch = {}
+        actions = handler(self, event, now)
+        if self._dirs_batch:
+            actions.append(AlterLogDirs(MappingProxyType(self._dirs_batch)))
+            self._dirs_batch = {}
+        return actions
 
     def _on_throttles_read(self, event: ThrottlesRead, now: float) -> list[Action]:
         self._reading_throttles = False
@@ -678,7 +723,7 @@ class ExecutorCore:
     ) -> None:
         on = set(seen.replicas)
         if m.state is MoveState.QUEUED:
-            if not seen.reassigning and on == set(m.target):
+            if not seen.reassigning and on == set(m.target) and self._dirs_done(m, seen):
                 self._to(m, MoveState.DONE, now)  # nothing to move
             elif seen.reassigning and not self.config.override:
                 self._conflict(m, seen, now)
@@ -712,8 +757,18 @@ class ExecutorCore:
                 # drop the old ones the interim kept (seed 000's second step).
                 m.target, m.final_target = m.final_target, None
                 self._submit_one(m, now, resubmit)
-            else:
+            elif self._dirs_done(m, seen):
                 self._to(m, MoveState.DONE, now)
+            elif m.state is MoveState.SUBMITTING and not seen.future_dirs:
+                self._to(m, MoveState.QUEUED, now)  # the disk move never reached a broker
+            else:
+                if m.state is MoveState.SUBMITTING:
+                    self._to(m, MoveState.IN_FLIGHT, now)
+                # A replica in the wrong directory with no copy under way (created
+                # before its broker learnt the directory): ask again.
+                for b, d in m.wanted_dirs.items():
+                    if (seen.log_dirs or {}).get(b) != d and b not in seen.future_dirs:
+                        self._dirs_batch[(m.move.tp, b)] = d
             return
         if m.state is MoveState.SUBMITTING:
             # Decided but never seen by the broker (the executor stopped in between).
@@ -722,6 +777,32 @@ class ExecutorCore:
         if on > set(m.target) and on != set(m.move.original_replicas):
             return  # finished, but Metadata still lists the removed replicas: look again
         self._to(m, MoveState.CANCELLED, now, error="reverted outside this executor")
+
+    @staticmethod
+    def _dirs_done(m: _Move, seen: ObservedPartition) -> bool:
+        wanted = m.wanted_dirs
+        if not wanted:
+            return True
+        if seen.log_dirs is None:
+            return False
+        return all(
+            seen.log_dirs.get(b) == d and b not in seen.future_dirs for b, d in wanted.items()
+        )
+
+    def _on_log_dirs_altered(self, event: LogDirsAltered, now: float) -> list[Action]:
+        for tp, broker in event.replicas:
+            m = self._moves.get(tp)
+            if m is None or m.state in TERMINAL:
+                continue
+            reason = event.refused.get((tp, broker))
+            if reason is not None:
+                m.dir_errors[broker] = reason
+                if not m.changes_brokers and not m.wanted_dirs:
+                    self._to(m, MoveState.FAILED, now, error=reason)
+                    continue
+            if m.state is MoveState.SUBMITTING and not m.changes_brokers:
+                self._to(m, MoveState.IN_FLIGHT, now)
+        return self._fill(now)
 
     def _conflict(self, m: _Move, seen: ObservedPartition, now: float) -> None:
         self._to(
@@ -870,7 +951,7 @@ class ExecutorCore:
     def _would_involve(self, m: _Move) -> frozenset[int]:
         seen = self._observed.get(m.move.tp)
         original = seen.original if seen is not None else m.move.original_replicas
-        return frozenset(m.end_target).symmetric_difference(original)
+        return frozenset(m.end_target).symmetric_difference(original) | frozenset(m.wanted_dirs)
 
     def _submit_one(
         self, m: _Move, now: float, into: dict[TopicPartition, tuple[int, ...]]
@@ -888,7 +969,13 @@ class ExecutorCore:
         if m.started_at is None:
             m.started_at = now
         m.submissions += 1
-        into[m.move.tp] = m.target
+        if m.changes_brokers or m.reverting:
+            into[m.move.tp] = m.target
+        if not m.reverting:
+            # Disks: a kept replica moves now; an added one's broker keeps the
+            # directory until the reassignment creates the replica.
+            for b, d in m.wanted_dirs.items():
+                self._dirs_batch[(m.move.tp, b)] = d
 
     def _to(self, m: _Move, state: MoveState, now: float, *, error: str | None = None) -> None:
         if m.state not in _PREDECESSORS[state]:
@@ -975,6 +1062,7 @@ class ExecutorCore:
                     "reverting": m.reverting,
                     "error": m.error,
                     "election": m.election,
+                    "dir_errors": {str(b): e for b, e in m.dir_errors.items()},
                     "started_at": m.started_at,
                     "finished_at": m.finished_at,
                     "submissions": m.submissions,
@@ -1006,6 +1094,7 @@ class ExecutorCore:
                 m.reverting = bool(entry.get("reverting", False))
                 m.error = entry.get("error")
                 m.election = entry.get("election")
+                m.dir_errors = {int(b): e for b, e in entry.get("dir_errors", {}).items()}
                 m.started_at = entry.get("started_at")
                 m.finished_at = entry.get("finished_at")
                 m.submissions = int(entry.get("submissions", 0))
@@ -1044,6 +1133,7 @@ _HANDLERS: Final[Mapping[type, Handler]] = MappingProxyType(
         TargetChangeRequested: ExecutorCore._on_target_change,
         ConfigChanged: ExecutorCore._on_config_changed,
         LeadersElected: ExecutorCore._on_leaders_elected,
+        LogDirsAltered: ExecutorCore._on_log_dirs_altered,
     }
 )
 

@@ -187,3 +187,26 @@ def test_discovery_asks_one_request_per_poll_when_nothing_happens(
         assert counts["MetadataRequest"] == 2  # a full view every 5 s
         assert counts["ListPartitionReassignmentsRequest"] == 2
         assert "DescribeLogDirsRequest" not in counts
+
+
+def test_healing_with_a_throttle_leaves_the_dead_broker_out_of_it(
+    cluster: ReplicationCluster,
+) -> None:
+    # The throttle names the failed broker (an original replica); asking it for its
+    # configuration failed every step, so the healer never moved anything.
+    cluster.kill_broker(3)
+    config = HealConfig(failure_interval_ms=10_000, chunk_size=4, throttle_bytes_per_s=50 * MB)
+    with AdminClient({"bootstrap.servers": cluster.bootstrap}) as admin:
+        h = healer(cluster, admin, config=config)
+        h.run(max_steps=40)
+        assert all(3 not in p.replicas for p in cluster.partitions("t"))
+        brokers = [ConfigResource(ConfigResourceType.BROKER, str(b)) for b in (1, 2, 4, 5, 6)]
+        for entries in admin.describe_configs([*brokers, _topic("t")]).values():
+            for key in (
+                "leader.replication.throttled.rate",
+                "follower.replication.throttled.rate",
+                "leader.replication.throttled.replicas",
+                "follower.replication.throttled.replicas",
+            ):
+                if key in entries:
+                    assert entries[key].is_default or not entries[key].value, key

@@ -164,12 +164,13 @@ class _Pool:
             self.rack_size[r] = self.rack_size.get(r, 0) + 1
         for heap in self.heaps.values():
             heapq.heapify(heap)
+        #: Each rack's best broker while nothing on the rack changed.
+        self.tops: dict[str | None, tuple[int, int, int, int] | None] = {}
 
     def _key(self, b: int) -> tuple[int, int, int, int]:
         return (self.replicas[b], self.leaders[b], self.used[b], b)
 
-    def _top(self, rack: str | None, skip: Collection[int]) -> tuple[int, int, int, int] | None:
-        """The rack's best broker not in ``skip`` (stale entries dropped)."""
+    def _scan(self, rack: str | None, skip: Collection[int]) -> tuple[int, int, int, int] | None:
         heap = self.heaps[rack]
         held: list[tuple[int, int, int, int]] = []
         try:
@@ -191,12 +192,17 @@ class _Pool:
     def best(self, chosen: Collection[int], racks_used: Collection[str | None]) -> int | None:
         """The next replica's broker: fewest replicas, then least loaded rack."""
         best: tuple[float, ...] | None = None
+        holding = {self.rack[b] for b in chosen}  # racks whose best may be taken
+        tops = self.tops
         for rack in self.heaps:
-            if rack is not None and rack in racks_used:
+            if rack in racks_used:
                 continue
-            if rack is None and None in racks_used:
-                continue
-            key = self._top(rack, chosen)
+            if rack in holding:
+                key = self._scan(rack, chosen)
+            elif rack in tops:
+                key = tops[rack]
+            else:
+                key = tops[rack] = self._scan(rack, ())
             if key is None:
                 continue
             rank = (key[0], self.rack_replicas[rack] / self.rack_size[rack], *key[1:])
@@ -207,6 +213,7 @@ class _Pool:
     def place(self, replicas: list[int]) -> None:
         self.leaders[replicas[0]] += 1
         for b in replicas:
+            self.tops.pop(self.rack[b], None)
             self.replicas[b] += 1
             self.rack_replicas[self.rack[b]] += 1
             dirs = self.dir_replicas[b]

@@ -238,7 +238,9 @@ def format_status(records: Mapping[str, Mapping[str, Any]], now: float) -> str:
                     value.get("attempt", 1),
                     len(value["partitions"]),
                     progress,
-                    "-" if not_before is None else f"in {max(0.0, not_before - now):.0f} s",
+                    f"in {max(0.0, not_before - now):.0f} s"
+                    if not_before is not None and value["state"] == "queued"
+                    else "-",
                     value.get("error"),
                 )
             )

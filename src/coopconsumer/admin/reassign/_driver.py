@@ -19,6 +19,7 @@ from typing import IO, Any, Protocol
 
 import attrs
 
+from ..._errors import BrokerConnectionError, RequestTimeoutError
 from ..._types import TopicPartition
 from .._types import (
     AdminOperationError,
@@ -522,9 +523,19 @@ def read_throttles(admin: ReassignmentAdmin, action: ReadThrottles) -> Throttles
     """The brokers' own throttle rates (a rate from the cluster-wide default or
     Kafka's default counts as not set: deleting ours brings it back) and the topics'
     throttled replica lists."""
-    resources = [ConfigResource(ConfigResourceType.BROKER, str(b)) for b in action.brokers]
-    resources += [ConfigResource(ConfigResourceType.TOPIC, t) for t in action.topics]
-    configs = admin.describe_configs(resources)
+    configs = admin.describe_configs(
+        [ConfigResource(ConfigResourceType.TOPIC, t) for t in action.topics]
+    )
+    unreachable: set[int] = set()
+    for b in action.brokers:
+        # One broker at a time: each answers for itself, and one that is down (a failed
+        # broker being healed) must not stop the others.
+        resource = ConfigResource(ConfigResourceType.BROKER, str(b))
+        try:
+            configs.update(admin.describe_configs([resource]))
+        except (BrokerConnectionError, RequestTimeoutError) as exc:
+            log.info("throttles: broker %d cannot be asked (%s); not throttled", b, exc)
+            unreachable.add(b)
     rates: dict[int, dict[str, str | None]] = {}
     lists: dict[str, dict[str, tuple[str, ...]]] = {}
     for resource, entries in configs.items():
@@ -545,7 +556,7 @@ def read_throttles(admin: ReassignmentAdmin, action: ReadThrottles) -> Throttles
                 )
                 for key in LIST_KEYS
             }
-    return ThrottlesRead(rates=rates, replicas=lists)
+    return ThrottlesRead(rates=rates, replicas=lists, unreachable=frozenset(unreachable))
 
 
 def _elect(

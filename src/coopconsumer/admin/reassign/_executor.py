@@ -228,6 +228,8 @@ class ThrottlesRead:
 
     rates: Mapping[int, Mapping[str, str | None]]
     replicas: Mapping[str, Mapping[str, tuple[str, ...]]]
+    #: Brokers that could not be asked (down): no throttle is set on them.
+    unreachable: frozenset[int] = frozenset()
 
 
 @attrs.frozen
@@ -656,6 +658,10 @@ class ExecutorCore:
         self._reading_throttles = False
         if self.phase is not Phase.THROTTLING or self._throttles is None:
             return []
+        # A broker that is down copies nothing: its rates are neither set nor restored.
+        self._throttles.brokers = tuple(
+            b for b in self._throttles.brokers if b not in event.unreachable
+        )
         self._throttles.saved_rates = {
             b: {k: event.rates.get(b, {}).get(k) for k in RATE_KEYS}
             for b in self._throttles.brokers

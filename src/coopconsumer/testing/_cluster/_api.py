@@ -108,8 +108,12 @@ class ReplicationCluster(abc.ABC):
         by request name (``"MetadataRequest"``...), every broker together."""
 
     @abc.abstractmethod
+    def response_bytes(self) -> dict[str, int]:
+        """Bytes of the responses sent since the same moment, by request name."""
+
+    @abc.abstractmethod
     def reset_request_counts(self) -> None:
-        """Start counting requests from zero."""
+        """Start counting requests (and response bytes) from zero."""
 
     # ------------------------------------------------------------------ changing
 

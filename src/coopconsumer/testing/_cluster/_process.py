@@ -157,6 +157,9 @@ class SubprocessCluster(ReplicationCluster):
     def request_counts(self) -> dict[str, int]:
         return {k: int(v) for k, v in self._call("request_counts").items()}
 
+    def response_bytes(self) -> dict[str, int]:
+        return {k: int(v) for k, v in self._call("response_bytes").items()}
+
     def reset_request_counts(self) -> None:
         self._call("reset_request_counts")
 
@@ -285,6 +288,7 @@ _OPS: Final[Mapping[str, Callable[..., Any]]] = {
     "topics_being_deleted": lambda c: c.topics_being_deleted(),
     "request_counts": lambda c: c.request_counts(),
     "reset_request_counts": lambda c: c.reset_request_counts(),
+    "response_bytes": lambda c: c.response_bytes(),
     "set_produce_rate": lambda c, topic, partition, bytes_per_s: c.set_produce_rate(
         topic, partition, bytes_per_s
     ),

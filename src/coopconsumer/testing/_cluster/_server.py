@@ -127,6 +127,7 @@ class InProcessCluster(ReplicationCluster):
         self._stopping = False
         self._thread: threading.Thread | None = None
         self._requests: dict[str, int] = {}
+        self._response_bytes: dict[str, int] = {}
         try:
             for spec in brokers:
                 self._listen(spec.node_id, 0)
@@ -199,8 +200,15 @@ class InProcessCluster(ReplicationCluster):
     def request_counts(self) -> dict[str, int]:
         return self._call(lambda: dict(self._requests))
 
+    def response_bytes(self) -> dict[str, int]:
+        return self._call(lambda: dict(self._response_bytes))
+
     def reset_request_counts(self) -> None:
-        self._call(self._requests.clear)
+        def reset() -> None:
+            self._requests.clear()
+            self._response_bytes.clear()
+
+        self._call(reset)
 
     @property
     def unclean_elections(self) -> int:
@@ -412,7 +420,9 @@ class InProcessCluster(ReplicationCluster):
         name = type(request).__name__
         self._requests[name] = self._requests.get(name, 0) + 1
         response = handle(self._model, node_id, request, api_version, self.now, self._endpoints)
-        return encode_response(response, api_version=api_version, correlation_id=correlation_id)
+        reply = encode_response(response, api_version=api_version, correlation_id=correlation_id)
+        self._response_bytes[name] = self._response_bytes.get(name, 0) + len(reply)
+        return reply
 
     def _flush(self, conn: _Connection) -> None:
         try:

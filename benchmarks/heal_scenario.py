@@ -260,6 +260,12 @@ def scenario(args: argparse.Namespace) -> int:
             "0.5",
         ]
         logs = [Path(tmp) / "healer-a.log", Path(tmp) / "healer-b.log"]
+
+        def heal_status() -> None:
+            server = ["--bootstrap-server", cluster.bootstrap]
+            state = ["--state-bootstrap-server", tansu.bootstrap, "--state-topic", state_topic]
+            run_command(["heal", "status", *server, *state])
+
         say(
             "$ coopconsumer heal --bootstrap-server <cluster> --state-bootstrap-server "
             f"<tansu> --failure-interval-ms 5000 --chunk-size {args.chunk_size} "
@@ -331,18 +337,7 @@ def scenario(args: argparse.Namespace) -> int:
                 f"every partition the healers moved is back at RF 3 at t={cluster.now:.1f} s; "
                 f"healer b took over: {'active healer' in logs[1].read_text()}"
             )
-            run_command(
-                [
-                    "heal",
-                    "status",
-                    "--bootstrap-server",
-                    cluster.bootstrap,
-                    "--state-bootstrap-server",
-                    tansu.bootstrap,
-                    "--state-topic",
-                    state_topic,
-                ]
-            )
+            heal_status()
             live = [b for b in all_brokers if b != victim]  # the dead one cannot be asked
             after = throttles(admin, live, ["orders", "clicks"])
             say(
@@ -378,18 +373,7 @@ def scenario(args: argparse.Namespace) -> int:
 
             # The healer's retries (backing off 5 s, 10 s...) find nothing left to do.
             wait_until("the healer's retries", settled, 120, watch)
-            run_command(
-                [
-                    "heal",
-                    "status",
-                    "--bootstrap-server",
-                    cluster.bootstrap,
-                    "--state-bootstrap-server",
-                    tansu.bootstrap,
-                    "--state-topic",
-                    state_topic,
-                ]
-            )
+            heal_status()
             run_command(
                 [
                     "topics",

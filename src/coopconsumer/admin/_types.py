@@ -180,22 +180,38 @@ class NewTopic:
     )
 
 
+class Reassigning:
+    """What a partition's ``replicas``, ``adding`` and ``removing`` say (KIP-455: during
+    a reassignment the replicas are the target plus the removing ones)."""
+
+    replicas: tuple[int, ...]
+    adding: tuple[int, ...]
+    removing: tuple[int, ...]
+
+    @property
+    def reassigning(self) -> bool:
+        return bool(self.adding or self.removing)
+
+    @property
+    def target(self) -> tuple[int, ...]:
+        """Where a reassignment in flight goes (the replicas when none is)."""
+        return tuple(r for r in self.replicas if r not in self.removing)
+
+    @property
+    def original(self) -> tuple[int, ...]:
+        """Where it was before the reassignment in flight (the replicas when none is;
+        KIP-455 keeps their set, not their order)."""
+        return tuple(r for r in self.replicas if r not in self.adding)
+
+
 @attrs.frozen(kw_only=True)
-class PartitionReassignment:
+class PartitionReassignment(Reassigning):
     """An ongoing reassignment (KIP-455): the current replicas, which are being added
     and which removed."""
 
     replicas: tuple[int, ...] = attrs.field(converter=_ints)
     adding: tuple[int, ...] = attrs.field(converter=_ints)
     removing: tuple[int, ...] = attrs.field(converter=_ints)
-
-    @property
-    def target(self) -> tuple[int, ...]:
-        return tuple(r for r in self.replicas if r not in self.removing)
-
-    @property
-    def original(self) -> tuple[int, ...]:
-        return tuple(r for r in self.replicas if r not in self.adding)
 
 
 class ConfigResourceType(enum.IntEnum):

@@ -87,7 +87,19 @@ class ExecutorBusyError(ReassignmentError):
     """Another executor holds this state file's lock."""
 
 
-class ReassignmentAdmin(Protocol):
+class LogDirsAdmin(Protocol):
+    """What :func:`partition_sizes` calls."""
+
+    def describe_log_dirs(
+        self,
+        brokers: Iterable[int] | None = None,
+        *,
+        partitions: Iterable[TopicPartition] | None = None,
+        timeout_ms: float | None = None,
+    ) -> dict[int, tuple[LogDirDescription, ...]]: ...
+
+
+class ReassignmentAdmin(LogDirsAdmin, Protocol):
     """The admin calls the executor makes (:class:`~coopconsumer.admin.AdminClient`
     has them)."""
 
@@ -129,29 +141,9 @@ class ReassignmentAdmin(Protocol):
         timeout_ms: float | None = None,
     ) -> dict[TopicPartition, ElectionResult]: ...
 
-    def describe_log_dirs(
-        self,
-        brokers: Iterable[int] | None = None,
-        *,
-        partitions: Iterable[TopicPartition] | None = None,
-        timeout_ms: float | None = None,
-    ) -> dict[int, tuple[LogDirDescription, ...]]: ...
-
     def alter_replica_log_dirs(
         self, moves: Mapping[TopicPartitionReplica, str], *, timeout_ms: float | None = None
     ) -> None: ...
-
-
-class LogDirsAdmin(Protocol):
-    """What :func:`partition_sizes` calls."""
-
-    def describe_log_dirs(
-        self,
-        brokers: Iterable[int] | None = None,
-        *,
-        partitions: Iterable[TopicPartition] | None = None,
-        timeout_ms: float | None = None,
-    ) -> dict[int, tuple[LogDirDescription, ...]]: ...
 
 
 def load_state(path: str | os.PathLike[str]) -> ExecutorCore:

@@ -21,6 +21,7 @@ import attrs
 
 from ..._errors import ConfigurationError, CoopConsumerError
 from ..._types import TopicPartition
+from .._types import Reassigning
 from ._plan import PartitionMove, PlanError, ReassignmentPlan
 
 __all__ = [
@@ -172,7 +173,7 @@ def _ids(value: Iterable[int]) -> tuple[int, ...]:
 
 
 @attrs.frozen(kw_only=True)
-class ObservedPartition:
+class ObservedPartition(Reassigning):
     """A partition as Metadata and ListPartitionReassignments show it."""
 
     replicas: tuple[int, ...] = attrs.field(converter=_ids)
@@ -186,20 +187,6 @@ class ObservedPartition:
     #: another directory (DescribeLogDirs); None when not looked at.
     log_dirs: Mapping[int, str] | None = None
     future_dirs: Mapping[int, str] = attrs.field(factory=dict)
-
-    @property
-    def reassigning(self) -> bool:
-        return bool(self.adding or self.removing)
-
-    @property
-    def target(self) -> tuple[int, ...]:
-        """Where a reassignment in flight goes (the replicas when none is)."""
-        return tuple(r for r in self.replicas if r not in self.removing)
-
-    @property
-    def original(self) -> tuple[int, ...]:
-        """Where it was before the reassignment in flight (the replicas when none is)."""
-        return tuple(r for r in self.replicas if r not in self.adding)
 
     def describe(self) -> str:
         if not self.reassigning:

@@ -5,11 +5,13 @@
 
 The cluster already hosts 20,000 partitions x RF 3 spread unevenly (brokers 91-100
 are new and empty, brokers 1-5 are 90% full), across 5 racks. Timed: ``balanced``
-placing one new topic of 10,000 partitions, and ``default`` (Kafka's placement) on the
-same input. Each is run ``--repeat`` times on the same input (best and median
-printed). Every result is checked outside the timed region: each partition placed
-once with 3 distinct brokers on 3 racks, no replica on a full broker (balanced), and
-the replica spread per broker after placement is printed.
+placing one new topic of 10,000 partitions, ``kraft`` (the default: the KRaft
+controller's striped placement) and ``zookeeper`` (ZooKeeper-era Kafka's placement) on
+the same input: inside the timed window, one ``assign()`` call and nothing else.
+Each is run ``--repeat`` times on the same input (best and median printed). Every
+result is checked outside the timed region: each partition placed once with 3
+distinct brokers on 3 racks, no replica on a full broker (balanced), and the replica
+spread per broker after placement is printed.
 """
 
 from __future__ import annotations
@@ -25,9 +27,10 @@ from coopconsumer.admin import (
     BalancedReplicaAssignor,
     BrokerLoad,
     ClusterView,
-    DefaultReplicaAssignor,
+    KRaftReplicaAssignor,
     NewPartitions,
     ReplicaAssignor,
+    ZooKeeperReplicaAssignor,
 )
 from coopconsumer.admin._assignor import check_assignment
 
@@ -88,7 +91,12 @@ def main() -> None:
         f"placing {args.partitions:,} partitions x RF 3 on {args.brokers} brokers "
         f"({args.racks} racks, {len(cluster.assignments):,} partitions already placed)"
     )
-    for assignor in (BalancedReplicaAssignor(), DefaultReplicaAssignor()):
+    assignors: tuple[ReplicaAssignor, ...] = (
+        BalancedReplicaAssignor(),
+        KRaftReplicaAssignor(),
+        ZooKeeperReplicaAssignor(),
+    )
+    for assignor in assignors:
         times, result = run(assignor, partitions, cluster, args.repeat)
         placed = check_assignment(assignor, partitions, cluster, result)
         racks = {b: v.rack for b, v in cluster.brokers.items()}

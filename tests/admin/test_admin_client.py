@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 
 import pytest
 
 from coopconsumer._errors import BrokerConnectionError, ConfigurationError
+from coopconsumer._security import SecurityConfig
 from coopconsumer._types import TopicPartition
 from coopconsumer.admin import (
     AdminClient,
@@ -15,17 +16,20 @@ from coopconsumer.admin import (
     AlterConfigOp,
     AlterConfigOpType,
     BalancedReplicaAssignor,
+    ClusterView,
     ConfigResource,
     ConfigResourceType,
     ConfigSource,
     ElectionResult,
     ElectionType,
+    NewPartitions,
     NewTopic,
     PartitionReassignment,
+    ReplicaAssignor,
     ReplicaAssignorError,
 )
-from coopconsumer.admin._client import parse_admin_config
-from coopconsumer.admin._default import kafka_placement
+from coopconsumer.admin._client import parse_admin_config, principal_of
+from coopconsumer.admin._zookeeper import kafka_placement
 from coopconsumer.testing import ReplicationCluster, replication_cluster
 
 pytestmark = pytest.mark.integration
@@ -106,7 +110,8 @@ def test_create_topics_places_with_kafkas_algorithm_and_sends_it(
         [
             NewTopic("t", num_partitions=6, replication_factor=2, configs={"retention.ms": "1"}),
             NewTopic("explicit", assignment={0: [4, 3], 1: [3, 2]}),
-        ]
+        ],
+        replica_assignor="zookeeper",
     )
     racks = {1: "a", 2: "b", 3: "a", 4: "b"}
     start = zlib.crc32(b"t") % 4
@@ -151,6 +156,72 @@ def test_create_partitions(admin: AdminClient, cluster: ReplicationCluster) -> N
     with pytest.raises(AdminOperationError) as info:
         admin.create_partitions({"t": 5, "missing": 3})
     assert set(info.value.errors) == {"t", "missing"}
+
+
+def test_create_partitions_does_not_count_the_replicas_of_a_move_in_flight(
+    admin: AdminClient, cluster: ReplicationCluster
+) -> None:
+    cluster.create_topic("t", [[1, 2], [2, 3]])
+    cluster.set_replication_rate(3, 1.0)
+    cluster.set_replication_rate(4, 1.0)
+    cluster.set_partition_size("t", 0, 1000)
+    admin.alter_partition_reassignments({TopicPartition("t", 0): [3, 4]})
+    assert cluster.partition("t", 0).replicas == (3, 4, 1, 2)
+    # Partition 0 lists 4 replicas while it moves; the topic's replication factor is 2.
+    # Kafka's controller would check new partitions against the 4: refused, not
+    # created with twice the replicas.
+    with pytest.raises(AdminOperationError) as info:
+        admin.create_partitions({"t": 4})
+    error = info.value.errors["t"]
+    assert error.name == "REASSIGNMENT_IN_PROGRESS"  # type: ignore[attr-defined]
+    assert "replication factor is 2" in str(error)
+    assert len(cluster.partitions("t")) == 2
+    # Growing the replication factor keeps partition 0's count: new partitions get 3.
+    cluster.create_topic("u", [[1, 2]])
+    admin.alter_partition_reassignments({TopicPartition("u", 0): [1, 2, 3]})
+    added = admin.create_partitions({"u": 2})["u"]
+    assert [len(r) for r in added.values()] == [3]
+    admin.alter_partition_reassignments({TopicPartition("t", 0): None})
+    added = admin.create_partitions({"t": 4})["t"]
+    assert [len(r) for r in added.values()] == [2, 2]
+
+
+def test_assignors_get_the_principal(cluster: ReplicationCluster) -> None:
+    seen: list[str | None] = []
+
+    class Recording(ReplicaAssignor):
+        name = "recording"
+
+        def assign(
+            self, partitions: NewPartitions, cluster: ClusterView
+        ) -> Mapping[int, tuple[int, ...]]:
+            seen.append(partitions.principal)
+            return dict.fromkeys(partitions.partition_ids, (1,))
+
+    with AdminClient({"bootstrap.servers": cluster.bootstrap}, replica_assignor=Recording()) as a:
+        assert a.principal == "User:ANONYMOUS"
+        a.create_topics([NewTopic("t")])
+        a.create_partitions({"t": 2})
+    with AdminClient(
+        {"bootstrap.servers": cluster.bootstrap},
+        replica_assignor=Recording(),
+        principal="User:tenant-blue",
+    ) as a:
+        a.create_topics([NewTopic("u")])
+    assert seen == ["User:ANONYMOUS", "User:ANONYMOUS", "User:tenant-blue"]
+    sasl = SecurityConfig(
+        security_protocol="sasl_plaintext",
+        sasl_mechanism="SCRAM-SHA-512",
+        sasl_username="alice",
+        sasl_password="secret",
+    )
+    assert principal_of(sasl) == "User:alice"
+    oauth = SecurityConfig(
+        security_protocol="sasl_ssl",
+        sasl_mechanism="OAUTHBEARER",
+        oauth_cb=lambda config: ("token", 0.0),
+    )
+    assert principal_of(oauth) is None  # only the broker knows the token's subject
 
 
 def test_describe_and_delete_topics(admin: AdminClient, cluster: ReplicationCluster) -> None:

@@ -18,6 +18,12 @@ from coopconsumer._protocol.admin_messages import (
     AlterableConfig,
     AlterConfigsResource,
     AlterPartitionReassignmentsRequest,
+    AlterReplicaLogDir,
+    AlterReplicaLogDirPartitionResult,
+    AlterReplicaLogDirsRequest,
+    AlterReplicaLogDirsResponse,
+    AlterReplicaLogDirTopic,
+    AlterReplicaLogDirTopicResult,
     CreatableReplicaAssignment,
     CreatableTopic,
     CreatableTopicConfig,
@@ -392,6 +398,79 @@ def test_describe_cluster_request_and_response() -> None:
         brokers=(DescribeClusterBroker(broker_id=1, host="127.0.0.1", port=9000, rack="r1"),),
     )
     assert decode(DescribeClusterResponse, golden, 1) == expected
+    assert encode(expected, 1) == golden
+
+
+def test_describe_cluster_v2_lists_fenced_brokers_when_asked() -> None:
+    request = DescribeClusterRequest(include_fenced_brokers=True)
+    assert body(request, 2) == h("00 01 01 00")  # ...AuthorizedOperations, EndpointType, Fenced
+    with pytest.raises(EncodeError):
+        body(request, 1)  # only v2 (KIP-1073) can ask for fenced brokers
+    golden = h("""
+        00000000 0000 00 01 02 61 00000001   # throttle, error, message null, endpoint 1, "a", 1
+        02                                   # Brokers: 1
+          00000002 02 68 00000009 00 01 00   # 2 h:9 rack null IsFenced (2+) true, tags
+        80000000 00
+    """)
+    expected = DescribeClusterResponse(
+        cluster_id="a",
+        controller_id=1,
+        brokers=(DescribeClusterBroker(broker_id=2, host="h", port=9, is_fenced=True),),
+    )
+    assert decode(DescribeClusterResponse, golden, 2) == expected
+    assert encode(expected, 2) == golden
+
+
+ALTER_DIRS = AlterReplicaLogDirsRequest(
+    dirs=(
+        AlterReplicaLogDir(
+            path="/d1", topics=(AlterReplicaLogDirTopic(name="t", partitions=(0, 2)),)
+        ),
+    )
+)
+
+
+@pytest.mark.parametrize(
+    ("version", "golden"),
+    [
+        (
+            1,
+            h("""
+                00000001                      # Dirs: 1
+                  0003 2f6431                 #   Path "/d1"
+                  00000001                    #   Topics: 1
+                    0001 74                   #     Name "t"
+                    00000002 00000000 00000002  # Partitions [0, 2]
+            """),
+        ),
+        (2, h("02 04 2f6431 02 02 74 03 00000000 00000002 00 00 00")),
+    ],
+)
+def test_alter_replica_log_dirs_request(version: int, golden: bytes) -> None:
+    assert body(ALTER_DIRS, version) == golden
+    assert decode(AlterReplicaLogDirsRequest, golden, version) == ALTER_DIRS
+
+
+def test_alter_replica_log_dirs_response() -> None:
+    golden = h("""
+        00000000                          # ThrottleTimeMs
+        00000001 0001 74                  # Results: 1, TopicName "t"
+        00000002                          # Partitions: 2
+          00000000 0000                   #   0: NONE
+          00000002 0039                   #   2: LOG_DIR_NOT_FOUND (57)
+    """)
+    expected = AlterReplicaLogDirsResponse(
+        results=(
+            AlterReplicaLogDirTopicResult(
+                topic_name="t",
+                partitions=(
+                    AlterReplicaLogDirPartitionResult(partition_index=0),
+                    AlterReplicaLogDirPartitionResult(partition_index=2, error_code=57),
+                ),
+            ),
+        )
+    )
+    assert decode(AlterReplicaLogDirsResponse, golden, 1) == expected
     assert encode(expected, 1) == golden
 
 

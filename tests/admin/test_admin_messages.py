@@ -34,6 +34,7 @@ SPEC_KEYS = {
     "CreateTopicsRequest": 19,
     "DeleteTopicsRequest": 20,
     "DescribeConfigsRequest": 32,
+    "AlterReplicaLogDirsRequest": 34,
     "DescribeLogDirsRequest": 35,
     "CreatePartitionsRequest": 37,
     "ElectLeadersRequest": 43,
@@ -118,7 +119,8 @@ def _imported(path: Path) -> set[str]:
     "path",
     [
         _PKG / "admin" / "_assignor.py",
-        _PKG / "admin" / "_default.py",
+        _PKG / "admin" / "_zookeeper.py",
+        _PKG / "admin" / "_kraft.py",
         _PKG / "admin" / "_balanced.py",
         _PKG / "admin" / "_types.py",
         _PKG / "testing" / "_cluster" / "_model.py",

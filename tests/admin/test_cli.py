@@ -99,7 +99,7 @@ def test_topics_errors_exit_1(
         "4",
     ]
     assert main(args) == 1
-    assert "larger than available brokers" in capsys.readouterr().err
+    assert "cannot be reached because only 3 broker(s)" in capsys.readouterr().err
     bad = ["topics", "describe", "--bootstrap-server", "h:1", "--command-config", "/no/such"]
     assert main(bad) == 1
     assert "cannot read --command-config" in capsys.readouterr().err
@@ -124,3 +124,38 @@ def test_cluster_describe(cluster: ReplicationCluster, capsys: pytest.CaptureFix
     assert lines[5].split()[2:] == ["c", "0", "0", "0", "B", "1.0", "TiB"]
     with pytest.raises(SystemExit):
         main(["cluster", "describe"])  # --bootstrap-server is required
+
+
+def test_topics_alter_delete_and_the_failure_filters(
+    cluster: ReplicationCluster, capsys: pytest.CaptureFixture[str]
+) -> None:
+    server = ["--bootstrap-server", cluster.bootstrap]
+    cluster.create_topic("orders", [[1, 2], [2, 3], [3, 1]])
+    cluster.create_topic("logs", [[1], [2]])
+    assert main(["topics", "alter", *server, "--topic", "orders", "--partitions", "5"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "Added 2 partition(s) to orders, placed by kraft:"
+    assert out[1].split() == ["PARTITION", "LEADER", "REPLICAS"]
+    assert [line.split()[0] for line in out[3:]] == ["3", "4"]
+    assert len(cluster.partitions("orders")) == 5
+
+    cluster.kill_broker(2)
+    describe = ["topics", "describe", *server]
+    assert main([*describe, "--under-replicated-partitions"]) == 0
+    rows = [line.split()[:2] for line in capsys.readouterr().out.splitlines()[2:]]
+    shrunk = [["orders", str(p.partition)] for p in cluster.partitions("orders") if 2 in p.replicas]
+    assert rows == shrunk  # logs-1 (only replica on 2) has no leader: not under-replicated
+    assert main([*describe, "--unavailable-partitions"]) == 0
+    rows = [line.split()[:3] for line in capsys.readouterr().out.splitlines()[2:]]
+    assert rows == [["logs", "1", "none"]]
+    assert main([*describe, "--topic", "logs"]) == 0
+    assert len(capsys.readouterr().out.splitlines()) == 4  # no filter: both partitions
+
+    assert main(["topics", "delete", *server, "--topic", "logs", "--topic", "nope"]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].split() == ["TOPIC", "RESULT"]
+    assert out[2].split() == ["logs", "deleted"]
+    assert out[3].startswith("nope")
+    assert "UNKNOWN_TOPIC_OR_PARTITION" in out[3]
+    assert cluster.topics() == ["orders"]
+    assert cluster.topics_being_deleted() == {"logs": [(1, 2)]}  # broker 2 is down

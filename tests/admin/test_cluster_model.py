@@ -15,15 +15,18 @@ from coopconsumer.testing._cluster._model import (
     INVALID_CONFIG,
     INVALID_REPLICA_ASSIGNMENT,
     LEADER_NOT_AVAILABLE,
+    LOG_DIR_NOT_FOUND,
     NO_LEADER,
     NO_REASSIGNMENT_IN_PROGRESS,
     NOT_ENOUGH_REPLICAS,
     PARTITION_PREDECESSORS,
     PREFERRED_LEADER_NOT_AVAILABLE,
+    REPLICA_NOT_AVAILABLE,
     REPLICA_PREDECESSORS,
     TOPIC_ALREADY_EXISTS,
     AlterConfigs,
     AlterReassignment,
+    AlterReplicaLogDir,
     BrokerSpec,
     BrokerState,
     ClusterModel,
@@ -42,6 +45,7 @@ from coopconsumer.testing._cluster._model import (
     ReplicaState,
     ReviveBroker,
     SetByteRate,
+    SetProduceRate,
     SetSize,
 )
 
@@ -272,6 +276,131 @@ def test_paused_followers_leave_the_isr_after_the_lag_time() -> None:
     assert m.partition("t", 0).isr == (1, 2, 3)
 
 
+def test_a_slow_follower_that_still_fetches_leaves_the_isr_and_rejoins_when_caught_up() -> None:
+    m = cluster(rate=1000.0, replica_lag_time_max_s=10.0)
+    ok(m, CreateTopic(name="t", assignment=[[1, 2, 3]]))
+    ok(m, SetByteRate(node_id=3, replication_bytes_per_s=400.0))
+    ok(m, SetProduceRate(topic="t", partition=0, bytes_per_s=500.0))
+    m.advance(9.0)
+    p = m.partition("t", 0)
+    # Broker 3 fetches all the time, 100 B/s slower than the producers write.
+    assert (p.isr, p.size_bytes, p.replica_bytes[2], p.replica_bytes[3]) == (
+        (1, 2, 3),
+        4500,
+        4500,
+        3600,
+    )
+    assert m.broker_state(3) is BrokerState.ONLINE
+    m.advance(10.0)
+    assert m.partition("t", 0).isr == (1, 2)  # 10 s without holding the leader's end
+    # The high watermark moves with the ISR: acks=all writes are acknowledged again.
+    assert m.partition("t", 0).acknowledged_bytes == 5000
+    ok(m, SetProduceRate(topic="t", partition=0, bytes_per_s=0.0))
+    m.advance(12.0)  # 1000 B behind at 400 B/s: back at 12.5 s
+    assert m.partition("t", 0).isr == (1, 2)
+    m.advance(12.5)
+    p = m.partition("t", 0)
+    assert (p.isr, p.replica_bytes[3]) == ((1, 2, 3), 5000)
+
+
+def test_a_follower_that_keeps_up_stays_in_the_isr_and_writes_stop_below_min_isr() -> None:
+    m = cluster(rate=1000.0, replica_lag_time_max_s=10.0)
+    ok(m, CreateTopic(name="t", assignment=[[1, 2]], configs={"min.insync.replicas": "2"}))
+    ok(m, SetProduceRate(topic="t", partition=0, bytes_per_s=500.0))
+    m.advance(100.0)
+    p = m.partition("t", 0)
+    assert (p.isr, p.size_bytes, p.acknowledged_bytes) == ((1, 2), 50_000, 50_000)
+    ok(m, PauseBroker(node_id=2))
+    m.advance(111.0)
+    p = m.partition("t", 0)
+    # Out of the ISR after 10 s; with 1 < min.insync.replicas the leader takes no writes.
+    assert (p.isr, p.size_bytes, p.acknowledged_bytes) == ((1,), 55_000, 50_000)
+    m.advance(200.0)
+    assert m.partition("t", 0).size_bytes == 55_000
+
+
+def test_automatic_preferred_leader_balancing() -> None:
+    m = cluster()
+    ok(m, CreateTopic(name="t", assignment=[[1, 2], [2, 1]]))
+    ok(m, KillBroker(node_id=1))
+    ok(m, ReviveBroker(node_id=1))
+    m.advance(10.0)
+    assert [p.leader for p in m.partitions("t")] == [2, 2]
+    m.advance(299.0)
+    assert m.partition("t", 0).leader == 2
+    m.advance(300.0)  # leader.imbalance.check.interval.seconds
+    p = m.partition("t", 0)
+    assert (p.leader, p.leader_epoch, m.auto_balanced_leaders) == (1, 2, 1)
+
+    off = cluster()
+    ok(
+        off,
+        AlterConfigs(
+            resource_type=4, name="", ops=[("auto.leader.rebalance.enable", ConfigOp.SET, "false")]
+        ),
+    )
+    refused = off.apply(
+        AlterConfigs(
+            resource_type=4, name="1", ops=[("auto.leader.rebalance.enable", ConfigOp.SET, "1")]
+        ),
+        0,
+    )
+    assert refused.error_code == 42  # a controller setting: cluster-wide only
+    ok(off, CreateTopic(name="t", assignment=[[1, 2]]))
+    ok(off, KillBroker(node_id=1))
+    ok(off, ReviveBroker(node_id=1))
+    off.advance(1000.0)
+    assert off.partition("t", 0).leader == 2
+
+
+def test_deleting_a_topic_waits_for_brokers_that_are_down() -> None:
+    m = cluster()
+    ok(m, CreateTopic(name="t", assignment=[[1, 2], [3, 4]]))
+    ok(m, KillBroker(node_id=4))
+    ok(m, DeleteTopic(name="t"))
+    assert m.topics() == []
+    # Seed 004: the close-replica request for broker 4 waits until it returns.
+    assert m.topics_being_deleted() == {"t": [(1, 4)]}
+    internal = m._deleting["t"].partitions
+    assert [p.state for p in internal] == [PartitionState.NON_EXISTENT] * 2
+    assert internal[1].replica_states == {4: ReplicaState.DELETING}
+    again = m.apply(CreateTopic(name="t", assignment=[[1]]), m.now)
+    assert again.error_code == TOPIC_ALREADY_EXISTS
+    assert "marked for deletion" in (again.message or "")
+    ok(m, ReviveBroker(node_id=4))
+    assert m.topics_being_deleted() == {}
+    ok(m, CreateTopic(name="t", assignment=[[1]]))
+    assert m.partition("t", 0).replica_bytes == {1: 0}
+
+
+def test_log_dirs_new_replicas_go_to_the_emptiest_and_moves_go_through_a_future_replica() -> None:
+    m = ClusterModel(
+        [
+            BrokerSpec(node_id=1, log_dirs=("/d1", "/d2"), disk_copy_bytes_per_s=100.0),
+            BrokerSpec(node_id=2, log_dirs=("/e1", "/e2")),
+        ]
+    )
+    ok(m, CreateTopic(name="t", assignment=[[1, 2], [1, 2], [2, 1]]))
+    assert [p.replica_dirs[1] for p in m.partitions("t")] == ["/d1", "/d2", "/d1"]
+    ok(m, SetSize(topic="t", partition=0, size_bytes=1000))
+    bad = m.apply(AlterReplicaLogDir(node_id=1, topic="t", partition=0, path="/nope"), 0)
+    assert bad.error_code == LOG_DIR_NOT_FOUND
+    ok(m, AlterReplicaLogDir(node_id=1, topic="t", partition=0, path="/d2"))
+    m.advance(4.0)
+    p = m.partition("t", 0)
+    assert (p.replica_dirs[1], p.future_dirs, p.future_bytes) == ("/d1", {1: "/d2"}, {1: 400})
+    assert {d.path: d.used_bytes for d in m.brokers()[0].log_dirs} == {"/d1": 1000, "/d2": 400}
+    m.advance(10.0)
+    p = m.partition("t", 0)
+    assert (p.replica_dirs[1], p.future_dirs) == ("/d2", {})
+    # A broker without the replica remembers the directory for when it gets one.
+    ok(m, CreateTopic(name="u", assignment=[[2]]))
+    early = m.apply(AlterReplicaLogDir(node_id=1, topic="u", partition=0, path="/d2"), m.now)
+    assert early.error_code == REPLICA_NOT_AVAILABLE
+    ok(m, AlterReassignment(topic="u", partition=0, target=(2, 1)))
+    assert m.partition("u", 0).replica_dirs[1] == "/d2"
+
+
 def test_min_insync_replicas_refuses_writes() -> None:
     m = cluster()
     ok(m, CreateTopic(name="t", assignment=[[1, 2]], configs={"min.insync.replicas": "2"}))
@@ -368,6 +497,19 @@ commands = st.one_of(
         node_id=st.sampled_from(BROKERS),
         replication_bytes_per_s=st.sampled_from([0.0, 50.0, 1000.0]),
     ),
+    st.builds(
+        SetProduceRate,
+        topic=st.just("t"),
+        partition=st.integers(0, 2),
+        bytes_per_s=st.sampled_from([0.0, 20.0, 500.0]),
+    ),
+    st.builds(
+        AlterReplicaLogDir,
+        node_id=st.sampled_from(BROKERS),
+        topic=st.just("t"),
+        partition=st.integers(0, 2),
+        path=st.sampled_from(["/a", "/b"]),
+    ),
 )
 steps = st.lists(st.tuples(commands, st.sampled_from([0.0, 0.5, 2.0, 10.0])), max_size=40)
 
@@ -391,6 +533,9 @@ def check_invariants(m: ClusterModel, before: dict[int, PartitionView], min_isr:
         assert set(p.removing) <= set(p.replicas)
         assert not set(p.adding) & set(p.removing)
         assert set(p.replica_states) == set(p.replicas)
+        assert set(p.replica_dirs) == set(p.replicas)
+        assert set(p.replica_dirs.values()) <= {"/a", "/b"}
+        assert all(p.replica_dirs[r] != d for r, d in p.future_dirs.items())
         if p.leader != NO_LEADER:
             assert p.leader in p.isr
             assert m.broker_state(p.leader) is not BrokerState.DEAD
@@ -412,7 +557,10 @@ def test_model_invariants_under_random_commands(
     steps: list[tuple[Command, float]], min_isr: int
 ) -> None:
     m = ClusterModel(
-        [BrokerSpec(node_id=b, replication_bytes_per_s=200.0) for b in BROKERS],
+        [
+            BrokerSpec(node_id=b, replication_bytes_per_s=200.0, log_dirs=("/a", "/b"))
+            for b in BROKERS
+        ],
         replica_lag_time_max_s=5.0,
     )
     ok(
@@ -448,3 +596,36 @@ def test_model_invariants_under_random_commands(
     assert m.unclean_elections == 0 or any(
         isinstance(c, AlterReassignment) and c.target is None for c, _ in steps
     )
+
+
+class _NeverQuiet(ClusterModel):
+    """The model without its shortcut: every partition is looked at every step."""
+
+    def _quiet(self, p: typing.Any) -> bool:
+        return False
+
+
+@settings(max_examples=200)
+@given(steps=steps)
+def test_skipping_quiet_partitions_changes_nothing(steps: list[tuple[Command, float]]) -> None:
+    models = [
+        cls(
+            [
+                BrokerSpec(node_id=b, replication_bytes_per_s=200.0, log_dirs=("/a", "/b"))
+                for b in BROKERS
+            ],
+            replica_lag_time_max_s=5.0,
+        )
+        for cls in (ClusterModel, _NeverQuiet)
+    ]
+    now = 0.0
+    for m in models:
+        ok(m, CreateTopic(name="t", assignment=[[1, 2, 3], [2, 3, 4], [3, 4, 5]]))
+        for i in range(3):
+            ok(m, SetSize(topic="t", partition=i, size_bytes=1000))
+    for command, dt in steps:
+        now += dt
+        outcomes = [m.apply(command, now) for m in models]
+        assert outcomes[0] == outcomes[1]
+        assert models[0].partitions("t") == models[1].partitions("t")
+        assert models[0].brokers() == models[1].brokers()

@@ -268,3 +268,40 @@ def test_a_standby_takes_over_from_a_healer_killed_mid_chunk(
                 if process is not None and process.poll() is None:
                     process.terminate()
                     process.wait(10)
+
+
+def test_heal_status_reads_the_state_without_taking_it_from_the_active_healer(
+    tansu: EmbeddedBroker, capsys: pytest.CaptureFixture[str]
+) -> None:
+    topic, group = unique_name("heal-state"), unique_name("heal")
+    with AdminClient({"bootstrap.servers": tansu.bootstrap}) as admin:
+        assert create_state_topic(admin, topic) == 1  # min(3, brokers): Tansu is one
+    active = state_topic(tansu, topic, group)
+    try:
+        until_one_active(active)
+        active.write("failure/4", {"first_seen": time.time() - 90, "failed": True})
+        active.write(
+            "chunk/4-1-00000.r2",
+            {
+                "broker": 4,
+                "partitions": [["t", 7]],
+                "state": "queued",
+                "executor": None,
+                "error": None,
+                "attempt": 2,
+                "not_before": time.time() + 30,
+                "unhealed": {},
+                "left_alone": {"t:7": "another tool is moving it (replicas [1, 4])"},
+            },
+        )
+        server = ["--bootstrap-server", "127.0.0.1:1", "--state-bootstrap-server", tansu.bootstrap]
+        assert main(["heal", "status", *server, "--state-topic", topic]) == 0
+        out = capsys.readouterr().out.splitlines()
+        assert out[0] == f"healer state in {topic}: 2 record(s)"
+        assert out[3].split()[:3] == ["4", "90", "s"]
+        retry = out[-1]
+        assert retry.startswith("retry: chunk 4-1-00000.r2 (attempt 2): 1 partition(s) of broker 4")
+        assert "(t:7: another tool is moving it (replicas [1, 4]))" in retry
+        assert active.is_active()  # the reader joined no group
+    finally:
+        active.close()

@@ -18,8 +18,12 @@ from coopconsumer.admin import (
     ConfigEntry,
     ConfigResource,
     ConfigResourceType,
+    ElectionResult,
+    ElectionType,
+    LogDirDescription,
     PartitionReassignment,
     TopicDescription,
+    TopicPartitionReplica,
 )
 from coopconsumer.admin.reassign import (
     ExecutorBusyError,
@@ -51,6 +55,8 @@ class RecordingAdmin:
         self.max_moving = 0
         self.max_bytes_moving = 0
         self.config_changes: list[Mapping[ConfigResource, Sequence[AlterConfigOp]]] = []
+        self.elections: list[list[TopicPartition] | None] = []
+        self.dir_moves: list[dict[TopicPartitionReplica, str]] = []
 
     def describe_topics(
         self, topics: Iterable[str] | None = None, *, timeout_ms: float | None = None
@@ -94,6 +100,33 @@ class RecordingAdmin:
         self.config_changes.append(changes)
         self.admin.incremental_alter_configs(
             changes, validate_only=validate_only, timeout_ms=timeout_ms
+        )
+
+    def describe_log_dirs(
+        self,
+        brokers: Iterable[int] | None = None,
+        *,
+        partitions: Iterable[TopicPartition] | None = None,
+        timeout_ms: float | None = None,
+    ) -> dict[int, tuple[LogDirDescription, ...]]:
+        return self.admin.describe_log_dirs(brokers, partitions=partitions, timeout_ms=timeout_ms)
+
+    def alter_replica_log_dirs(
+        self, moves: Mapping[TopicPartitionReplica, str], *, timeout_ms: float | None = None
+    ) -> None:
+        self.dir_moves.append(dict(moves))
+        self.admin.alter_replica_log_dirs(moves, timeout_ms=timeout_ms)
+
+    def elect_leaders(
+        self,
+        partitions: Iterable[TopicPartition] | None = None,
+        *,
+        election_type: ElectionType = ElectionType.PREFERRED,
+        timeout_ms: float | None = None,
+    ) -> dict[TopicPartition, ElectionResult]:
+        self.elections.append(None if partitions is None else list(partitions))
+        return self.admin.elect_leaders(
+            partitions, election_type=election_type, timeout_ms=timeout_ms
         )
 
 

@@ -29,13 +29,18 @@ from coopconsumer.admin.reassign._executor import (
     CancelRequested,
     CancelSent,
     ClusterObserved,
+    ConfigChanged,
+    ElectPreferred,
     IllegalMoveTransition,
     Input,
+    LeadersElected,
+    ReadThrottles,
     RemoveThrottles,
     SetThrottles,
     Submit,
     Submitted,
     TargetChangeRequested,
+    ThrottlesRead,
     ThrottlesRemoved,
     ThrottlesSet,
 )
@@ -141,13 +146,27 @@ def test_byte_budget_holds_the_head_of_the_queue_and_a_move_larger_than_it_start
     assert core.progress().bytes_in_flight == 120
 
 
-def test_throttles_are_set_before_the_first_move_and_removed_after_the_last() -> None:
+RATES = ("leader.replication.throttled.rate", "follower.replication.throttled.rate")
+LISTS = ("leader.replication.throttled.replicas", "follower.replication.throttled.replicas")
+
+
+def test_throttles_are_read_and_set_before_the_first_move_and_restored_after_the_last() -> None:
     core = ExecutorCore(plan(5, 5), ExecutorConfig(max_partitions=5, throttle_bytes_per_s=1000))
-    (throttle,) = core.start(0.0)
+    assert core.start(0.0) == []
+    (read,) = observe(core)  # the originals as the cluster shows them, then read
+    assert read == ReadThrottles(topics=("t",), brokers=(1, 2, 3, 4))
+    # An operator had set broker 2's follower rate and throttled 0:1 already.
+    (throttle,) = core.handle(
+        ThrottlesRead(
+            rates={2: {RATES[1]: "5000"}},
+            replicas={"t": {LISTS[0]: ("0:1",), LISTS[1]: ()}},
+        ),
+        0.0,
+    )
     assert isinstance(throttle, SetThrottles)
     assert throttle.rate == 1000
     assert throttle.brokers == (1, 2, 3, 4)
-    assert throttle.leader_replicas == {"t": ("0:1", "0:2", "1:1", "1:2")}
+    assert throttle.leader_replicas == {"t": ("0:2", "1:1", "1:2")}  # 0:1 was there
     assert throttle.follower_replicas == {"t": ("0:3", "0:4", "1:3", "1:4")}
     assert observe(core) == []  # throttles not confirmed yet
     assert core.handle(ThrottlesSet(), 0.0) != []
@@ -155,11 +174,123 @@ def test_throttles_are_set_before_the_first_move_and_removed_after_the_last() ->
     (remove,) = observe(core, 1.0, p0=MOVED, p1=MOVED)
     assert isinstance(remove, RemoveThrottles)
     assert remove.brokers == (1, 2, 3, 4)
+    # Only what this run added goes; broker 2 gets the operator's rate back.
+    assert remove.leader_replicas == {"t": ("0:2", "1:1", "1:2")}
+    assert remove.rates[2] == {RATES[0]: None, RATES[1]: "5000"}
+    assert remove.rates[1] == {RATES[0]: None, RATES[1]: None}
     assert core.phase is Phase.UNTHROTTLING
     assert not core.finished
     assert core.handle(ThrottlesRemoved(), 2.0) == []
     assert core.finished
     assert core.finished_at == 2.0
+
+
+def test_a_topic_throttled_entirely_gets_no_entries_and_keeps_its_star() -> None:
+    core = ExecutorCore(plan(5), ExecutorConfig(max_partitions=5, throttle_bytes_per_s=10))
+    observe(core)
+    (throttle,) = core.handle(
+        ThrottlesRead(rates={}, replicas={"t": {LISTS[0]: ("*",), LISTS[1]: ("*",)}}), 0.0
+    )
+    assert isinstance(throttle, SetThrottles)
+    assert (throttle.leader_replicas, throttle.follower_replicas) == ({}, {})
+
+
+def test_a_partition_another_tool_is_moving_is_left_alone_and_named() -> None:
+    core = ExecutorCore(plan(3, 2, 1), ExecutorConfig(max_partitions=5))
+    core.start(0.0)
+    theirs = at((1, 5, 2), adding=(5,), removing=(2,))
+    assert submitted(observe(core, p1=theirs)) == [0, 2]
+    assert core.state_of(tp(1)) is MoveState.CONFLICT
+    (error,) = [e for m, _, e in core.moves() if m.partition == 1]
+    assert error is not None
+    assert "another tool is moving it (replicas [1, 5, 2], adding [5], removing [2])" in error
+    # One we submitted but that the broker shows with another target was not ours.
+    core.handle(Submitted(frozenset({tp(0), tp(2)})), 0.0)
+    observe(core, 1.0, p0=MOVING, p2=at((3, 6, 1, 2), adding=(3, 6), removing=(1, 2)))
+    assert core.state_of(tp(2)) is MoveState.CONFLICT
+    assert core.state_of(tp(0)) is MoveState.IN_FLIGHT
+    observe(core, 2.0, p0=MOVED, p2=at((3, 6)))
+    assert core.finished
+    assert core.progress().counts[MoveState.CONFLICT] == 2
+
+
+def test_override_takes_over_and_keeps_what_was_really_there_before() -> None:
+    core = ExecutorCore(plan(3), ExecutorConfig(max_partitions=5, override=True))
+    core.start(0.0)
+    theirs = at((1, 5, 2), adding=(5,), removing=(2,))
+    assert submitted(observe(core, p0=theirs)) == [0]
+    assert core.original_of(tp(0)) == (1, 2)  # the other tool's original, not its target
+
+
+def test_originals_are_read_again_at_submission() -> None:
+    # Planned from (1, 2); by the time it is submitted the partition is on (1, 5).
+    core = ExecutorCore(plan(3), ExecutorConfig(max_partitions=5))
+    core.start(0.0)
+    assert submitted(observe(core, p0=at((1, 5)))) == [0]
+    assert core.original_of(tp(0)) == (1, 5)
+    core.handle(Submitted(frozenset({tp(0)})), 0.0)
+    core.handle(CancelRequested(None), 1.0)
+    # Kafka reverts to what was there: the move is cancelled, not sent "back" to (1, 2).
+    assert observe(core, 2.0, p0=at((1, 5))) == []
+    assert core.state_of(tp(0)) is MoveState.CANCELLED
+    assert core.to_dict()["moves"][0]["planned_original"] == [1, 2]
+    again = ExecutorCore(plan(3), ExecutorConfig(max_partitions=5))
+    observe(again, p0=at((1, 5)))
+    again.handle(Submitted(frozenset({tp(0)})), 0.0)
+    observe(again, 1.0, p0=MOVED)
+    assert again.rollback_plan().moves[0].replicas == (1, 5)
+
+
+def test_a_per_broker_cap_holds_only_the_moves_of_a_busy_broker() -> None:
+    moves = [
+        PartitionMove(topic="t", partition=0, replicas=(3,), original_replicas=(1,), size_bytes=9),
+        PartitionMove(topic="t", partition=1, replicas=(4,), original_replicas=(1,), size_bytes=8),
+        PartitionMove(topic="t", partition=2, replicas=(5,), original_replicas=(2,), size_bytes=7),
+    ]
+    core = ExecutorCore(
+        ReassignmentPlan(moves=moves), ExecutorConfig(max_partitions=10, max_moves_per_broker=1)
+    )
+    seen = {tp(0): at((1,)), tp(1): at((1,)), tp(2): at((2,))}
+    # 0 and 1 both move out of broker 1: 1 waits, 2 (brokers 2 and 5) overtakes it.
+    assert submitted(core.handle(ClusterObserved(seen), 0.0)) == [0, 2]
+    core.handle(Submitted(frozenset({tp(0), tp(2)})), 0.0)
+    moving = at((3, 1), adding=(3,), removing=(1,))
+    assert core.handle(ClusterObserved({**seen, tp(0): moving}), 1.0) == []
+    assert submitted(core.handle(ClusterObserved({**seen, tp(0): at((3,))}), 2.0)) == [1]
+
+
+def test_preferred_leaders_are_elected_after_moves_that_end_with_another_leader() -> None:
+    core = ExecutorCore(
+        plan(2, 1, target=(3, 4)), ExecutorConfig(max_partitions=5, elect_preferred_leaders=True)
+    )
+    observe(core)
+    core.handle(Submitted(frozenset({tp(0), tp(1)})), 0.0)
+    actions = observe(core, 1.0, p0=at((3, 4), leader=4), p1=at((3, 4), leader=3))
+    assert actions == [ElectPreferred((tp(0),))]
+    core.handle(LeadersElected({tp(0): "elected"}), 1.0)
+    assert core.election_of(tp(0)) == "elected"
+    assert core.election_of(tp(1)) is None
+    assert core.finished
+
+
+def test_the_window_and_the_throttle_change_while_it_runs() -> None:
+    core = ExecutorCore(plan(3, 2, 1), ExecutorConfig(max_partitions=1, throttle_bytes_per_s=10))
+    observe(core)
+    core.handle(ThrottlesRead(rates={}, replicas={}), 0.0)
+    assert submitted(core.handle(ThrottlesSet(), 0.0)) == [0]
+    core.handle(Submitted(frozenset({tp(0)})), 0.0)
+    (faster, more) = core.handle(
+        ConfigChanged(ExecutorConfig(max_partitions=3, throttle_bytes_per_s=50)), 1.0
+    )
+    assert isinstance(faster, SetThrottles)
+    assert faster.rate == 50
+    assert submitted([more]) == [1, 2]
+    (remove,) = core.handle(ConfigChanged(ExecutorConfig(max_partitions=3)), 2.0)
+    assert isinstance(remove, RemoveThrottles)
+    assert core.phase is Phase.RUNNING
+    core.handle(Submitted(frozenset({tp(1), tp(2)})), 2.0)
+    assert observe(core, 3.0, p0=MOVED, p1=MOVED, p2=MOVED) == []
+    assert core.finished  # no throttle left to remove
 
 
 def test_a_refused_move_fails_and_its_slot_is_reused() -> None:
@@ -231,6 +362,12 @@ def test_resume_neither_repeats_nor_forgets_a_submission() -> None:
 def test_persisted_state_round_trips_mid_run() -> None:
     core = ExecutorCore(plan(3, 2, 1), ExecutorConfig(max_partitions=1, throttle_bytes_per_s=9))
     core.start(0.0)
+    observe(core)
+    core.handle(ThrottlesRead(rates={1: {RATES[0]: "7"}}, replicas={}), 0.0)
+    resumed = ExecutorCore.from_dict(json.loads(json.dumps(core.to_dict())))
+    (again,) = resumed.start(1.0)  # read before the crash: set again, not read again
+    assert isinstance(again, SetThrottles)
+    assert resumed.saved_throttles == core.saved_throttles
     core.handle(ThrottlesSet(), 0.0)
     observe(core)
     core.handle(Submitted(frozenset({tp(0)})), 0.0)
@@ -344,3 +481,15 @@ def test_the_sans_io_cores_import_nothing_that_blocks() -> None:
                 assert name.split(".")[0] not in blocking, (path.name, name)
                 assert "_driver" not in name, (path.name, name)
                 assert "_client" not in name, (path.name, name)
+
+
+def test_metadata_that_still_lists_the_removed_replicas_is_no_revert() -> None:
+    # Metadata may lag ListPartitionReassignments (brokers' caches, or two reads a
+    # moment apart): the move ended, but the replicas still include the old ones.
+    core = ExecutorCore(plan(1), ExecutorConfig(max_partitions=1))
+    observe(core)
+    core.handle(Submitted(frozenset({tp(0)})), 0.0)
+    assert observe(core, 1.0, p0=at((3, 4, 1, 2))) == []
+    assert core.state_of(tp(0)) is MoveState.IN_FLIGHT
+    observe(core, 2.0, p0=MOVED)
+    assert core.state_of(tp(0)) is MoveState.DONE

@@ -151,6 +151,24 @@ def test_add_brokers_fills_new_brokers_to_the_average() -> None:
         plan_add_brokers(view, [42])
 
 
+def test_add_brokers_keeps_every_partition_on_as_many_racks() -> None:
+    # Racks a, b, c; new broker 4 on rack a. Broker 2 (rack b) holds a replica of every
+    # partition, the other one is on broker 1 (rack a) or 3 (rack c).
+    racks = {1: "a", 2: "b", 3: "c", 4: "a"}
+    view = ClusterView(
+        brokers=[BrokerLoad(node_id=b, rack=r) for b, r in racks.items()],
+        assignments={TopicPartition("t", p): (1 + 2 * (p % 2), 2) for p in range(30)},
+    )
+    plan = plan_add_brokers(view, [4])
+    # Broker 4 fills up to the average from broker 2, but only with partitions whose
+    # other replica is on rack c: one on broker 1 would end up twice on rack a.
+    assert len(plan) == 15
+    for m in plan.moves:
+        assert (m.original_replicas, m.replicas) == ((3, 2), (3, 4))
+    skipped = TopicPartition("t", 1)
+    assert skipped not in plan_add_brokers(view, [4], skip=[skipped]).by_partition()
+
+
 def test_rebalance_moves_only_partitions_whose_replica_set_changes() -> None:
     skewed = {TopicPartition("t", p): (1, 2) for p in range(12)}
     view = cluster(4, skewed)

@@ -16,14 +16,14 @@ from coopconsumer.admin import (
     BalancedReplicaAssignor,
     BrokerLoad,
     ClusterView,
-    DefaultReplicaAssignor,
     NewPartitions,
     ReplicaAssignor,
     ReplicaAssignorError,
+    ZooKeeperReplicaAssignor,
     load_replica_assignor,
 )
-from coopconsumer.admin._assignor import check_assignment
-from coopconsumer.admin._default import kafka_placement, rack_alternated
+from coopconsumer.admin._assignor import LogDirLoad, check_assignment
+from coopconsumer.admin._zookeeper import kafka_placement, rack_alternated
 
 
 def view(racks: Mapping[int, str | None], **loads: Mapping[int, int]) -> ClusterView:
@@ -114,7 +114,7 @@ def test_default_assignor_adds_partitions_after_partition_zeros_first_replica() 
         brokers=[BrokerLoad(node_id=b) for b in racks],
         assignments={TopicPartition("t", p): r for p, r in existing.items()},
     )
-    added = DefaultReplicaAssignor().assign(new("t", 7, 3, first=3), cluster)
+    added = ZooKeeperReplicaAssignor().assign(new("t", 7, 3, first=3), cluster)
     whole = kafka_placement(racks, num_partitions=10, replication_factor=3, start_index=0)
     assert added == {p: whole[p] for p in range(3, 10)}
 
@@ -149,6 +149,34 @@ def test_brokers_near_their_storage_limit_get_none() -> None:
     assert set().union(*map(set, placed.values())) == {2, 3}
     # Unknown storage (an older broker) does not exclude a broker.
     assert BalancedReplicaAssignor().assign(new("t", 4, 4), view(dict.fromkeys(range(1, 5))))
+
+
+def test_with_jbod_the_disk_a_new_replica_lands_on_decides() -> None:
+    def disks(*spec: tuple[str, int, int]) -> tuple[LogDirLoad, ...]:
+        return tuple(
+            LogDirLoad(path=path, replicas=count, used_bytes=used, total_bytes=1000)
+            for path, count, used in spec
+        )
+
+    cluster = ClusterView(
+        brokers=[
+            # 47.5% used overall, but Kafka puts a new replica on the disk with the
+            # fewest replicas, /a, which is 95% full: none.
+            BrokerLoad(node_id=1, log_dirs=disks(("/a", 1, 950), ("/b", 9, 0))),
+            # 90% used overall; its next disk, /a, has room.
+            BrokerLoad(node_id=2, replicas=50, log_dirs=disks(("/a", 1, 800), ("/b", 5, 1000))),
+            # Room on /a until it holds as many replicas as /b (a tie goes to the first
+            # disk listed); then the next replica would land on /b, 95% full.
+            BrokerLoad(node_id=3, log_dirs=disks(("/a", 1, 100), ("/b", 3, 950))),
+            BrokerLoad(node_id=4, replicas=50),
+        ]
+    )
+    assignor = BalancedReplicaAssignor(max_storage_ratio=0.9)
+    assert assignor.eligible(new("t", 1, 1), cluster) == [2, 3, 4]
+    counts = Counter(r[0] for r in assignor.assign(new("t", 8, 1), cluster).values())
+    assert counts[1] == 0
+    assert counts[3] == 3
+    assert counts[2] + counts[4] == 5
 
 
 def test_a_rule_places_partitions_per_tenant() -> None:
@@ -192,7 +220,7 @@ def clusters(draw: st.DrawFn) -> tuple[dict[int, str | None], int, int]:
     return racks, rf, count
 
 
-ASSIGNORS: list[ReplicaAssignor] = [DefaultReplicaAssignor(), BalancedReplicaAssignor()]
+ASSIGNORS: list[ReplicaAssignor] = [ZooKeeperReplicaAssignor(), BalancedReplicaAssignor()]
 
 
 @pytest.mark.parametrize("assignor", ASSIGNORS, ids=lambda a: a.name)
@@ -242,7 +270,7 @@ class Abstract(ReplicaAssignor):
 
 
 def test_loading_by_name_path_class_and_instance() -> None:
-    assert isinstance(load_replica_assignor("default"), DefaultReplicaAssignor)
+    assert isinstance(load_replica_assignor("zookeeper"), ZooKeeperReplicaAssignor)
     assert isinstance(load_replica_assignor(" balanced "), BalancedReplicaAssignor)
     assert isinstance(load_replica_assignor(f"{__name__}:Fixed"), Fixed)
     assert isinstance(load_replica_assignor(f"{__name__}.Fixed"), Fixed)

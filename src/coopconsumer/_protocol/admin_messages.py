@@ -42,6 +42,12 @@ __all__ = [
     "AlterConfigsResourceResponse",
     "AlterPartitionReassignmentsRequest",
     "AlterPartitionReassignmentsResponse",
+    "AlterReplicaLogDir",
+    "AlterReplicaLogDirPartitionResult",
+    "AlterReplicaLogDirTopic",
+    "AlterReplicaLogDirTopicResult",
+    "AlterReplicaLogDirsRequest",
+    "AlterReplicaLogDirsResponse",
     "AlterableConfig",
     "CreatableReplicaAssignment",
     "CreatableTopic",
@@ -373,6 +379,78 @@ class DescribeConfigsResponse(Response):
 
 
 DescribeConfigsRequest.RESPONSE_TYPE = DescribeConfigsResponse
+
+
+# ------------------------------------------------------------------------- AlterReplicaLogDirs (34)
+
+
+@attrs.frozen(kw_only=True)
+class AlterReplicaLogDirTopic(Struct):
+    """The partitions of one topic to move into a directory."""
+
+    name: str = attrs.field(default="", metadata=kf("0+", "string"))
+    partitions: tuple[int, ...] = attrs.field(default=(), metadata=kf("0+", "[]int32"))
+
+
+@attrs.frozen(kw_only=True)
+class AlterReplicaLogDir(Struct):
+    """A destination log directory and the replicas to move into it."""
+
+    path: str = attrs.field(default="", metadata=kf("0+", "string"))
+    topics: tuple[AlterReplicaLogDirTopic, ...] = attrs.field(
+        default=(), metadata=kf("0+", AlterReplicaLogDirTopic, array=True)
+    )
+
+
+@attrs.frozen(kw_only=True)
+class AlterReplicaLogDirsRequest(Request):
+    """AlterReplicaLogDirsRequest (key 34, KIP-113): sent to the broker that hosts the
+    replicas. v1 is v0; v2 is flexible."""
+
+    API_KEY = 34
+    MIN_VERSION = 0
+    MAX_VERSION = 2
+    FLEXIBLE_VERSION = 2
+
+    dirs: tuple[AlterReplicaLogDir, ...] = attrs.field(
+        default=(), metadata=kf("0+", AlterReplicaLogDir, array=True)
+    )
+
+
+@attrs.frozen(kw_only=True)
+class AlterReplicaLogDirPartitionResult(Struct):
+    """One partition's result."""
+
+    partition_index: int = attrs.field(default=0, metadata=kf("0+", "int32"))
+    error_code: int = attrs.field(default=0, metadata=kf("0+", "int16"))
+
+
+@attrs.frozen(kw_only=True)
+class AlterReplicaLogDirTopicResult(Struct):
+    """One topic's results."""
+
+    topic_name: str = attrs.field(default="", metadata=kf("0+", "string"))
+    partitions: tuple[AlterReplicaLogDirPartitionResult, ...] = attrs.field(
+        default=(), metadata=kf("0+", AlterReplicaLogDirPartitionResult, array=True)
+    )
+
+
+@attrs.frozen(kw_only=True)
+class AlterReplicaLogDirsResponse(Response):
+    """AlterReplicaLogDirsResponse (key 34)."""
+
+    API_KEY = 34
+    MIN_VERSION = 0
+    MAX_VERSION = 2
+    FLEXIBLE_VERSION = 2
+
+    throttle_time_ms: int = attrs.field(default=0, metadata=kf("0+", "int32"))
+    results: tuple[AlterReplicaLogDirTopicResult, ...] = attrs.field(
+        default=(), metadata=kf("0+", AlterReplicaLogDirTopicResult, array=True)
+    )
+
+
+AlterReplicaLogDirsRequest.RESPONSE_TYPE = AlterReplicaLogDirsResponse
 
 
 # --------------------------------------------------------------------------- DescribeLogDirs (35)
@@ -814,17 +892,18 @@ ListPartitionReassignmentsRequest.RESPONSE_TYPE = ListPartitionReassignmentsResp
 @attrs.frozen(kw_only=True)
 class DescribeClusterRequest(Request):
     """DescribeClusterRequest (key 60, KIP-700). v1 adds ``endpoint_type`` (KIP-919):
-    1 = brokers, 2 = controllers."""
+    1 = brokers, 2 = controllers; v2 ``include_fenced_brokers`` (KIP-1073, Kafka 4.0)."""
 
     API_KEY = 60
     MIN_VERSION = 0
-    MAX_VERSION = 1
+    MAX_VERSION = 2
     FLEXIBLE_VERSION = 0
 
     include_cluster_authorized_operations: bool = attrs.field(
         default=False, metadata=kf("0+", "bool")
     )
     endpoint_type: int = attrs.field(default=1, metadata=kf("1+", "int8"))
+    include_fenced_brokers: bool = attrs.field(default=False, metadata=kf("2+", "bool"))
 
 
 @attrs.frozen(kw_only=True)
@@ -835,6 +914,8 @@ class DescribeClusterBroker(Struct):
     host: str = attrs.field(default="", metadata=kf("0+", "string"))
     port: int = attrs.field(default=0, metadata=kf("0+", "int32"))
     rack: str | None = attrs.field(default=None, metadata=kf("0+", "string", nullable="0+"))
+    #: v2+: registered but fenced (only listed when the request asked for them).
+    is_fenced: bool = attrs.field(default=False, metadata=kf("2+", "bool"))
 
 
 @attrs.frozen(kw_only=True)
@@ -843,7 +924,7 @@ class DescribeClusterResponse(Response):
 
     API_KEY = 60
     MIN_VERSION = 0
-    MAX_VERSION = 1
+    MAX_VERSION = 2
     FLEXIBLE_VERSION = 0
 
     throttle_time_ms: int = attrs.field(default=0, metadata=kf("0+", "int32"))
@@ -874,6 +955,7 @@ ADMIN_REQUESTS: dict[int, type[Request]] = {
         CreateTopicsRequest,
         DeleteTopicsRequest,
         DescribeConfigsRequest,
+        AlterReplicaLogDirsRequest,
         DescribeLogDirsRequest,
         CreatePartitionsRequest,
         ElectLeadersRequest,

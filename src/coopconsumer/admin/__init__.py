@@ -4,8 +4,9 @@ replica assignors (docs/admin.md).
 :class:`AdminClient` speaks Kafka's admin APIs over the library's own wire client,
 configured with the consumer's connection and security keys. When it creates topics
 or partitions it places the replicas itself, with a :class:`ReplicaAssignor`
-(``default``: Kafka's own placement; ``balanced``: least-loaded, rack-diverse, skipping
-draining and nearly full brokers, with a per-call rule hook), and sends the explicit
+(``kraft``, the default: Kafka's KRaft controller placement; ``zookeeper``: the
+ZooKeeper-era one; ``balanced``: least-loaded, rack- and disk-aware, skipping draining
+and nearly full brokers, with a per-call rule hook), and sends the explicit
 assignment, so custom placement works against any Kafka >= 2.4 without a broker
 plugin::
 
@@ -19,13 +20,14 @@ plugin::
 
 from ._assignor import BrokerLoad as BrokerLoad
 from ._assignor import ClusterView as ClusterView
+from ._assignor import LogDirLoad as LogDirLoad
 from ._assignor import NewPartitions as NewPartitions
 from ._assignor import ReplicaAssignor as ReplicaAssignor
 from ._assignor import ReplicaAssignorError as ReplicaAssignorError
 from ._balanced import BalancedReplicaAssignor as BalancedReplicaAssignor
 from ._balanced import PlacementRule as PlacementRule
 from ._client import AdminClient as AdminClient
-from ._default import DefaultReplicaAssignor as DefaultReplicaAssignor
+from ._kraft import KRaftReplicaAssignor as KRaftReplicaAssignor
 from ._loading import BUILTIN_REPLICA_ASSIGNORS as BUILTIN_REPLICA_ASSIGNORS
 from ._loading import load_replica_assignor as load_replica_assignor
 from ._types import AdminOperationError as AdminOperationError
@@ -45,6 +47,8 @@ from ._types import PartitionDescription as PartitionDescription
 from ._types import PartitionReassignment as PartitionReassignment
 from ._types import ReplicaLogInfo as ReplicaLogInfo
 from ._types import TopicDescription as TopicDescription
+from ._types import TopicPartitionReplica as TopicPartitionReplica
+from ._zookeeper import ZooKeeperReplicaAssignor as ZooKeeperReplicaAssignor
 
 __all__ = [
     "BUILTIN_REPLICA_ASSIGNORS",
@@ -61,10 +65,11 @@ __all__ = [
     "ConfigResource",
     "ConfigResourceType",
     "ConfigSource",
-    "DefaultReplicaAssignor",
     "ElectionResult",
     "ElectionType",
+    "KRaftReplicaAssignor",
     "LogDirDescription",
+    "LogDirLoad",
     "NewPartitions",
     "NewTopic",
     "PartitionDescription",
@@ -74,5 +79,7 @@ __all__ = [
     "ReplicaAssignorError",
     "ReplicaLogInfo",
     "TopicDescription",
+    "TopicPartitionReplica",
+    "ZooKeeperReplicaAssignor",
     "load_replica_assignor",
 ]

@@ -1,4 +1,5 @@
-"""``coopconsumer topics create|describe`` and ``coopconsumer cluster describe``.
+"""``coopconsumer topics create|describe|alter|delete`` and ``coopconsumer cluster
+describe``.
 
 Thin: parses options, builds an :class:`AdminClient` (the connection and security keys
 come from ``--bootstrap-server`` and ``--command-config``, a Java-style properties
@@ -15,8 +16,9 @@ from pathlib import Path
 from typing import TextIO
 
 from .._errors import CoopConsumerError
+from .._types import TopicPartition
 from ._client import AdminClient
-from ._types import AdminOperationError, NewTopic
+from ._types import AdminOperationError, NewTopic, PartitionDescription, PartitionReassignment
 
 __all__ = ["format_table", "run_cluster", "run_topics"]
 
@@ -98,28 +100,71 @@ def run_topics(argv: Sequence[str], out: TextIO | None = None, err: TextIO | Non
     err = sys.stderr if err is None else err
     parser = argparse.ArgumentParser(
         prog="coopconsumer topics",
-        description="Create topics (replicas placed by a replica assignor) and describe "
-        "their partitions. Connection and security settings come from "
+        description="Create, grow and delete topics (replicas placed by a replica assignor) "
+        "and describe their partitions. Connection and security settings come from "
         "--bootstrap-server and --command-config (a properties file of client keys).",
     )
     sub = parser.add_subparsers(dest="action", required=True)
+    assignors = "kraft (Kafka's KRaft placement, the default), zookeeper, balanced, or module:Class"
     create = sub.add_parser("create", help="create a topic, replicas placed by an assignor")
     _common(create)
     create.add_argument("--topic", required=True)
     create.add_argument("--partitions", type=int, default=1)
     create.add_argument("--replication-factor", type=int, default=1)
     create.add_argument("--config", action="append", default=[], metavar="KEY=VALUE")
-    create.add_argument(
-        "--replica-assignor",
-        help="default (Kafka's placement), balanced, or module:Class (default: default)",
-    )
+    create.add_argument("--replica-assignor", help=assignors)
     create.add_argument("--validate-only", action="store_true")
     describe = sub.add_parser("describe", help="partitions, leaders, replicas and ISR")
     _common(describe)
     describe.add_argument("--topic", action="append", help="a topic (repeatable; default: all)")
+    describe.add_argument(
+        "--under-replicated-partitions",
+        action="store_true",
+        help="only partitions with fewer in-sync replicas than their replication factor",
+    )
+    describe.add_argument(
+        "--unavailable-partitions",
+        action="store_true",
+        help="only partitions without a leader, or whose leader is not live",
+    )
+    alter = sub.add_parser("alter", help="add partitions to a topic")
+    _common(alter)
+    alter.add_argument("--topic", required=True)
+    alter.add_argument("--partitions", type=int, required=True, help="the new partition count")
+    alter.add_argument("--replica-assignor", help=assignors)
+    alter.add_argument("--validate-only", action="store_true")
+    delete = sub.add_parser("delete", help="delete topics")
+    _common(delete)
+    delete.add_argument("--topic", action="append", required=True, help="a topic (repeatable)")
     args = parser.parse_args(list(argv))
     try:
         with _client(args) as admin:
+            if args.action == "alter":
+                added = admin.create_partitions(
+                    {args.topic: args.partitions}, validate_only=args.validate_only
+                )
+                verb = "Would add" if args.validate_only else "Added"
+                new = added.get(args.topic, {})
+                print(
+                    f"{verb} {len(new)} partition(s) to {args.topic}, placed by "
+                    f"{admin.replica_assignor.name or type(admin.replica_assignor).__name__}:",
+                    file=out,
+                )
+                added_rows = [(p, r[0], r) for p, r in sorted(new.items())]
+                print(format_table(("PARTITION", "LEADER", "REPLICAS"), added_rows), file=out)
+                return 0
+            if args.action == "delete":
+                names = list(dict.fromkeys(args.topic))
+                try:
+                    admin.delete_topics(names)
+                    failed: dict[object, object] = {}
+                except AdminOperationError as exc:
+                    failed = dict(exc.errors)
+                results = [
+                    (n, "deleted" if n not in failed else f"error: {failed[n]}") for n in names
+                ]
+                print(format_table(("TOPIC", "RESULT"), results), file=out)
+                return 1 if failed else 0
             if args.action == "create":
                 placed = admin.create_topics(
                     [
@@ -141,7 +186,10 @@ def run_topics(argv: Sequence[str], out: TextIO | None = None, err: TextIO | Non
                 placement = [(p, r[0], r) for p, r in sorted(placed[args.topic].items())]
                 print(format_table(("PARTITION", "LEADER", "REPLICAS"), placement), file=out)
                 return 0
+            filtered = args.under_replicated_partitions or args.unavailable_partitions
+            moving = admin.list_partition_reassignments() if filtered else {}
             topics = admin.describe_topics(args.topic)
+            live = {b.node_id for b in admin.describe_cluster().brokers} if filtered else set()
             rows = [
                 (
                     t.name,
@@ -154,6 +202,12 @@ def run_topics(argv: Sequence[str], out: TextIO | None = None, err: TextIO | Non
                 )
                 for name, t in sorted(topics.items())
                 for p in t.partitions
+                if not filtered
+                or (
+                    args.under_replicated_partitions
+                    and under_replicated(p, moving.get(TopicPartition(name, p.partition)))
+                )
+                or (args.unavailable_partitions and unavailable(p, live))
             ]
             headers = ("TOPIC", "PARTITION", "LEADER", "EPOCH", "REPLICAS", "ISR", "OFFLINE")
             print(format_table(headers, rows), file=out)
@@ -165,6 +219,18 @@ def run_topics(argv: Sequence[str], out: TextIO | None = None, err: TextIO | Non
     except CoopConsumerError as exc:
         print(f"error: {exc}", file=err)
         return 1
+
+
+def under_replicated(p: PartitionDescription, move: PartitionReassignment | None) -> bool:
+    """Fewer in-sync replicas than the replication factor (as Kafka's kafka-topics
+    counts it: during a reassignment, the replicas without the ones being added)."""
+    rf = len(p.replicas) - len(move.adding) if move is not None else len(p.replicas)
+    return len(p.isr) < rf
+
+
+def unavailable(p: PartitionDescription, live: set[int]) -> bool:
+    """No leader, or a leader that is not a live broker."""
+    return p.leader < 0 or p.leader not in live
 
 
 def run_cluster(argv: Sequence[str], out: TextIO | None = None, err: TextIO | None = None) -> int:

@@ -36,6 +36,10 @@ from .._protocol.admin_messages import (
     AlterConfigsResource,
     AlterPartitionReassignmentsRequest,
     AlterPartitionReassignmentsResponse,
+    AlterReplicaLogDir,
+    AlterReplicaLogDirsRequest,
+    AlterReplicaLogDirsResponse,
+    AlterReplicaLogDirTopic,
     CreatableReplicaAssignment,
     CreatableTopic,
     CreatableTopicConfig,
@@ -47,6 +51,7 @@ from .._protocol.admin_messages import (
     CreateTopicsResponse,
     DeleteTopicsRequest,
     DeleteTopicsResponse,
+    DescribableLogDirTopic,
     DescribeClusterRequest,
     DescribeClusterResponse,
     DescribeConfigsRequest,
@@ -67,7 +72,7 @@ from .._protocol.admin_messages import (
 )
 from .._protocol.cluster import ClusterSnapshot
 from .._protocol.messages import MetadataRequest
-from .._security import is_security_key
+from .._security import SecurityConfig, is_security_key
 from .._types import TopicPartition
 from ._assignor import (
     BrokerLoad,
@@ -75,6 +80,7 @@ from ._assignor import (
     NewPartitions,
     ReplicaAssignor,
     check_assignment,
+    with_log_dirs,
 )
 from ._loading import ReplicaAssignorSpec, load_replica_assignor
 from ._types import (
@@ -94,9 +100,10 @@ from ._types import (
     PartitionReassignment,
     ReplicaLogInfo,
     TopicDescription,
+    TopicPartitionReplica,
 )
 
-__all__ = ["AdminClient", "AdminConfig", "parse_admin_config"]
+__all__ = ["AdminClient", "AdminConfig", "parse_admin_config", "principal_of"]
 
 log = logging.getLogger(__name__)
 
@@ -113,7 +120,7 @@ class AdminConfig:
     """A parsed admin configuration: the wire client's settings and the assignor."""
 
     client: ClientConfig
-    replica_assignor: ReplicaAssignorSpec = "default"
+    replica_assignor: ReplicaAssignorSpec = "kraft"
 
 
 def parse_admin_config(settings: Mapping[str, object]) -> AdminConfig:
@@ -128,7 +135,7 @@ def parse_admin_config(settings: Mapping[str, object]) -> AdminConfig:
             f"configuration must be a mapping of keys to values, not {type(settings).__name__}"
         )
     connection: dict[str, object] = {}
-    assignor: ReplicaAssignorSpec = "default"
+    assignor: ReplicaAssignorSpec = "kraft"
     for raw_key, value in settings.items():
         if not isinstance(raw_key, str):
             raise ConfigurationError(f"configuration keys must be strings, not {raw_key!r}")
@@ -159,15 +166,35 @@ def parse_admin_config(settings: Mapping[str, object]) -> AdminConfig:
     return AdminConfig(client=client, replica_assignor=assignor)
 
 
+def principal_of(security: SecurityConfig) -> str | None:
+    """The principal Kafka's default principal builder gives these credentials:
+    ``User:<sasl.username>`` for PLAIN and SCRAM, ``User:ANONYMOUS`` without
+    authentication; None when only the broker can tell (a TLS client certificate's
+    subject, an OAUTHBEARER token's subject, a custom principal builder)."""
+    protocol = security.security_protocol.lower()
+    if protocol.startswith("sasl"):
+        mechanism = (security.sasl_mechanism or "").upper()
+        if mechanism in ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512") and security.sasl_username:
+            return f"User:{security.sasl_username}"
+        return None
+    if protocol == "ssl" and (
+        security.ssl_certificate_location is not None or security.ssl_certificate_pem is not None
+    ):
+        return None
+    return "User:ANONYMOUS"
+
+
 class AdminClient:
     """A blocking Kafka admin client (see the module docstring and docs/admin.md).
 
     ``config`` uses the consumer's connection and security keys; ``replica.assignor``
     (or the ``replica_assignor`` argument, which wins) picks the assignor used when a
     :class:`NewTopic` or :meth:`create_partitions` call gives no assignment:
-    ``"default"`` (Kafka's placement), ``"balanced"``, ``"module:Class"``, a class or an
-    instance. Not thread-safe. After :meth:`close` every call raises
-    ``BrokerConnectionError``.
+    ``"kraft"`` (the default: Kafka's KRaft placement), ``"zookeeper"``,
+    ``"balanced"``, ``"module:Class"``, a class or an instance. Assignors see
+    ``principal`` (``"User:alice"``) as ``NewPartitions.principal``; by default it is
+    derived from the credentials (:func:`principal_of`). Not thread-safe. After
+    :meth:`close` every call raises ``BrokerConnectionError``.
 
     Raises ``ConfigurationError`` at construction for a bad configuration or assignor.
     """
@@ -177,11 +204,13 @@ class AdminClient:
         config: Mapping[str, object],
         *,
         replica_assignor: ReplicaAssignorSpec | None = None,
+        principal: str | None = None,
     ) -> None:
         parsed = parse_admin_config(config)
         self._assignor = load_replica_assignor(
             parsed.replica_assignor if replica_assignor is None else replica_assignor
         )
+        self._principal = principal or principal_of(parsed.client.security)
         self._timeout_ms = parsed.client.request_timeout_ms
         self._client = KafkaClient(parsed.client)
 
@@ -191,6 +220,11 @@ class AdminClient:
     def replica_assignor(self) -> ReplicaAssignor:
         """The assignor ``create_topics``/``create_partitions`` use by default."""
         return self._assignor
+
+    @property
+    def principal(self) -> str | None:
+        """Who this client is to the brokers, as assignors see it (None: unknown)."""
+        return self._principal
 
     def close(self) -> None:
         """Close every connection (idempotent)."""
@@ -204,13 +238,25 @@ class AdminClient:
 
     # ------------------------------------------------------------------ cluster
 
-    def describe_cluster(self, *, timeout_ms: float | None = None) -> ClusterDescription:
-        """The cluster id, controller and live brokers with their racks.
+    def describe_cluster(
+        self, *, include_fenced_brokers: bool = False, timeout_ms: float | None = None
+    ) -> ClusterDescription:
+        """The cluster id, controller and live brokers with their racks; with
+        ``include_fenced_brokers`` also the registered but fenced ones
+        (``is_fenced``; DescribeCluster v2, Kafka 4.0+: older brokers list live ones
+        only).
 
         Uses DescribeCluster (Kafka 2.8+), Metadata on older brokers.
         """
         try:
-            response: DescribeClusterResponse = self._any(DescribeClusterRequest(), timeout_ms)
+            try:
+                response: DescribeClusterResponse = self._any(
+                    DescribeClusterRequest(include_fenced_brokers=include_fenced_brokers),
+                    timeout_ms,
+                )
+            except EncodeError:
+                # Asking for fenced brokers needs v2; this broker has only older ones.
+                response = self._any(DescribeClusterRequest(), timeout_ms)
         except KafkaError as exc:
             if exc.code != _UNSUPPORTED_VERSION:
                 raise
@@ -228,7 +274,13 @@ class AdminClient:
             cluster_id=response.cluster_id,
             controller_id=response.controller_id,
             brokers=tuple(
-                BrokerDescription(node_id=b.broker_id, host=b.host, port=b.port, rack=b.rack)
+                BrokerDescription(
+                    node_id=b.broker_id,
+                    host=b.host,
+                    port=b.port,
+                    rack=b.rack,
+                    is_fenced=b.is_fenced,
+                )
                 for b in sorted(response.brokers, key=lambda b: b.broker_id)
             ),
         )
@@ -274,10 +326,11 @@ class AdminClient:
             raise AdminOperationError("describe_topics", failed, described)
         return described
 
-    def cluster_view(self, *, timeout_ms: float | None = None) -> ClusterView:
+    def cluster_view(self, *, storage: bool = True, timeout_ms: float | None = None) -> ClusterView:
         """What replica assignors read: live brokers with replica and leader counts
-        (Metadata) and used/total bytes (DescribeLogDirs, when the brokers answer it),
-        and every partition's replicas."""
+        (Metadata), used/total bytes per broker and per log directory (DescribeLogDirs,
+        when the brokers answer it; skipped with ``storage=False``), fenced brokers
+        (DescribeCluster v2, when the cluster has it), and every partition's replicas."""
         metadata = self._metadata(None, timeout_ms)
         replicas: dict[int, int] = dict.fromkeys(metadata.brokers, 0)
         leaders: dict[int, int] = dict.fromkeys(replicas, 0)
@@ -292,31 +345,35 @@ class AdminClient:
                         replicas[r] += 1
                 if p.leader_id in leaders:
                     leaders[p.leader_id] += 1
-        storage: dict[int, tuple[int | None, int | None]] = {}
-        for b in metadata.brokers.values():
-            try:
-                dirs = self._log_dirs_of(b.node_id, timeout_ms)
-            except (KafkaError, BrokerConnectionError, RequestTimeoutError, EncodeError) as exc:
-                log.info("no log dir sizes from broker %d: %s", b.node_id, exc)
-                continue
-            used = sum(r.size_bytes for d in dirs for r in d.replicas if not r.is_future)
-            totals = [d.total_bytes for d in dirs if d.error is None]
-            total = None if not totals or None in totals else sum(t for t in totals if t)
-            storage[b.node_id] = (used, total)
-        return ClusterView(
-            brokers=[
-                BrokerLoad(
-                    node_id=b.node_id,
-                    rack=b.rack,
-                    replicas=replicas[b.node_id],
-                    leaders=leaders[b.node_id],
-                    used_bytes=storage.get(b.node_id, (None, None))[0],
-                    total_bytes=storage.get(b.node_id, (None, None))[1],
-                )
-                for b in metadata.brokers.values()
-            ],
-            assignments=assignments,
-        )
+        loads = {
+            b.node_id: BrokerLoad(
+                node_id=b.node_id,
+                rack=b.rack,
+                replicas=replicas[b.node_id],
+                leaders=leaders[b.node_id],
+            )
+            for b in metadata.brokers.values()
+        }
+        if storage:
+            for node in loads:
+                try:
+                    dirs = self._log_dirs_of(node, None, timeout_ms)
+                except (KafkaError, BrokerConnectionError, RequestTimeoutError, EncodeError) as exc:
+                    log.info("no log dir sizes from broker %d: %s", node, exc)
+                    continue
+                loads[node] = with_log_dirs(loads[node], dirs)
+        fenced: list[BrokerLoad] = []
+        try:
+            described = self.describe_cluster(include_fenced_brokers=True, timeout_ms=timeout_ms)
+        except (KafkaError, EncodeError) as exc:
+            log.info("no fenced brokers from DescribeCluster: %s", exc)
+        else:
+            fenced = [
+                BrokerLoad(node_id=b.node_id, rack=b.rack)
+                for b in described.brokers
+                if b.is_fenced and b.node_id not in loads
+            ]
+        return ClusterView(brokers=loads, assignments=assignments, fenced_brokers=fenced)
 
     # ------------------------------------------------------------------ topics
 
@@ -350,6 +407,7 @@ class AdminClient:
                 partition_ids=range(topic.num_partitions),
                 replication_factor=topic.replication_factor,
                 configs=topic.configs,
+                principal=self._principal,
             )
             assignment = check_assignment(assignor, request, view, assignor.assign(request, view))
             placed[topic.name] = assignment
@@ -395,9 +453,18 @@ class AdminClient:
     ) -> dict[str, dict[int, tuple[int, ...]]]:
         """Grow each topic to its new partition count; returns the new partitions'
         assignments. Errors as for :meth:`create_topics` (an unknown topic, or a count
-        that is not an increase, is an ``AdminOperationError`` item)."""
+        that is not an increase, is an ``AdminOperationError`` item).
+
+        The new partitions get the replication factor of partition 0 without the
+        replicas a reassignment in flight adds or removes. Kafka's controller checks
+        the new partitions against partition 0's whole replica list, those replicas
+        included, so while such a move changes partition 0's replica count the topic is
+        refused (REASSIGNMENT_IN_PROGRESS, naming the move) rather than given too many
+        replicas."""
         assignor = self._pick_assignor(replica_assignor)
         view = self.cluster_view(timeout_ms=timeout_ms)
+        firsts = [TopicPartition(name, 0) for name in new_counts if view.topic_assignment(name)]
+        moving = self.list_partition_reassignments(firsts, timeout_ms=timeout_ms) if firsts else {}
         placed: dict[str, dict[int, tuple[int, ...]]] = {}
         failed: dict[Any, KafkaError] = {}
         for name, count in new_counts.items():
@@ -416,10 +483,23 @@ class AdminClient:
                     message=f"topic {name!r} has {len(current)} partitions; {count} is not more",
                 )
                 continue
+            move = moving.get(TopicPartition(name, 0))
+            rf = len(move.target) if move is not None else len(current[0])
+            if move is not None and len(move.replicas) != rf:
+                failed[name] = errors.to_exception(
+                    errors.REASSIGNMENT_IN_PROGRESS,
+                    api_key=CreatePartitionsRequest.API_KEY,
+                    message=f"{name}-0 is being reassigned (replicas {list(move.replicas)}, "
+                    f"adding {list(move.adding)}, removing {list(move.removing)}): its "
+                    f"replication factor is {rf}, but Kafka would count "
+                    f"{len(move.replicas)}; add partitions once the move ends",
+                )
+                continue
             request = NewPartitions(
                 topic=name,
                 partition_ids=range(len(current), count),
-                replication_factor=len(current[0]),
+                replication_factor=rf,
+                principal=self._principal,
             )
             assignment = check_assignment(assignor, request, view, assignor.assign(request, view))
             placed[name] = assignment
@@ -671,22 +751,89 @@ class AdminClient:
             )
 
     def describe_log_dirs(
-        self, brokers: Iterable[int] | None = None, *, timeout_ms: float | None = None
+        self,
+        brokers: Iterable[int] | None = None,
+        *,
+        partitions: Iterable[TopicPartition] | None = None,
+        timeout_ms: float | None = None,
     ) -> dict[int, tuple[LogDirDescription, ...]]:
-        """Each broker's log directories with the replicas in them (None: every live
-        broker). A broker that cannot be reached is an ``AdminOperationError`` item."""
+        """Each broker's log directories (disks) with the replicas in them (None: every
+        live broker), future replicas of a move between disks included
+        (``is_future``). ``partitions`` limits the replicas listed (every directory is
+        still listed, with its capacity). A broker that cannot be reached is an
+        ``AdminOperationError`` item."""
         if brokers is None:
             brokers = list(self._metadata((), timeout_ms).brokers)
+        wanted = None if partitions is None else tuple(partitions)
         out: dict[int, tuple[LogDirDescription, ...]] = {}
         failed: dict[Any, CoopConsumerError] = {}
         for node in brokers:
             try:
-                out[node] = self._log_dirs_of(node, timeout_ms)
+                out[node] = self._log_dirs_of(node, wanted, timeout_ms)
             except (KafkaError, BrokerConnectionError, RequestTimeoutError) as exc:
                 failed[node] = exc
         if failed:
             raise AdminOperationError("describe_log_dirs", failed, out)
         return out
+
+    def alter_replica_log_dirs(
+        self,
+        moves: Mapping[TopicPartitionReplica, str],
+        *,
+        timeout_ms: float | None = None,
+    ) -> None:
+        """Move replicas to other log directories (disks) of their brokers
+        (AlterReplicaLogDirs, KIP-113; each broker is asked for its own replicas).
+
+        The broker copies the replica into a future replica in the new directory and
+        swaps it in once it caught up (``describe_log_dirs`` shows the progress). A
+        broker that does not host the replica yet remembers the directory for when it
+        gets one (a reassignment adding it) and answers REPLICA_NOT_AVAILABLE.
+        ``AdminOperationError`` maps each refused replica to its error
+        (LOG_DIR_NOT_FOUND, KAFKA_STORAGE_ERROR, REPLICA_NOT_AVAILABLE...) and holds
+        the accepted ones in ``completed``; a broker that cannot be reached is an item
+        too (``BrokerConnectionError``/``RequestTimeoutError``).
+        """
+        by_broker: dict[int, dict[str, dict[str, list[int]]]] = {}
+        for replica, path in moves.items():
+            if not isinstance(replica, TopicPartitionReplica):
+                raise TypeError(f"expected a TopicPartitionReplica, got {replica!r}")
+            by_broker.setdefault(replica.broker_id, {}).setdefault(path, {}).setdefault(
+                replica.topic, []
+            ).append(replica.partition)
+        failed: dict[Any, CoopConsumerError] = {}
+        for node, dirs in by_broker.items():
+            request = AlterReplicaLogDirsRequest(
+                dirs=tuple(
+                    AlterReplicaLogDir(
+                        path=path,
+                        topics=tuple(
+                            AlterReplicaLogDirTopic(name=topic, partitions=tuple(parts))
+                            for topic, parts in topics.items()
+                        ),
+                    )
+                    for path, topics in dirs.items()
+                )
+            )
+            if node not in self._client.brokers():
+                self._metadata((), timeout_ms)
+            try:
+                response: AlterReplicaLogDirsResponse = self._to(node, request, timeout_ms)
+            except (BrokerConnectionError, RequestTimeoutError, KafkaError) as exc:
+                for replica in moves:
+                    if replica.broker_id == node:
+                        failed[replica] = exc
+                continue
+            for topic in response.results:
+                for p in topic.partitions:
+                    if p.error_code:
+                        failed[TopicPartitionReplica(topic.topic_name, p.partition_index, node)] = (
+                            errors.to_exception(p.error_code, api_key=request.API_KEY)
+                        )
+        if failed:
+            raise AdminOperationError(
+                "alter_replica_log_dirs", failed, tuple(r for r in moves if r not in failed)
+            )
 
     # ------------------------------------------------------------------ internals
 
@@ -712,10 +859,14 @@ class AdminClient:
         return self._client.request(node_id, request, timeout_ms=self._timeout(timeout_ms))
 
     def _controller(self, request: Request, timeout_ms: float | None) -> Any:
-        """Send to the controller Metadata names; on NOT_CONTROLLER or a lost
-        connection, learn the controller again and retry once."""
+        """Send to the controller the last Metadata named (asking Metadata first when
+        there is none yet); on NOT_CONTROLLER or a lost connection, learn the
+        controller again and retry once."""
         for attempt in (1, 2):
-            metadata = self._metadata((), timeout_ms)
+            cached = self._client.cluster
+            metadata = cached if attempt == 1 and cached is not None else None
+            if metadata is None:
+                metadata = self._metadata((), timeout_ms)
             node = metadata.controller_id
             if node not in metadata.brokers:
                 return self._any(request, timeout_ms)
@@ -749,10 +900,24 @@ class AdminClient:
             groups.setdefault(node, []).append(r)
         return groups
 
-    def _log_dirs_of(self, node: int, timeout_ms: float | None) -> tuple[LogDirDescription, ...]:
+    def _log_dirs_of(
+        self,
+        node: int,
+        partitions: Sequence[TopicPartition] | None,
+        timeout_ms: float | None,
+    ) -> tuple[LogDirDescription, ...]:
         if node not in self._client.brokers():
             self._metadata((), timeout_ms)
-        request = DescribeLogDirsRequest(topics=None)
+        topics: tuple[DescribableLogDirTopic, ...] | None = None
+        if partitions is not None:
+            by_topic: dict[str, list[int]] = {}
+            for tp in partitions:
+                by_topic.setdefault(tp.topic, []).append(tp.partition)
+            topics = tuple(
+                DescribableLogDirTopic(topic=t, partitions=tuple(ids))
+                for t, ids in by_topic.items()
+            )
+        request = DescribeLogDirsRequest(topics=topics)
         response: DescribeLogDirsResponse = self._to(node, request, timeout_ms)
         _raise_top_level(response.error_code, None, request.API_KEY)
         return tuple(
@@ -798,4 +963,4 @@ def _with_placement(
     assignments = dict(view.assignments)
     for p, replicas in assignment.items():
         assignments[TopicPartition(topic, p)] = replicas
-    return ClusterView(brokers=brokers, assignments=assignments)
+    return ClusterView(brokers=brokers, assignments=assignments, fenced_brokers=view.fenced_brokers)

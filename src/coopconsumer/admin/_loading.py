@@ -15,13 +15,16 @@ from typing import TypeAlias
 from .._errors import ConfigurationError
 from ._assignor import ReplicaAssignor
 from ._balanced import BalancedReplicaAssignor
-from ._default import DefaultReplicaAssignor
+from ._kraft import KRaftReplicaAssignor
+from ._zookeeper import ZooKeeperReplicaAssignor
 
 __all__ = ["BUILTIN_REPLICA_ASSIGNORS", "ReplicaAssignorSpec", "load_replica_assignor"]
 
-#: The built-in assignors by name.
+#: The built-in assignors by name; ``default`` is the default one, ``kraft``.
 BUILTIN_REPLICA_ASSIGNORS: dict[str, Callable[[], ReplicaAssignor]] = {
-    "default": DefaultReplicaAssignor,
+    "kraft": KRaftReplicaAssignor,
+    "default": KRaftReplicaAssignor,
+    "zookeeper": ZooKeeperReplicaAssignor,
     "balanced": BalancedReplicaAssignor,
 }
 

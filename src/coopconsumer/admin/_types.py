@@ -33,6 +33,7 @@ __all__ = [
     "PartitionReassignment",
     "ReplicaLogInfo",
     "TopicDescription",
+    "TopicPartitionReplica",
 ]
 
 
@@ -76,12 +77,26 @@ def _assignment(
 
 @attrs.frozen(kw_only=True)
 class BrokerDescription:
-    """A live broker."""
+    """A broker: a live one, or (``is_fenced``, only when asked for) one that is
+    registered but fenced."""
 
     node_id: int
     host: str
     port: int
     rack: str | None = None
+    is_fenced: bool = False
+
+
+@attrs.frozen
+class TopicPartitionReplica:
+    """The replica of ``topic``-``partition`` on broker ``broker_id``."""
+
+    topic: str
+    partition: int
+    broker_id: int
+
+    def __str__(self) -> str:
+        return f"{self.topic}-{self.partition}@{self.broker_id}"
 
 
 @attrs.frozen(kw_only=True)
@@ -165,22 +180,38 @@ class NewTopic:
     )
 
 
+class Reassigning:
+    """What a partition's ``replicas``, ``adding`` and ``removing`` say (KIP-455: during
+    a reassignment the replicas are the target plus the removing ones)."""
+
+    replicas: tuple[int, ...]
+    adding: tuple[int, ...]
+    removing: tuple[int, ...]
+
+    @property
+    def reassigning(self) -> bool:
+        return bool(self.adding or self.removing)
+
+    @property
+    def target(self) -> tuple[int, ...]:
+        """Where a reassignment in flight goes (the replicas when none is)."""
+        return tuple(r for r in self.replicas if r not in self.removing)
+
+    @property
+    def original(self) -> tuple[int, ...]:
+        """Where it was before the reassignment in flight (the replicas when none is;
+        KIP-455 keeps their set, not their order)."""
+        return tuple(r for r in self.replicas if r not in self.adding)
+
+
 @attrs.frozen(kw_only=True)
-class PartitionReassignment:
+class PartitionReassignment(Reassigning):
     """An ongoing reassignment (KIP-455): the current replicas, which are being added
     and which removed."""
 
     replicas: tuple[int, ...] = attrs.field(converter=_ints)
     adding: tuple[int, ...] = attrs.field(converter=_ints)
     removing: tuple[int, ...] = attrs.field(converter=_ints)
-
-    @property
-    def target(self) -> tuple[int, ...]:
-        return tuple(r for r in self.replicas if r not in self.removing)
-
-    @property
-    def original(self) -> tuple[int, ...]:
-        return tuple(r for r in self.replicas if r not in self.adding)
 
 
 class ConfigResourceType(enum.IntEnum):

@@ -1,5 +1,6 @@
-"""``coopconsumer heal``: the healer as a long-running service (docs/admin.md,
-"Healing after a broker failure").
+"""``coopconsumer heal``: the healer as a long-running service, and ``coopconsumer
+heal status``: what the healer's state topic says (docs/admin.md, "Healing after a
+broker failure").
 
 Thin: parses options, builds the admin client, the state topic and election, and
 runs :class:`Healer` until interrupted. Errors print one line and exit 1.
@@ -12,15 +13,23 @@ import logging
 import signal
 import sys
 import threading
-from collections.abc import Callable, Sequence
-from typing import TextIO
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TextIO
 
 from ..._errors import CoopConsumerError
-from .._cli import _properties
+from .._cli import _properties, format_table
 from .._client import AdminClient
+from ..reassign._executor import ExecutorCore
 from ._core import parse_heal_config
 from ._driver import AlwaysActive, Healer, HealerElection, HealStateStore, MemoryStateStore
-from ._kafka import DEFAULT_GROUP_ID, DEFAULT_STATE_TOPIC, KafkaStateTopic, create_state_topic
+from ._kafka import (
+    DEFAULT_GROUP_ID,
+    DEFAULT_STATE_TOPIC,
+    KafkaStateTopic,
+    create_state_topic,
+    read_state,
+)
 
 __all__ = ["run_heal"]
 
@@ -37,6 +46,12 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--failure-interval-ms", type=int, help="heal.failure.interval.ms")
     parser.add_argument("--chunk-size", type=int, help="heal.chunk.size")
     parser.add_argument("--throttle", type=int, metavar="BYTES_PER_S", help="per chunk")
+    parser.add_argument("--retry-backoff-ms", type=int, help="heal.retry.backoff.ms")
+    parser.add_argument(
+        "--elect-preferred-leaders",
+        action="store_true",
+        help="heal.elect.preferred.leaders: elect preferred leaders after moves",
+    )
     parser.add_argument(
         "--state-bootstrap-server",
         help="where the state topic and group live (default: --bootstrap-server)",
@@ -47,6 +62,11 @@ def _parser() -> argparse.ArgumentParser:
         help="properties for the state topic's consumer (session.timeout.ms, security...)",
     )
     parser.add_argument("--state-topic", default=DEFAULT_STATE_TOPIC)
+    parser.add_argument(
+        "--state-replication-factor",
+        type=int,
+        help="when creating the state topic (default: min(3, brokers))",
+    )
     parser.add_argument("--group-id", default=DEFAULT_GROUP_ID)
     parser.add_argument(
         "--no-state-topic",
@@ -59,10 +79,33 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _status_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="coopconsumer heal status",
+        description="What the healer's state topic says: absent and failed brokers, "
+        "chunks, and the partitions waiting for a retry.",
+    )
+    parser.add_argument("--bootstrap-server", required=True, help="the cluster healed")
+    parser.add_argument(
+        "--state-bootstrap-server", help="where the state topic lives (default: the cluster)"
+    )
+    parser.add_argument("--state-config", metavar="FILE", help="properties (security...)")
+    parser.add_argument("--state-topic", default=DEFAULT_STATE_TOPIC)
+    return parser
+
+
 def run_heal(argv: Sequence[str], out: TextIO | None = None, err: TextIO | None = None) -> int:
-    """``coopconsumer heal ...``; returns the exit status."""
+    """``coopconsumer heal ...`` and ``coopconsumer heal status ...``; returns the
+    exit status."""
     out = sys.stdout if out is None else out
     err = sys.stderr if err is None else err
+    if list(argv[:1]) == ["status"]:
+        status_args = _status_parser().parse_args(list(argv[1:]))
+        try:
+            return _status(status_args, out)
+        except CoopConsumerError as exc:
+            print(f"error: {exc}", file=err)
+            return 1
     args = _parser().parse_args(list(argv))
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     try:
@@ -89,6 +132,8 @@ def _run(args: argparse.Namespace, out: TextIO) -> int:
         ("heal.failure.interval.ms", args.failure_interval_ms),
         ("heal.chunk.size", args.chunk_size),
         ("heal.throttle.bytes.per.s", args.throttle),
+        ("heal.retry.backoff.ms", args.retry_backoff_ms),
+        ("heal.elect.preferred.leaders", "true" if args.elect_preferred_leaders else None),
     ):
         if value is not None:
             settings[key] = value
@@ -112,8 +157,14 @@ def _run(args: argparse.Namespace, out: TextIO) -> int:
             store, election = MemoryStateStore(), AlwaysActive()
         else:
             with AdminClient(state_client) as state_admin:
-                if create_state_topic(state_admin, args.state_topic):
-                    print(f"created the state topic {args.state_topic}", file=out)
+                rf = create_state_topic(
+                    state_admin, args.state_topic, replication_factor=args.state_replication_factor
+                )
+                if rf is not None:
+                    print(
+                        f"created the state topic {args.state_topic} (replication factor {rf})",
+                        file=out,
+                    )
             topic = KafkaStateTopic(group_settings, topic=args.state_topic)
             store, election = topic, topic
         healer = Healer(
@@ -147,3 +198,69 @@ def _run(args: argparse.Namespace, out: TextIO) -> int:
             healer.close()
         print(", ".join(f"{name} {value:g}" for name, value in sorted(metrics.items())), file=out)
     return 0
+
+
+def _status(args: argparse.Namespace, out: TextIO) -> int:
+    config: dict[str, object] = {}
+    if args.state_config:
+        config.update(_properties(args.state_config))
+    config["bootstrap.servers"] = args.state_bootstrap_server or args.bootstrap_server
+    records = read_state(config, args.state_topic)
+    now = time.time()
+    print(f"healer state in {args.state_topic}: {len(records)} record(s)", file=out)
+    print(format_status(records, now), file=out)
+    return 0
+
+
+def format_status(records: Mapping[str, Mapping[str, Any]], now: float) -> str:
+    """The ``heal status`` report: brokers, chunks, then one line per retry."""
+    failures = []
+    chunks = []
+    retries = []
+    for key, value in sorted(records.items()):
+        kind, _, name = key.partition("/")
+        if kind == "failure":
+            since = float(value["first_seen"])
+            failures.append((name, f"{now - since:.0f} s ago", "yes" if value["failed"] else "no"))
+        elif kind == "chunk":
+            executor = value.get("executor")
+            progress = "-"
+            if executor is not None:
+                core = ExecutorCore.from_dict(executor)
+                done = core.progress()
+                progress = f"{done.done}/{done.total}"
+            not_before = value.get("not_before")
+            chunks.append(
+                (
+                    name,
+                    value["broker"],
+                    value["state"],
+                    value.get("attempt", 1),
+                    len(value["partitions"]),
+                    progress,
+                    f"in {max(0.0, not_before - now):.0f} s"
+                    if not_before is not None and value["state"] == "queued"
+                    else "-",
+                    value.get("error"),
+                )
+            )
+            reasons = value.get("left_alone") or {}
+            if value["state"] == "queued" and int(value.get("attempt", 1)) > 1:
+                first = next(iter(reasons.items()), ("-", "-"))
+                wait = max(0.0, float(not_before or now) - now)
+                retries.append(
+                    f"retry: chunk {name} (attempt {value['attempt']}): "
+                    f"{len(value['partitions'])} partition(s) of broker {value['broker']} not "
+                    f"healed yet ({first[0]}: {first[1]}), next try in {wait:.0f} s"
+                )
+    lines = [
+        format_table(("BROKER", "ABSENT SINCE", "FAILED"), failures),
+        "",
+        format_table(
+            ("CHUNK", "BROKER", "STATE", "ATTEMPT", "PARTITIONS", "MOVED", "STARTS", "ERROR"),
+            chunks,
+        ),
+    ]
+    if retries:
+        lines += ["", *retries]
+    return "\n".join(lines)

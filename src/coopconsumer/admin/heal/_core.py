@@ -32,6 +32,7 @@ from ..reassign._executor import (
     ClusterObserved,
     ExecutorConfig,
     ExecutorCore,
+    MoveState,
     ObservedPartition,
     ReassignmentError,
 )
@@ -41,6 +42,7 @@ from ..reassign._executor import (
 from ..reassign._plan import PlanError, plan_move_off
 
 __all__ = [
+    "Alert",
     "ChunkAction",
     "ChunkResult",
     "ChunkState",
@@ -56,6 +58,9 @@ __all__ = [
 DEFAULT_FAILURE_INTERVAL_MS: Final = 30 * 60 * 1000
 #: ``heal.chunk.size`` default.
 DEFAULT_CHUNK_SIZE: Final = 10
+#: ``heal.retry.backoff.ms`` and ``heal.retry.backoff.max.ms`` defaults.
+DEFAULT_RETRY_BACKOFF_MS: Final = 30_000
+DEFAULT_RETRY_BACKOFF_MAX_MS: Final = 10 * 60 * 1000
 
 
 class HealerError(CoopConsumerError):
@@ -69,38 +74,67 @@ def _positive(instance: object, attribute: attrs.Attribute[Any], value: int | No
         raise ConfigurationError(f"{attribute.name} must be an int >= 1, not {value!r}")
 
 
+def _flag(instance: object, attribute: attrs.Attribute[Any], value: bool) -> None:
+    if not isinstance(value, bool):
+        raise ConfigurationError(f"{attribute.name} must be True or False, not {value!r}")
+
+
 @attrs.frozen(kw_only=True)
 class HealConfig:
     """``heal.failure.interval.ms``: absent longer than this = failed;
     ``heal.chunk.size``: partitions per chunk; ``heal.throttle.bytes.per.s``: the
-    executor's replication throttle per chunk (None: none)."""
+    executor's replication throttle per chunk (None: none);
+    ``heal.retry.backoff.ms`` / ``heal.retry.backoff.max.ms``: how long a chunk's
+    unhealed partitions wait before they are tried again (doubling per attempt, up to
+    the maximum); ``heal.elect.preferred.leaders``: a preferred-leader election after
+    moves that end with another leader."""
 
     failure_interval_ms: int = attrs.field(default=DEFAULT_FAILURE_INTERVAL_MS, validator=_positive)
     chunk_size: int = attrs.field(default=DEFAULT_CHUNK_SIZE, validator=_positive)
     throttle_bytes_per_s: int | None = attrs.field(default=None, validator=_positive)
+    retry_backoff_ms: int = attrs.field(default=DEFAULT_RETRY_BACKOFF_MS, validator=_positive)
+    retry_backoff_max_ms: int = attrs.field(
+        default=DEFAULT_RETRY_BACKOFF_MAX_MS, validator=_positive
+    )
+    elect_preferred_leaders: bool = attrs.field(default=False, validator=_flag)
+
+    def backoff_s(self, attempt: int) -> float:
+        """Seconds before attempt ``attempt + 1`` (attempt 1 is the first)."""
+        ms = min(self.retry_backoff_max_ms, self.retry_backoff_ms * (1 << max(0, attempt - 1)))
+        return ms / 1000.0
 
 
 _KEYS: Final = {
     "heal.failure.interval.ms": "failure_interval_ms",
     "heal.chunk.size": "chunk_size",
     "heal.throttle.bytes.per.s": "throttle_bytes_per_s",
+    "heal.retry.backoff.ms": "retry_backoff_ms",
+    "heal.retry.backoff.max.ms": "retry_backoff_max_ms",
+    "heal.elect.preferred.leaders": "elect_preferred_leaders",
 }
+_BOOL_KEYS: Final = frozenset({"heal.elect.preferred.leaders"})
 
 
 def parse_heal_config(settings: Mapping[str, object]) -> HealConfig:
     """The ``heal.*`` keys of ``settings`` (others are ignored: they are the
     client's). ``ConfigurationError`` names a bad value or an unknown ``heal.`` key."""
-    values: dict[str, int] = {}
+    values: dict[str, int | bool] = {}
     for key, value in settings.items():
         if not key.startswith("heal."):
             continue
         if key not in _KEYS:
             raise ConfigurationError(f"unknown healer key {key!r}; known: {sorted(_KEYS)}")
+        if key in _BOOL_KEYS:
+            text = str(value).strip().lower()
+            if text not in ("true", "false"):
+                raise ConfigurationError(f"{key} must be true or false, not {value!r}")
+            values[_KEYS[key]] = text == "true"
+            continue
         try:
             values[_KEYS[key]] = int(str(value))
         except ValueError:
             raise ConfigurationError(f"{key} must be an integer, not {value!r}") from None
-    return HealConfig(**values)
+    return HealConfig(**values)  # type: ignore[arg-type]
 
 
 class ChunkState(enum.Enum):
@@ -133,11 +167,13 @@ _FINISHED: Final = frozenset({ChunkState.DONE, ChunkState.SKIPPED, ChunkState.CA
 @attrs.frozen
 class ClusterSeen:
     """Live brokers (id -> rack) and every partition as the cluster shows them now;
-    ``sizes`` (bytes per partition) when known."""
+    ``sizes`` (bytes per partition) and ``storage`` (each live broker's storage and
+    disks, from DescribeLogDirs) when known. The assignor gets the storage figures."""
 
     live: Mapping[int, str | None]
     partitions: Mapping[TopicPartition, ObservedPartition]
     sizes: Mapping[TopicPartition, int] = attrs.field(factory=dict)
+    storage: Mapping[int, BrokerLoad] = attrs.field(factory=dict)
 
 
 @attrs.frozen
@@ -168,7 +204,15 @@ class Store:
     value: Mapping[str, Any] | None
 
 
-HealerAction = ChunkAction | Store
+@attrs.frozen
+class Alert:
+    """Something an operator must hear about (partitions left under-replicated); the
+    driver logs it at ERROR level, and the state records keep it for ``heal status``."""
+
+    message: str
+
+
+HealerAction = ChunkAction | Store | Alert
 
 
 @attrs.define
@@ -179,6 +223,14 @@ class _Chunk:
     state: ChunkState = ChunkState.QUEUED
     executor: ExecutorCore | None = None
     error: str | None = None
+    #: 1 for a first try; a retry chunk of the unhealed partitions counts on.
+    attempt: int = 1
+    #: Not started before (a retry's backoff), wall-clock seconds.
+    not_before: float | None = None
+    #: When done: the partitions it did not heal, and why.
+    unhealed: dict[str, str] = attrs.Factory(dict)
+    #: Partitions another tool was moving when the chunk started (left alone).
+    left_alone: dict[str, str] = attrs.Factory(dict)
 
     def record(self) -> dict[str, Any]:
         return {
@@ -187,6 +239,10 @@ class _Chunk:
             "state": self.state.value,
             "executor": None if self.executor is None else self.executor.to_dict(),
             "error": self.error,
+            "attempt": self.attempt,
+            "not_before": self.not_before,
+            "unhealed": dict(self.unhealed),
+            "left_alone": dict(self.left_alone),
         }
 
 
@@ -197,11 +253,15 @@ class HealerCore:
     tracked) gets a first-seen time; absent ``failure_interval_ms`` later it is
     failed, its partitions are split into chunks of ``chunk_size`` (by topic and
     partition), and the chunks run one after another. When a chunk starts, its
-    targets are computed from the cluster at that moment with ``assignor``
-    (never on a dead broker, never two replicas on one broker); partitions with no
-    replica left on a failed broker are skipped, and a chunk with none is SKIPPED.
-    A failed broker that returns cancels its queued chunks; a running chunk finishes.
-    A broker that returns within the interval triggers nothing.
+    targets are computed from the cluster at that moment with ``assignor``, which
+    sees the brokers' replica counts and storage (never on a dead broker, never two
+    replicas on one broker); partitions with no replica left on a failed broker are
+    skipped, a chunk with none is SKIPPED, and partitions another tool is moving are
+    left alone. When a chunk ends, the partitions it did not heal (a move refused,
+    reverted, taken over, or left alone) go into a retry chunk that waits
+    ``retry_backoff_ms`` (doubling per attempt up to ``retry_backoff_max_ms``), with
+    an :class:`Alert`. A failed broker that returns cancels its queued chunks; a
+    running chunk finishes. A broker that returns within the interval triggers nothing.
     """
 
     def __init__(self, config: HealConfig, assignor: ReplicaAssignor) -> None:
@@ -214,6 +274,10 @@ class HealerCore:
         self._stored: dict[str, Mapping[str, Any]] = {}
         self._last: ClusterSeen | None = None
         self._resumed: set[str] = set()
+        #: The latest partition sizes and broker storage seen (observations bring
+        #: them only when a chunk is about to start).
+        self._sizes: dict[TopicPartition, int] = {}
+        self._storage: dict[int, BrokerLoad] = {}
         self.chunks_done_total = 0
 
     # ------------------------------------------------------------------ reading
@@ -232,12 +296,51 @@ class HealerCore:
     def chunk_state(self, chunk_id: str) -> ChunkState:
         return self._chunks[chunk_id].state
 
+    def retries(self) -> list[tuple[str, int, float | None, dict[str, str]]]:
+        """Queued retry chunks: id, attempt, when they may start, why they exist."""
+        return [
+            (c.chunk_id, c.attempt, c.not_before, dict(c.unhealed or c.left_alone))
+            for c in self._chunks.values()
+            if c.attempt > 1 and c.state is ChunkState.QUEUED
+        ]
+
+    def focus(self, now: float) -> tuple[TopicPartition, ...]:
+        """The partitions to look at closely now: the running chunk's, or those of the
+        chunk that may start next (the driver describes only these between full
+        views)."""
+        running = self._running()
+        if running is not None:
+            return running.partitions
+        ready = self._next_ready(now)
+        return () if ready is None else ready.partitions
+
+    def wants_storage(self, now: float) -> bool:
+        """Whether a chunk may start now: it needs the brokers' storage and the sizes
+        of its partitions (DescribeLogDirs) to be placed."""
+        return self._running() is None and self._next_ready(now) is not None
+
+    def due_brokers(self, now: float) -> frozenset[int]:
+        """Absent brokers whose interval has passed but that are not failed yet:
+        failing one needs every partition it hosts (a full view) and, for its first
+        chunk, their sizes."""
+        interval_s = self.config.failure_interval_ms / 1000.0
+        return frozenset(
+            b
+            for b, since in self._absent.items()
+            if b not in self._failed and now - since >= interval_s
+        )
+
+    def wants_full_view(self, now: float) -> bool:
+        return bool(self.due_brokers(now))
+
     def metrics(self) -> dict[str, float]:
         """Gauges and totals for the exporters (``coopconsumer.metrics_export``)."""
         counts = dict.fromkeys(ChunkState, 0)
         moved = 0
+        retried = 0
         for c in self._chunks.values():
             counts[c.state] += 1
+            retried += c.attempt > 1
             if c.executor is not None:
                 moved += c.executor.progress().bytes_done
         under = 0
@@ -248,6 +351,11 @@ class HealerCore:
                 for p in self._last.partitions.values()
                 if len(p.isr) < len(p.replicas) or any(r not in live for r in p.replicas)
             )
+        waiting = sum(
+            len(c.partitions)
+            for c in self._chunks.values()
+            if c.attempt > 1 and c.state is ChunkState.QUEUED
+        )
         return {
             "failed-brokers": float(len(self._failed)),
             "absent-brokers": float(len(self._absent)),
@@ -257,6 +365,8 @@ class HealerCore:
             "chunks-done-total": float(counts[ChunkState.DONE]),
             "chunks-skipped-total": float(counts[ChunkState.SKIPPED]),
             "chunks-cancelled-total": float(counts[ChunkState.CANCELLED]),
+            "chunks-retried-total": float(retried),
+            "partitions-awaiting-retry": float(waiting),
             "bytes-moved-total": float(moved),
         }
 
@@ -271,10 +381,14 @@ class HealerCore:
             actions = self._on_chunk_result(event, now)
         else:
             raise TypeError(f"not a healer input: {event!r}")
-        return self._store_changes() + actions
+        stores = self._store_changes()
+        alerts = [a for a in actions if isinstance(a, Alert)]
+        return stores + alerts + [a for a in actions if not isinstance(a, Alert)]
 
     def _on_seen(self, seen: ClusterSeen, now: float) -> list[HealerAction]:
         self._last = seen
+        self._sizes.update(seen.sizes)
+        self._storage.update(seen.storage)
         self._discover(seen, now)
         actions: list[HealerAction] = []
         running = self._running()
@@ -319,23 +433,73 @@ class HealerCore:
     def _running(self) -> _Chunk | None:
         return next((c for c in self._chunks.values() if c.state is ChunkState.RUNNING), None)
 
-    def _start_next(self, seen: ClusterSeen, now: float) -> list[HealerAction]:
+    def _next_ready(self, now: float) -> _Chunk | None:
         for c in self._chunks.values():
-            if c.state is not ChunkState.QUEUED:
-                continue
-            view = ClusterView(
-                brokers=[BrokerLoad(node_id=b, rack=rack) for b, rack in seen.live.items()],
-                assignments={tp: p.replicas for tp, p in seen.partitions.items()},
-            )
+            if c.state is ChunkState.QUEUED and (c.not_before is None or now >= c.not_before):
+                return c
+        return None
+
+    def _view(self, seen: ClusterSeen) -> ClusterView:
+        """What the assignor sees: live brokers with their replica and leader counts
+        (from the partitions) and, when known, their storage and disks."""
+        replicas = dict.fromkeys(seen.live, 0)
+        leaders = dict.fromkeys(seen.live, 0)
+        for p in seen.partitions.values():
+            for r in p.replicas:
+                if r in replicas:
+                    replicas[r] += 1
+            if p.leader in leaders:
+                leaders[p.leader] += 1
+        brokers = []
+        for b, rack in seen.live.items():
+            stored = self._storage.get(b)
+            load = BrokerLoad(node_id=b, rack=rack) if stored is None else stored
+            brokers.append(attrs.evolve(load, rack=rack, replicas=replicas[b], leaders=leaders[b]))
+        return ClusterView(
+            brokers=brokers,
+            assignments={tp: p.replicas for tp, p in seen.partitions.items()},
+        )
+
+    def _start_next(self, seen: ClusterSeen, now: float) -> list[HealerAction]:
+        actions: list[HealerAction] = []
+        while True:
+            c = self._next_ready(now)
+            if c is None:
+                return actions
+            # Another tool's reassignment in flight: not ours to touch (seed 000).
+            others = {
+                tp: seen.partitions[tp]
+                for tp in c.partitions
+                if tp in seen.partitions and seen.partitions[tp].reassigning
+            }
+            c.left_alone = {
+                f"{tp.topic}:{tp.partition}": f"another tool is moving it ({p.describe()})"
+                for tp, p in others.items()
+            }
+            view = self._view(seen)
             try:
                 plan = plan_move_off(
-                    view, self._failed, self.assignor, sizes=seen.sizes, partitions=c.partitions
+                    view,
+                    self._failed,
+                    self.assignor,
+                    sizes=self._sizes,
+                    partitions=c.partitions,
+                    skip=others,
                 )
             except PlanError as exc:
                 # Too few live brokers now; retried at the next observation.
+                if c.error != str(exc):
+                    actions.append(
+                        Alert(f"cannot place chunk {c.chunk_id} of broker {c.broker}: {exc}")
+                    )
                 c.error = str(exc)
-                return []
+                return actions
             if not plan.moves:
+                if others:
+                    # Only partitions others are moving: try again later.
+                    self._chunk_to(c, ChunkState.SKIPPED)
+                    actions += self._retry(c, dict(c.left_alone), now)
+                    continue
                 self._chunk_to(c, ChunkState.SKIPPED)
                 continue
             c.error = None
@@ -344,12 +508,12 @@ class HealerCore:
                 ExecutorConfig(
                     max_partitions=self.config.chunk_size,
                     throttle_bytes_per_s=self.config.throttle_bytes_per_s,
+                    elect_preferred_leaders=self.config.elect_preferred_leaders,
                 ),
             )
             self._chunk_to(c, ChunkState.RUNNING)
-            actions = [ChunkAction(c.chunk_id, a) for a in c.executor.start(now)]
+            actions += [ChunkAction(c.chunk_id, a) for a in c.executor.start(now)]
             return actions + self._feed(c, ClusterObserved(self._observed_for(c, seen)), now)
-        return []
 
     def _on_chunk_result(self, event: ChunkResult, now: float) -> list[HealerAction]:
         c = self._chunks.get(event.chunk_id)
@@ -364,9 +528,53 @@ class HealerCore:
         except ReassignmentError as exc:
             c.error = str(exc)
             return []
+        out: list[HealerAction] = [ChunkAction(c.chunk_id, a) for a in actions]
         if c.executor.finished:
             self._chunk_to(c, ChunkState.DONE)
-        return [ChunkAction(c.chunk_id, a) for a in actions]
+            out += self._finish(c, now)
+        return out
+
+    def _finish(self, c: _Chunk, now: float) -> list[HealerAction]:
+        """A chunk ended: the partitions it did not heal are tried again later."""
+        assert c.executor is not None
+        unhealed = dict(c.left_alone)
+        for move, state, error in c.executor.moves():
+            if state is not MoveState.DONE:
+                unhealed[f"{move.topic}:{move.partition}"] = f"{state.value}: {error or '-'}"
+        seen = self._last
+        if seen is not None:
+            for tp in c.partitions:
+                p = seen.partitions.get(tp)
+                key = f"{tp.topic}:{tp.partition}"
+                if p is not None and set(p.replicas) & self._failed and key not in unhealed:
+                    unhealed[key] = "still has a replica on a failed broker"
+        c.unhealed = unhealed
+        return self._retry(c, unhealed, now) if unhealed else []
+
+    def _retry(self, c: _Chunk, unhealed: Mapping[str, str], now: float) -> list[HealerAction]:
+        partitions = tuple(
+            TopicPartition(t, int(p)) for t, _, p in (key.rpartition(":") for key in unhealed)
+        )
+        attempt = c.attempt + 1
+        wait = self.config.backoff_s(c.attempt)
+        base = c.chunk_id.split(".r", 1)[0]
+        retry = _Chunk(
+            chunk_id=f"{base}.r{attempt}",
+            broker=c.broker,
+            partitions=tuple(sorted(partitions)),
+            attempt=attempt,
+            not_before=now + wait,
+            left_alone=dict(unhealed),
+        )
+        self._chunks[retry.chunk_id] = retry
+        first = next(iter(unhealed.items()))
+        return [
+            Alert(
+                f"{len(unhealed)} partition(s) of failed broker {c.broker} not healed by "
+                f"chunk {c.chunk_id} (attempt {c.attempt}), e.g. {first[0]}: {first[1]}; "
+                f"retry {retry.chunk_id} in {wait:g} s"
+            )
+        ]
 
     @staticmethod
     def _observed_for(c: _Chunk, seen: ClusterSeen) -> dict[TopicPartition, ObservedPartition]:
@@ -428,6 +636,10 @@ class HealerCore:
                         state=ChunkState(value["state"]),
                         executor=None if executor is None else ExecutorCore.from_dict(executor),
                         error=value.get("error"),
+                        attempt=int(value.get("attempt", 1)),
+                        not_before=value.get("not_before"),
+                        unhealed=dict(value.get("unhealed", {})),
+                        left_alone=dict(value.get("left_alone", {})),
                     )
                 else:
                     raise HealerError(f"unknown state key {key!r}")

@@ -13,14 +13,17 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 from ..._errors import BrokerConnectionError, DeliveryError, KafkaError, RequestTimeoutError
-from .._assignor import ReplicaAssignor
-from .._types import AdminOperationError, ClusterDescription, LogDirDescription, TopicDescription
-from ..reassign._driver import ReassignmentAdmin, observed_partitions, partition_sizes, perform
+from ..._types import TopicPartition
+from .._assignor import BrokerLoad, ReplicaAssignor, with_log_dirs
+from .._types import AdminOperationError, ClusterDescription
+from ..reassign._driver import ReassignmentAdmin, observed_partitions, perform
+from ..reassign._executor import ObservedPartition
 from ._core import (
+    Alert,
     ChunkAction,
     ChunkResult,
     ClusterSeen,
@@ -46,11 +49,9 @@ class HealerAdmin(ReassignmentAdmin, Protocol):
     """The admin calls the healer makes (:class:`~coopconsumer.admin.AdminClient`
     has them)."""
 
-    def describe_cluster(self, *, timeout_ms: float | None = None) -> ClusterDescription: ...
-
-    def describe_log_dirs(
-        self, brokers: Iterable[int] | None = None, *, timeout_ms: float | None = None
-    ) -> dict[int, tuple[LogDirDescription, ...]]: ...
+    def describe_cluster(
+        self, *, include_fenced_brokers: bool = False, timeout_ms: float | None = None
+    ) -> ClusterDescription: ...
 
 
 class HealStateStore(Protocol):
@@ -113,6 +114,15 @@ class Healer:
     On becoming active it rebuilds its state from ``store``, so a standby resumes
     where the previous active instance stopped (first-seen times, chunks, the
     running chunk's executor). ``clock`` gives wall-clock seconds.
+
+    Observation is cheap on big clusters: each step asks DescribeCluster; Metadata
+    and ListPartitionReassignments for every partition only on the first step, when
+    the live brokers change, when an absent broker's interval ends, and every
+    ``full_view_interval_s``; otherwise only for the topics and partitions of the
+    running chunk (or the one about to start). DescribeLogDirs (the sizes and storage
+    a placement needs, one request per broker) only when a broker fails, and before a
+    chunk starts when the figures are older than ``storage_interval_s``. Alerts
+    (partitions left unhealed) are logged at ERROR level.
     """
 
     def __init__(
@@ -126,6 +136,8 @@ class Healer:
         clock: Callable[[], float] = time.time,
         sleep: Callable[[float], None] = time.sleep,
         poll_interval_s: float = 5.0,
+        full_view_interval_s: float = 60.0,
+        storage_interval_s: float = 300.0,
     ) -> None:
         self.admin = admin
         self.assignor = assignor
@@ -135,7 +147,15 @@ class Healer:
         self._clock = clock
         self._sleep = sleep
         self.poll_interval_s = poll_interval_s
+        self.full_view_interval_s = full_view_interval_s
+        self.storage_interval_s = storage_interval_s
+        self._storage_at: float | None = None
         self.core: HealerCore | None = None
+        self._view: dict[TopicPartition, ObservedPartition] | None = None
+        self._view_live: frozenset[int] = frozenset()
+        self._view_at = 0.0
+        #: Alerts so far (also logged), newest last.
+        self.alerts: list[str] = []
 
     def step(self) -> bool:
         """One round; whether this instance was active."""
@@ -144,6 +164,7 @@ class Healer:
             return False
         if self.core is None:
             self.core = HealerCore.from_records(self.store.load(), self.config, self.assignor)
+            self._view = None  # a new active instance starts from a full view
             log.info("active healer; resumed %d stored record(s)", len(self.core.records()))
         self._run(self.core.handle(self.observe(), self._clock()))
         return True
@@ -187,20 +208,75 @@ class Healer:
         return self.core.metrics()
 
     def observe(self) -> ClusterSeen:
+        """What the cluster shows now, asking as little as it can (see the class
+        docstring)."""
+        now = self._clock()
+        core = self.core or HealerCore(self.config, self.assignor)
         cluster = self.admin.describe_cluster()
-        described: dict[str, TopicDescription] = self.admin.describe_topics()
-        moving = self.admin.list_partition_reassignments()
-        return ClusterSeen(
-            live={b.node_id: b.rack for b in cluster.brokers},
-            partitions=observed_partitions(described, moving),
-            sizes=partition_sizes(self.admin),
+        live = {b.node_id: b.rack for b in cluster.brokers}
+        full = (
+            self._view is None
+            or frozenset(live) != self._view_live
+            or now - self._view_at >= self.full_view_interval_s
+            or core.wants_full_view(now)
         )
+        if full:
+            # Reassignments first, Metadata second (see ReassignmentExecutor.observe).
+            moving = self.admin.list_partition_reassignments()
+            self._view = observed_partitions(self.admin.describe_topics(), moving)
+            self._view_live = frozenset(live)
+            self._view_at = now
+        else:
+            assert self._view is not None
+            focus = core.focus(now)
+            if focus:
+                moving = self.admin.list_partition_reassignments(focus)
+                try:
+                    described = self.admin.describe_topics(sorted({tp.topic for tp in focus}))
+                except AdminOperationError as exc:
+                    described = dict(exc.completed or {})  # a deleted topic: its moves fail
+                fresh = observed_partitions(described, moving)
+                for tp in focus:
+                    if tp.topic in described:
+                        self._view.pop(tp, None)
+                self._view.update(fresh)
+        sizes: dict[TopicPartition, int] = {}
+        storage: dict[int, BrokerLoad] = {}
+        stale = self._storage_at is None or now - self._storage_at >= self.storage_interval_s
+        if core.due_brokers(now) or (core.wants_storage(now) and stale):
+            # A broker fails now (its first chunk starts in this step), or a chunk is
+            # about to start and the figures are old: every broker's disks, once.
+            sizes, storage = self._storage(list(live))
+            self._storage_at = now
+        return ClusterSeen(live=live, partitions=dict(self._view), sizes=sizes, storage=storage)
+
+    def _storage(
+        self, brokers: Sequence[int]
+    ) -> tuple[dict[TopicPartition, int], dict[int, BrokerLoad]]:
+        """Every partition's size and each broker's storage (per disk too)."""
+        try:
+            dirs = self.admin.describe_log_dirs(brokers)
+        except AdminOperationError as exc:
+            dirs = dict(exc.completed or {})
+        sizes: dict[TopicPartition, int] = {}
+        storage: dict[int, BrokerLoad] = {}
+        for broker, per_dir in dirs.items():
+            storage[broker] = with_log_dirs(BrokerLoad(node_id=broker), per_dir)
+            for d in per_dir:
+                for r in d.replicas:
+                    if not r.is_future:
+                        tp = TopicPartition(r.topic, r.partition)
+                        sizes[tp] = max(sizes.get(tp, 0), r.size_bytes)
+        return sizes, storage
 
     def _run(self, actions: list[HealerAction]) -> None:
         assert self.core is not None
         for action in actions:
             if isinstance(action, Store):
                 self.store.write(action.key, action.value)
+            elif isinstance(action, Alert):
+                self.alerts.append(action.message)
+                log.error("ALERT: %s", action.message)
             elif isinstance(action, ChunkAction):
                 result = perform(self.admin, action.action)
                 if result is not None:

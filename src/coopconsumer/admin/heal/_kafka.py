@@ -15,8 +15,12 @@ from __future__ import annotations
 
 import json
 import logging
+import time
+import uuid
 from collections.abc import Mapping
 from typing import Any
+
+import attrs
 
 from ..._consumer import Consumer
 from ..._errors import KafkaError
@@ -27,7 +31,14 @@ from .._client import AdminClient
 from .._types import AdminOperationError, NewTopic
 from ._core import HealerError
 
-__all__ = ["DEFAULT_GROUP_ID", "DEFAULT_STATE_TOPIC", "KafkaStateTopic", "create_state_topic"]
+__all__ = [
+    "DEFAULT_GROUP_ID",
+    "DEFAULT_STATE_TOPIC",
+    "KafkaStateTopic",
+    "create_state_topic",
+    "read_state",
+    "state_topic_settings",
+]
 
 log = logging.getLogger("coopconsumer.admin.heal")
 
@@ -40,27 +51,87 @@ DEFAULT_GROUP_ID = "coopconsumer-heal"
 _SHARED_PREFIXES = ("bootstrap.servers", "client.id", "security.", "ssl.", "sasl.")
 
 
+def state_topic_settings(brokers: int, replication_factor: int | None = None) -> NewTopic:
+    """The state topic to create on a cluster of ``brokers`` live brokers: compacted,
+    one partition, ``replication_factor`` replicas (default: min(3, brokers), so the
+    state and the election survive the loss of a broker as Kafka's own internal
+    topics do) and ``min.insync.replicas`` one less (at least 1, at most 2)."""
+    rf = min(3, max(1, brokers)) if replication_factor is None else replication_factor
+    return NewTopic(
+        DEFAULT_STATE_TOPIC,
+        num_partitions=1,
+        replication_factor=rf,
+        configs={
+            "cleanup.policy": "compact",
+            "min.insync.replicas": str(min(2, max(1, rf - 1))),
+        },
+    )
+
+
 def create_state_topic(
-    admin: AdminClient, topic: str = DEFAULT_STATE_TOPIC, *, replication_factor: int = 1
-) -> bool:
-    """Create the compacted one-partition state topic; False when it exists already."""
+    admin: AdminClient,
+    topic: str = DEFAULT_STATE_TOPIC,
+    *,
+    replication_factor: int | None = None,
+) -> int | None:
+    """Create the compacted one-partition state topic with ``replication_factor``
+    replicas (None: min(3, live brokers), see :func:`state_topic_settings`); the
+    replication factor it got, None when it exists already."""
+    settings = state_topic_settings(len(admin.describe_cluster().brokers), replication_factor)
+    settings = attrs.evolve(settings, name=topic)
     try:
-        admin.create_topics(
-            [
-                NewTopic(
-                    topic,
-                    num_partitions=1,
-                    replication_factor=replication_factor,
-                    configs={"cleanup.policy": "compact"},
-                )
-            ]
-        )
+        admin.create_topics([settings])
     except AdminOperationError as exc:
         error = exc.errors.get(topic)
         if isinstance(error, KafkaError) and error.name == "TOPIC_ALREADY_EXISTS":
-            return False
+            return None
         raise
-    return True
+    return settings.replication_factor
+
+
+def read_state(
+    config: Mapping[str, object], topic: str = DEFAULT_STATE_TOPIC, *, timeout_s: float = 10.0
+) -> dict[str, Mapping[str, Any]]:
+    """The healer state in ``topic`` (the latest value per key), read to its end by a
+    consumer that assigns itself the partition: it joins no group, so it never takes
+    the state partition from the active healer. ``HealerError`` when the end is not
+    reached within ``timeout_s`` or a record is not JSON."""
+    settings = {
+        k: v for k, v in config.items() if k.startswith((*_SHARED_PREFIXES, "session.", "request."))
+    }
+    settings["group.id"] = f"coopconsumer-heal-status-{uuid.uuid4().hex[:12]}"
+    settings["enable.auto.commit"] = False
+    partition = TopicPartition(topic, 0)
+    consumer = Consumer(settings)
+    records: dict[str, Mapping[str, Any]] = {}
+    try:
+        low, high = consumer.get_watermark_offsets(partition, timeout=timeout_s)
+        if high <= low:
+            return records
+        consumer.assign([partition])
+        consumer.seek_to_beginning([partition])
+        deadline = time.monotonic() + timeout_s
+        position = low
+        while position < high:
+            if time.monotonic() > deadline:
+                raise HealerError(f"could not read {topic} to its end within {timeout_s} s")
+            for message in consumer.consume(500, 0.2):
+                offset = message.offset()
+                if offset is not None:
+                    position = max(position, offset + 1)
+                key, value = message.key(), message.value()
+                if key is None:
+                    continue
+                if value is None:
+                    records.pop(key.decode(), None)
+                    continue
+                try:
+                    records[key.decode()] = json.loads(value)
+                except ValueError:
+                    raise HealerError(f"state record {key.decode()!r} is not JSON") from None
+    finally:
+        consumer.close()
+    return records
 
 
 class KafkaStateTopic(RebalanceListener):

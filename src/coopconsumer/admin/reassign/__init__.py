@@ -38,6 +38,7 @@ from ._plan import PartitionMove as PartitionMove
 from ._plan import PlanError as PlanError
 from ._plan import ReassignmentPlan as ReassignmentPlan
 from ._plan import plan_add_brokers as plan_add_brokers
+from ._plan import plan_balance_disks as plan_balance_disks
 from ._plan import plan_move_off as plan_move_off
 from ._plan import plan_rebalance as plan_rebalance
 
@@ -58,6 +59,7 @@ __all__ = [
     "executor_running",
     "load_state",
     "plan_add_brokers",
+    "plan_balance_disks",
     "plan_move_off",
     "plan_rebalance",
     "replicas_to_keep",

@@ -17,6 +17,9 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any, Protocol
 
+import attrs
+
+from ..._errors import BrokerConnectionError, RequestTimeoutError
 from ..._types import TopicPartition
 from .._types import (
     AdminOperationError,
@@ -25,27 +28,41 @@ from .._types import (
     ConfigEntry,
     ConfigResource,
     ConfigResourceType,
+    ConfigSource,
+    ElectionResult,
+    ElectionType,
     LogDirDescription,
     PartitionReassignment,
     TopicDescription,
+    TopicPartitionReplica,
 )
 from ._executor import (
+    LIST_KEYS,
+    RATE_KEYS,
+    TERMINAL,
     Action,
+    AlterLogDirs,
     Cancel,
     CancelRequested,
     CancelSent,
     ClusterObserved,
+    ConfigChanged,
+    ElectPreferred,
     ExecutorConfig,
     ExecutorCore,
     Input,
+    LeadersElected,
+    LogDirsAltered,
     ObservedPartition,
     Progress,
+    ReadThrottles,
     ReassignmentError,
     RemoveThrottles,
     SetThrottles,
     Submit,
     Submitted,
     TargetChangeRequested,
+    ThrottlesRead,
     ThrottlesRemoved,
     ThrottlesSet,
 )
@@ -70,7 +87,19 @@ class ExecutorBusyError(ReassignmentError):
     """Another executor holds this state file's lock."""
 
 
-class ReassignmentAdmin(Protocol):
+class LogDirsAdmin(Protocol):
+    """What :func:`partition_sizes` calls."""
+
+    def describe_log_dirs(
+        self,
+        brokers: Iterable[int] | None = None,
+        *,
+        partitions: Iterable[TopicPartition] | None = None,
+        timeout_ms: float | None = None,
+    ) -> dict[int, tuple[LogDirDescription, ...]]: ...
+
+
+class ReassignmentAdmin(LogDirsAdmin, Protocol):
     """The admin calls the executor makes (:class:`~coopconsumer.admin.AdminClient`
     has them)."""
 
@@ -104,13 +133,17 @@ class ReassignmentAdmin(Protocol):
         timeout_ms: float | None = None,
     ) -> None: ...
 
+    def elect_leaders(
+        self,
+        partitions: Iterable[TopicPartition] | None = None,
+        *,
+        election_type: ElectionType = ElectionType.PREFERRED,
+        timeout_ms: float | None = None,
+    ) -> dict[TopicPartition, ElectionResult]: ...
 
-class LogDirsAdmin(Protocol):
-    """What :func:`partition_sizes` calls."""
-
-    def describe_log_dirs(
-        self, brokers: Iterable[int] | None = None, *, timeout_ms: float | None = None
-    ) -> dict[int, tuple[LogDirDescription, ...]]: ...
+    def alter_replica_log_dirs(
+        self, moves: Mapping[TopicPartitionReplica, str], *, timeout_ms: float | None = None
+    ) -> None: ...
 
 
 def load_state(path: str | os.PathLike[str]) -> ExecutorCore:
@@ -120,6 +153,14 @@ def load_state(path: str | os.PathLike[str]) -> ExecutorCore:
     except (OSError, json.JSONDecodeError) as exc:
         raise ReassignmentError(f"cannot read the executor state {path}: {exc}") from exc
     return ExecutorCore.from_dict(data)
+
+
+def state_json(data: Mapping[str, Any]) -> str:
+    """The executor state as JSON with one move per line (diffable, and written by
+    the C encoder: a pretty-printed state of 2,000 moves took about a second)."""
+    head = {k: v for k, v in data.items() if k != "moves"}
+    lines = ",\n  ".join(json.dumps(m, separators=(",", ":")) for m in data.get("moves", ()))
+    return f'{json.dumps(head)[:-1]}, "moves": [\n  {lines}\n]}}\n'
 
 
 def _write_atomically(path: Path, text: str) -> None:
@@ -243,6 +284,7 @@ class ReassignmentExecutor:
         self._checkpoint = checkpoint or (lambda label: None)
         self._min_isr: dict[str, int] = {}
         self._started = False
+        self._pending_config: ExecutorConfig | None = None
 
     @classmethod
     def create(
@@ -295,6 +337,9 @@ class ReassignmentExecutor:
         if not self._started:
             self._started = True
             self._act(self.core.start(self._clock()))
+            if self._pending_config is not None:
+                config, self._pending_config = self._pending_config, None
+                self.feed(ConfigChanged(config))
         if self.state_path is not None:
             for request in _take_requests(self.state_path):
                 try:
@@ -322,9 +367,18 @@ class ReassignmentExecutor:
         """Change one partition's target (seed 000's rule for an in-flight one)."""
         self.feed(TargetChangeRequested(tp, tuple(replicas)))
 
+    def change_config(self, config: ExecutorConfig) -> None:
+        """Change the window, per-broker cap, throttle or flags from now on (a new
+        throttle rate is set on the brokers at once). Before :meth:`run` starts, the
+        change waits for it (and for its lock)."""
+        if not self._started:
+            self._pending_config = config
+            return
+        self.feed(ConfigChanged(config))
+
     def persist(self) -> None:
         if self.state_path is not None:
-            _write_atomically(self.state_path, json.dumps(self.core.to_dict(), indent=1))
+            _write_atomically(self.state_path, state_json(self.core.to_dict()))
 
     @contextlib.contextmanager
     def _exclusive(self) -> Iterator[None]:
@@ -341,15 +395,18 @@ class ReassignmentExecutor:
     def observe(self) -> dict[TopicPartition, ObservedPartition]:
         """The plan's partitions as the cluster shows them."""
         topics = sorted({m.topic for m in self.core.plan.moves})
+        # Reassignments first, Metadata second: a move that ends between the two reads
+        # then shows as still moving, never as its old replicas without a reassignment.
+        moving = self.admin.list_partition_reassignments()
         try:
             described = self.admin.describe_topics(topics)
         except AdminOperationError as exc:
             described = dict(exc.completed or {})  # deleted topics: their moves fail
         self._learn_min_isr([t for t in described if t not in self._min_isr])
-        moving = self.admin.list_partition_reassignments()
         wanted = set(self.core.plan.by_partition())
         observed = observed_partitions(described, moving, self._min_isr)
-        return {tp: p for tp, p in observed.items() if tp in wanted}
+        observed = {tp: p for tp, p in observed.items() if tp in wanted}
+        return with_log_dirs(self.admin, self.core, observed)
 
     def _learn_min_isr(self, topics: Sequence[str]) -> None:
         if not topics:
@@ -392,13 +449,123 @@ def perform(admin: ReassignmentAdmin, action: Action) -> Input | None:
             frozenset(action.partitions),
             _refusals(lambda: admin.alter_partition_reassignments(targets)),
         )
+    if isinstance(action, ReadThrottles):
+        return read_throttles(admin, action)
     if isinstance(action, SetThrottles):
-        admin.incremental_alter_configs(_throttle_changes(action, remove=False))
+        admin.incremental_alter_configs(_throttle_changes(action))
         return ThrottlesSet()
     if isinstance(action, RemoveThrottles):
-        admin.incremental_alter_configs(_throttle_changes(action, remove=True))
+        admin.incremental_alter_configs(_throttle_changes(action))
         return ThrottlesRemoved()
+    if isinstance(action, ElectPreferred):
+        return LeadersElected(_elect(admin, action.partitions))
+    if isinstance(action, AlterLogDirs):
+        return _alter_dirs(admin, action)
     raise TypeError(f"not an executor action: {action!r}")
+
+
+def _alter_dirs(admin: ReassignmentAdmin, action: AlterLogDirs) -> LogDirsAltered:
+    moves = {
+        TopicPartitionReplica(tp.topic, tp.partition, b): d for (tp, b), d in action.dirs.items()
+    }
+    refused: dict[tuple[TopicPartition, int], str] = {}
+    try:
+        admin.alter_replica_log_dirs(moves)
+    except AdminOperationError as exc:
+        for replica, error in exc.errors.items():
+            name = getattr(error, "name", type(error).__name__)
+            if isinstance(replica, TopicPartitionReplica) and name != "REPLICA_NOT_AVAILABLE":
+                key = (TopicPartition(replica.topic, replica.partition), replica.broker_id)
+                refused[key] = f"{name}: {error}"
+    return LogDirsAltered(frozenset(action.dirs), refused)
+
+
+def with_log_dirs(
+    admin: ReassignmentAdmin,
+    core: ExecutorCore,
+    observed: Mapping[TopicPartition, ObservedPartition],
+) -> dict[TopicPartition, ObservedPartition]:
+    """``observed`` with the log directories (DescribeLogDirs) of the partitions whose
+    moves name directories and are not over, asking only the brokers concerned."""
+    asked: dict[TopicPartition, set[int]] = {}
+    for move, state, _ in core.moves():
+        if move.target_dirs and state not in TERMINAL and move.tp in observed:
+            asked[move.tp] = set(move.target_dirs)
+    out = dict(observed)
+    if not asked:
+        return out
+    brokers = sorted(set().union(*asked.values()))
+    try:
+        described = admin.describe_log_dirs(brokers, partitions=sorted(asked))
+    except AdminOperationError as exc:
+        described = dict(exc.completed or {})  # a broker that is down: not done yet
+    dirs: dict[TopicPartition, dict[int, str]] = {}
+    futures: dict[TopicPartition, dict[int, str]] = {}
+    for broker, per_dir in described.items():
+        for d in per_dir:
+            for r in d.replicas:
+                tp = TopicPartition(r.topic, r.partition)
+                (futures if r.is_future else dirs).setdefault(tp, {})[broker] = d.path
+    for tp in asked:
+        out[tp] = attrs.evolve(out[tp], log_dirs=dirs.get(tp, {}), future_dirs=futures.get(tp, {}))
+    return out
+
+
+def read_throttles(admin: ReassignmentAdmin, action: ReadThrottles) -> ThrottlesRead:
+    """The brokers' own throttle rates (a rate from the cluster-wide default or
+    Kafka's default counts as not set: deleting ours brings it back) and the topics'
+    throttled replica lists."""
+    configs = admin.describe_configs(
+        [ConfigResource(ConfigResourceType.TOPIC, t) for t in action.topics]
+    )
+    unreachable: set[int] = set()
+    for b in action.brokers:
+        # One broker at a time: each answers for itself, and one that is down (a failed
+        # broker being healed) must not stop the others.
+        resource = ConfigResource(ConfigResourceType.BROKER, str(b))
+        try:
+            configs.update(admin.describe_configs([resource]))
+        except (BrokerConnectionError, RequestTimeoutError) as exc:
+            log.info("throttles: broker %d cannot be asked (%s); not throttled", b, exc)
+            unreachable.add(b)
+    rates: dict[int, dict[str, str | None]] = {}
+    lists: dict[str, dict[str, tuple[str, ...]]] = {}
+    for resource, entries in configs.items():
+        if resource.type is ConfigResourceType.BROKER:
+            rates[int(resource.name)] = {
+                key: entry.value
+                if (entry := entries.get(key)) is not None
+                and entry.source is ConfigSource.DYNAMIC_BROKER_CONFIG
+                else None
+                for key in RATE_KEYS
+            }
+        else:
+            lists[resource.name] = {
+                key: tuple(
+                    item.strip()
+                    for item in (getattr(entries.get(key), "value", None) or "").split(",")
+                    if item.strip()
+                )
+                for key in LIST_KEYS
+            }
+    return ThrottlesRead(rates=rates, replicas=lists, unreachable=frozenset(unreachable))
+
+
+def _elect(
+    admin: ReassignmentAdmin, partitions: Sequence[TopicPartition]
+) -> dict[TopicPartition, str]:
+    try:
+        results = admin.elect_leaders(partitions)
+    except AdminOperationError as exc:
+        out = {
+            tp: f"{getattr(e, 'name', type(e).__name__)}: {e}"
+            for tp, e in exc.errors.items()
+            if isinstance(tp, TopicPartition)
+        }
+        done = exc.completed if isinstance(exc.completed, Mapping) else {}
+        out.update({tp: r.value.replace("_", " ") for tp, r in done.items()})
+        return out
+    return {tp: r.value.replace("_", " ") for tp, r in results.items()}
 
 
 def _refusals(call: Callable[[], None]) -> dict[TopicPartition, str]:
@@ -455,13 +622,13 @@ def partition_sizes(admin: LogDirsAdmin) -> dict[TopicPartition, int]:
 
 
 def _throttle_changes(
-    action: SetThrottles | RemoveThrottles, *, remove: bool
+    action: SetThrottles | RemoveThrottles,
 ) -> dict[ConfigResource, list[AlterConfigOp]]:
+    remove = isinstance(action, RemoveThrottles)
     list_op = AlterConfigOpType.SUBTRACT if remove else AlterConfigOpType.APPEND
     changes: dict[ConfigResource, list[AlterConfigOp]] = {}
-    for key, entries in (
-        ("leader.replication.throttled.replicas", action.leader_replicas),
-        ("follower.replication.throttled.replicas", action.follower_replicas),
+    for key, entries in zip(
+        LIST_KEYS, (action.leader_replicas, action.follower_replicas), strict=True
     ):
         for topic, items in entries.items():
             changes.setdefault(ConfigResource(ConfigResourceType.TOPIC, topic), []).append(
@@ -469,9 +636,11 @@ def _throttle_changes(
             )
     for broker in action.brokers:
         ops = changes.setdefault(ConfigResource(ConfigResourceType.BROKER, str(broker)), [])
-        for key in ("leader.replication.throttled.rate", "follower.replication.throttled.rate"):
+        for key in RATE_KEYS:
             if isinstance(action, SetThrottles):
                 ops.append(AlterConfigOp(key, AlterConfigOpType.SET, str(action.rate)))
+            elif (previous := action.rates[broker].get(key)) is not None:
+                ops.append(AlterConfigOp(key, AlterConfigOpType.SET, previous))
             else:
                 ops.append(AlterConfigOp(key, AlterConfigOpType.DELETE))
     return changes

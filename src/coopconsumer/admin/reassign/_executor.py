@@ -21,28 +21,36 @@ import attrs
 
 from ..._errors import ConfigurationError, CoopConsumerError
 from ..._types import TopicPartition
+from .._types import Reassigning
 from ._plan import PartitionMove, PlanError, ReassignmentPlan
 
 __all__ = [
     "Action",
+    "AlterLogDirs",
     "Cancel",
     "CancelRequested",
     "CancelSent",
     "ClusterObserved",
+    "ConfigChanged",
+    "ElectPreferred",
     "ExecutorConfig",
     "ExecutorCore",
     "IllegalMoveTransition",
     "Input",
+    "LeadersElected",
+    "LogDirsAltered",
     "MoveState",
     "ObservedPartition",
     "Phase",
     "Progress",
+    "ReadThrottles",
     "ReassignmentError",
     "RemoveThrottles",
     "SetThrottles",
     "Submit",
     "Submitted",
     "TargetChangeRequested",
+    "ThrottlesRead",
     "ThrottlesRemoved",
     "ThrottlesSet",
     "replicas_to_keep",
@@ -78,6 +86,8 @@ class MoveState(enum.Enum):
     CANCELLED = "cancelled"
     #: The broker refused it (unknown broker, partition deleted...).
     FAILED = "failed"
+    #: Another tool is moving the partition: not touched (``override`` takes it over).
+    CONFLICT = "conflict"
 
 
 #: Valid predecessors of each state (the one place illegal moves fail).
@@ -98,17 +108,23 @@ _PREDECESSORS: Final[Mapping[MoveState, frozenset[MoveState]]] = MappingProxyTyp
         MoveState.FAILED: frozenset(
             {MoveState.QUEUED, MoveState.SUBMITTING, MoveState.IN_FLIGHT, MoveState.CANCELLING}
         ),
+        MoveState.CONFLICT: frozenset(
+            {MoveState.QUEUED, MoveState.SUBMITTING, MoveState.IN_FLIGHT}
+        ),
     }
 )
 
 ACTIVE: Final = frozenset({MoveState.SUBMITTING, MoveState.IN_FLIGHT, MoveState.CANCELLING})
-TERMINAL: Final = frozenset({MoveState.DONE, MoveState.CANCELLED, MoveState.FAILED})
+TERMINAL: Final = frozenset(
+    {MoveState.DONE, MoveState.CANCELLED, MoveState.FAILED, MoveState.CONFLICT}
+)
 
 
 class Phase(enum.Enum):
     """Where the whole reassignment is."""
 
-    #: Replication throttles are being set; nothing is submitted before they are.
+    #: Replication throttles are being read (to restore them exactly afterwards) and
+    #: set; nothing is submitted before they are.
     THROTTLING = "throttling"
     #: Moves are submitted as the window allows.
     RUNNING = "running"
@@ -125,15 +141,31 @@ def _positive_int(instance: object, attribute: attrs.Attribute[Any], value: int 
         raise ConfigurationError(f"{attribute.name} must be an int >= 1, not {value!r}")
 
 
+def _flag(instance: object, attribute: attrs.Attribute[Any], value: bool) -> None:
+    if not isinstance(value, bool):
+        raise ConfigurationError(f"{attribute.name} must be True or False, not {value!r}")
+
+
 @attrs.frozen(kw_only=True)
 class ExecutorConfig:
     """The window: at most ``max_partitions`` moves and ``max_bytes`` bytes to copy in
-    flight (a move larger than ``max_bytes`` starts alone); replication throttled to
-    ``throttle_bytes_per_s`` per broker while it runs (None: no throttle)."""
+    flight (a move larger than ``max_bytes`` starts alone), and at most
+    ``max_moves_per_broker`` moves into or out of any one broker (Cruise Control's
+    per-broker cap; None: no cap); replication throttled to ``throttle_bytes_per_s``
+    per broker while it runs (None: no throttle). ``elect_preferred_leaders`` asks for
+    a preferred-leader election for each move that ends with another leader.
+    ``override`` takes over partitions another tool is moving; by default they are
+    left alone (``MoveState.CONFLICT``)."""
 
     max_partitions: int = attrs.field(default=50, validator=_positive_int)
     max_bytes: int | None = attrs.field(default=None, validator=_positive_int)
     throttle_bytes_per_s: int | None = attrs.field(default=None, validator=_positive_int)
+    max_moves_per_broker: int | None = attrs.field(default=None, validator=_positive_int)
+    elect_preferred_leaders: bool = attrs.field(default=False, validator=_flag)
+    override: bool = attrs.field(default=False, validator=_flag)
+
+    def to_dict(self) -> dict[str, Any]:
+        return attrs.asdict(self)
 
 
 def _ids(value: Iterable[int]) -> tuple[int, ...]:
@@ -141,7 +173,7 @@ def _ids(value: Iterable[int]) -> tuple[int, ...]:
 
 
 @attrs.frozen(kw_only=True)
-class ObservedPartition:
+class ObservedPartition(Reassigning):
     """A partition as Metadata and ListPartitionReassignments show it."""
 
     replicas: tuple[int, ...] = attrs.field(converter=_ids)
@@ -151,10 +183,18 @@ class ObservedPartition:
     removing: tuple[int, ...] = attrs.field(default=(), converter=_ids)
     #: The topic's ``min.insync.replicas``.
     min_insync_replicas: int = 1
+    #: Broker -> log directory of its replica, and of a future replica being moved to
+    #: another directory (DescribeLogDirs); None when not looked at.
+    log_dirs: Mapping[int, str] | None = None
+    future_dirs: Mapping[int, str] = attrs.field(factory=dict)
 
-    @property
-    def reassigning(self) -> bool:
-        return bool(self.adding or self.removing)
+    def describe(self) -> str:
+        if not self.reassigning:
+            return f"replicas {list(self.replicas)}"
+        return (
+            f"replicas {list(self.replicas)}, adding {list(self.adding)}, "
+            f"removing {list(self.removing)}"
+        )
 
 
 # ---------------------------------------------------------------------- inputs
@@ -165,6 +205,18 @@ class ClusterObserved:
     """The plan's partitions as the cluster shows them now (a missing one was deleted)."""
 
     partitions: Mapping[TopicPartition, ObservedPartition]
+
+
+@attrs.frozen
+class ThrottlesRead:
+    """The answer to ReadThrottles: the brokers' own (dynamic, per-broker) throttle
+    rates, None for a rate not set on the broker itself, and the topics' throttled
+    replica lists as they are."""
+
+    rates: Mapping[int, Mapping[str, str | None]]
+    replicas: Mapping[str, Mapping[str, tuple[str, ...]]]
+    #: Brokers that could not be asked (down): no throttle is set on them.
+    unreachable: frozenset[int] = frozenset()
 
 
 @attrs.frozen
@@ -210,17 +262,56 @@ class TargetChangeRequested:
     replicas: tuple[int, ...]
 
 
+@attrs.frozen
+class ConfigChanged:
+    """A user changes the window, the throttle or the flags of a running (or resumed)
+    executor."""
+
+    config: ExecutorConfig
+
+
+@attrs.frozen
+class LogDirsAltered:
+    """The answer to AlterLogDirs: the replicas asked for, and the refusals
+    (REPLICA_NOT_AVAILABLE is none: the broker keeps the directory for the replica a
+    reassignment is about to add)."""
+
+    replicas: frozenset[tuple[TopicPartition, int]]
+    refused: Mapping[tuple[TopicPartition, int], str] = attrs.field(factory=dict)
+
+
+@attrs.frozen
+class LeadersElected:
+    """The answer to ElectPreferred: per partition ``elected``, ``not needed`` or the
+    error."""
+
+    results: Mapping[TopicPartition, str]
+
+
 Input = (
     ClusterObserved
+    | ThrottlesRead
     | ThrottlesSet
     | ThrottlesRemoved
     | Submitted
     | CancelSent
     | CancelRequested
     | TargetChangeRequested
+    | ConfigChanged
+    | LeadersElected
+    | LogDirsAltered
 )
 
 # ---------------------------------------------------------------------- actions
+
+
+@attrs.frozen(kw_only=True)
+class ReadThrottles:
+    """DescribeConfigs: the throttle rates set on ``brokers`` themselves and the
+    throttled replica lists of ``topics``, to be restored exactly afterwards."""
+
+    topics: tuple[str, ...]
+    brokers: tuple[int, ...]
 
 
 @attrs.frozen(kw_only=True)
@@ -237,11 +328,32 @@ class SetThrottles:
 
 @attrs.frozen(kw_only=True)
 class RemoveThrottles:
-    """SUBTRACT the entries SetThrottles appended and DELETE the brokers' rates."""
+    """SUBTRACT the entries SetThrottles appended (only those: entries that were
+    there before stay), and put each broker's rates back: SET to what the operator had
+    set, or DELETE when nothing was set on the broker itself."""
 
     leader_replicas: Mapping[str, tuple[str, ...]]
     follower_replicas: Mapping[str, tuple[str, ...]]
-    brokers: tuple[int, ...]
+    #: Broker -> rate key -> the value to restore (None: delete).
+    rates: Mapping[int, Mapping[str, str | None]]
+
+    @property
+    def brokers(self) -> tuple[int, ...]:
+        return tuple(sorted(self.rates))
+
+
+@attrs.frozen
+class AlterLogDirs:
+    """AlterReplicaLogDirs: move each ``(partition, broker)`` replica to a directory."""
+
+    dirs: Mapping[tuple[TopicPartition, int], str]
+
+
+@attrs.frozen
+class ElectPreferred:
+    """ElectLeaders (preferred) for moves that ended with another leader."""
+
+    partitions: tuple[TopicPartition, ...]
 
 
 @attrs.frozen
@@ -258,7 +370,17 @@ class Cancel:
     partitions: tuple[TopicPartition, ...]
 
 
-Action = SetThrottles | RemoveThrottles | Submit | Cancel
+Action = (
+    ReadThrottles | SetThrottles | RemoveThrottles | Submit | Cancel | ElectPreferred | AlterLogDirs
+)
+
+#: The broker rates a throttle sets (and restores).
+RATE_KEYS: Final = ("leader.replication.throttled.rate", "follower.replication.throttled.rate")
+#: The topic lists a throttle appends to (and subtracts from).
+LIST_KEYS: Final = (
+    "leader.replication.throttled.replicas",
+    "follower.replication.throttled.replicas",
+)
 
 
 @attrs.frozen(kw_only=True)
@@ -316,10 +438,86 @@ class _Move:
     started_at: float | None = None
     finished_at: float | None = None
     submissions: int = 0
+    #: The plan's original replicas when the cluster showed others at submission
+    #: (the move then records what was really there, for cancel and rollback).
+    planned_original: tuple[int, ...] | None = None
+    #: The preferred-leader election after the move: "elected", "not needed", an error.
+    election: str | None = None
+    #: Brokers whose log directory could not be set (the error): not waited for.
+    dir_errors: dict[int, str] = attrs.Factory(dict)
 
     @property
     def end_target(self) -> tuple[int, ...]:
         return self.final_target or self.target
+
+    @property
+    def brokers(self) -> frozenset[int]:
+        """The brokers the move copies into or out of (disk moves included)."""
+        moved = frozenset(self.end_target).symmetric_difference(self.move.original_replicas)
+        return moved | frozenset(self.wanted_dirs)
+
+    @property
+    def wanted_dirs(self) -> dict[int, str]:
+        """Broker -> directory still required (not given up on)."""
+        return {b: d for b, d in self.move.target_dirs.items() if b not in self.dir_errors}
+
+    @property
+    def changes_brokers(self) -> bool:
+        return set(self.target) != set(self.move.original_replicas) or bool(self.final_target)
+
+
+@attrs.define
+class _Throttles:
+    """The throttles of this run: what to set, and what was there before."""
+
+    leader: dict[str, tuple[str, ...]]
+    follower: dict[str, tuple[str, ...]]
+    brokers: tuple[int, ...]
+    #: Broker -> rate key -> the value set on the broker itself before (None: none).
+    saved_rates: dict[int, dict[str, str | None]] | None = None
+    #: Topic -> list key -> entries that were there before (they stay after).
+    saved_lists: dict[str, dict[str, tuple[str, ...]]] | None = None
+
+    def added(self, key: str) -> dict[str, tuple[str, ...]]:
+        """The entries this run adds under ``key`` (not those that were there)."""
+        mine = self.leader if key == LIST_KEYS[0] else self.follower
+        before = self.saved_lists or {}
+        out = {}
+        for topic, entries in mine.items():
+            had = before.get(topic, {}).get(key, ())
+            if "*" in had:
+                continue  # every replica of the topic is throttled already
+            extra = tuple(e for e in entries if e not in had)
+            if extra:
+                out[topic] = extra
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "leader": {t: list(v) for t, v in self.leader.items()},
+            "follower": {t: list(v) for t, v in self.follower.items()},
+            "brokers": list(self.brokers),
+            "saved_rates": None
+            if self.saved_rates is None
+            else {str(b): dict(v) for b, v in self.saved_rates.items()},
+            "saved_lists": None
+            if self.saved_lists is None
+            else {t: {k: list(v) for k, v in keys.items()} for t, keys in self.saved_lists.items()},
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> _Throttles:
+        rates = data.get("saved_rates")
+        lists = data.get("saved_lists")
+        return cls(
+            leader={t: tuple(v) for t, v in data["leader"].items()},
+            follower={t: tuple(v) for t, v in data["follower"].items()},
+            brokers=tuple(int(b) for b in data["brokers"]),
+            saved_rates=None if rates is None else {int(b): dict(v) for b, v in rates.items()},
+            saved_lists=None
+            if lists is None
+            else {t: {k: tuple(v) for k, v in keys.items()} for t, keys in lists.items()},
+        )
 
 
 class ExecutorCore:
@@ -331,6 +529,11 @@ class ExecutorCore:
     what the broker already has. Larger moves go first (bytes to copy, descending;
     then topic and partition): a long move started last would end last, after
     everything else.
+
+    A partition another tool is moving (the cluster shows a reassignment this executor
+    did not submit) is left alone and reported (``MoveState.CONFLICT``), unless
+    ``config.override``. Each move's original replicas are re-read from the cluster
+    when it is submitted, so a cancel or a rollback goes back to what was really there.
     """
 
     def __init__(self, plan: ReassignmentPlan, config: ExecutorConfig | None = None) -> None:
@@ -345,7 +548,10 @@ class ExecutorCore:
         ]
         self._observed: dict[TopicPartition, ObservedPartition] = {}
         self._observed_this_run = False
-        self._throttles = _throttle_entries(plan)
+        self._reading_throttles = False
+        self._throttles: _Throttles | None = None
+        #: Directory moves decided in this input, sent as one AlterLogDirs.
+        self._dirs_batch: dict[tuple[TopicPartition, int], str] = {}
         self.started_at: float | None = None
         self.finished_at: float | None = None
 
@@ -357,8 +563,16 @@ class ExecutorCore:
     def target_of(self, tp: TopicPartition) -> tuple[int, ...]:
         return self._moves[tp].end_target
 
+    def original_of(self, tp: TopicPartition) -> tuple[int, ...]:
+        """The original replicas: as the cluster showed them at submission (the plan's
+        until then)."""
+        return self._moves[tp].move.original_replicas
+
     def submissions_of(self, tp: TopicPartition) -> int:
         return self._moves[tp].submissions
+
+    def election_of(self, tp: TopicPartition) -> str | None:
+        return self._moves[tp].election
 
     def moves(self) -> list[tuple[PartitionMove, MoveState, str | None]]:
         return [(m.move, m.state, m.error) for m in self._moves.values()]
@@ -366,6 +580,13 @@ class ExecutorCore:
     @property
     def finished(self) -> bool:
         return self.phase is Phase.FINISHED
+
+    @property
+    def saved_throttles(self) -> Mapping[int, Mapping[str, str | None]] | None:
+        """The brokers' own throttle rates before this run (None: not read yet)."""
+        if self._throttles is None or self._throttles.saved_rates is None:
+            return None
+        return MappingProxyType(self._throttles.saved_rates)
 
     def progress(self) -> Progress:
         counts = dict.fromkeys(MoveState, 0)
@@ -393,10 +614,16 @@ class ExecutorCore:
     def start(self, now: float) -> list[Action]:
         """Begin (or resume) a run."""
         self._observed_this_run = False
+        self._reading_throttles = False
         if self.started_at is None:
             self.started_at = now
-        if self.phase is Phase.THROTTLING:
-            return [self._set_throttles()]
+        throttles = self._throttles
+        if (
+            self.phase is Phase.THROTTLING
+            and throttles is not None
+            and throttles.saved_rates is not None
+        ):
+            return [self._set_throttles()]  # read before: set (again, idempotent)
         if self.phase is Phase.UNTHROTTLING:
             return [self._remove_throttles()]
         return []
@@ -407,7 +634,30 @@ class ExecutorCore:
         handler = _HANDLERS.get(type(event))
         if handler is None:
             raise TypeError(f"not an executor input: {event!r}")
-        return handler(self, event, now)
+        self._dirs_batch = {}
+        actions = handler(self, event, now)
+        if self._dirs_batch:
+            actions.append(AlterLogDirs(MappingProxyType(self._dirs_batch)))
+            self._dirs_batch = {}
+        return actions
+
+    def _on_throttles_read(self, event: ThrottlesRead, now: float) -> list[Action]:
+        self._reading_throttles = False
+        if self.phase is not Phase.THROTTLING or self._throttles is None:
+            return []
+        # A broker that is down copies nothing: its rates are neither set nor restored.
+        self._throttles.brokers = tuple(
+            b for b in self._throttles.brokers if b not in event.unreachable
+        )
+        self._throttles.saved_rates = {
+            b: {k: event.rates.get(b, {}).get(k) for k in RATE_KEYS}
+            for b in self._throttles.brokers
+        }
+        self._throttles.saved_lists = {
+            t: {k: tuple(event.replicas.get(t, {}).get(k, ())) for k in LIST_KEYS}
+            for t in sorted(set(self._throttles.leader) | set(self._throttles.follower))
+        }
+        return [self._set_throttles()]
 
     def _on_throttles_set(self, event: ThrottlesSet, now: float) -> list[Action]:
         if self.phase is Phase.THROTTLING:
@@ -425,6 +675,7 @@ class ExecutorCore:
         self._observed_this_run = True
         actions: list[Action] = []
         resubmit: dict[TopicPartition, tuple[int, ...]] = {}
+        finished: list[TopicPartition] = []
         for tp, m in self._moves.items():
             if m.state in TERMINAL:
                 continue
@@ -433,8 +684,26 @@ class ExecutorCore:
                 self._to(m, MoveState.FAILED, now, error="the partition no longer exists")
                 continue
             self._reconcile(m, seen, now, resubmit)
+            if m.state is MoveState.DONE and m.submissions and seen.leader != m.end_target[0]:
+                finished.append(tp)
         if resubmit:
             actions.append(Submit(resubmit))
+        if finished and self.config.elect_preferred_leaders:
+            actions.append(ElectPreferred(tuple(finished)))
+        if self.phase is Phase.THROTTLING and self._throttles is None:
+            self._throttles = self._throttle_entries()
+            if not self._throttles.brokers:
+                self._throttles = None  # nothing is copied: nothing to throttle
+                self.phase = Phase.RUNNING
+        if (
+            self.phase is Phase.THROTTLING
+            and self._throttles is not None
+            and self._throttles.saved_rates is None
+            and not self._reading_throttles
+        ):
+            self._reading_throttles = True
+            topics = sorted(set(self._throttles.leader) | set(self._throttles.follower))
+            actions.append(ReadThrottles(topics=tuple(topics), brokers=self._throttles.brokers))
         actions.extend(self._fill(now))
         return actions
 
@@ -447,12 +716,21 @@ class ExecutorCore:
     ) -> None:
         on = set(seen.replicas)
         if m.state is MoveState.QUEUED:
-            if not seen.reassigning and on == set(m.target):
+            if not seen.reassigning and on == set(m.target) and self._dirs_done(m, seen):
                 self._to(m, MoveState.DONE, now)  # nothing to move
+            elif seen.reassigning and not self.config.override:
+                self._conflict(m, seen, now)
             return
         if seen.reassigning:
+            ours = set(seen.target) == set(m.target)
             if m.state is MoveState.SUBMITTING:
-                self._to(m, MoveState.IN_FLIGHT, now)
+                if ours or self.config.override:
+                    self._to(m, MoveState.IN_FLIGHT, now)
+                else:
+                    self._conflict(m, seen, now)  # never reached the broker: another tool's
+            elif m.state is MoveState.IN_FLIGHT and not ours and not m.reverting:
+                # Someone replaced this move's target: not ours to fight over.
+                self._conflict(m, seen, now)
             return
         # No reassignment at the broker: it ended, or never reached it.
         if m.state is MoveState.CANCELLING or m.reverting:
@@ -472,14 +750,61 @@ class ExecutorCore:
                 # drop the old ones the interim kept (seed 000's second step).
                 m.target, m.final_target = m.final_target, None
                 self._submit_one(m, now, resubmit)
-            else:
+            elif self._dirs_done(m, seen):
                 self._to(m, MoveState.DONE, now)
+            elif m.state is MoveState.SUBMITTING and not seen.future_dirs:
+                self._to(m, MoveState.QUEUED, now)  # the disk move never reached a broker
+            else:
+                if m.state is MoveState.SUBMITTING:
+                    self._to(m, MoveState.IN_FLIGHT, now)
+                # A replica in the wrong directory with no copy under way (created
+                # before its broker learnt the directory): ask again.
+                for b, d in m.wanted_dirs.items():
+                    if (seen.log_dirs or {}).get(b) != d and b not in seen.future_dirs:
+                        self._dirs_batch[(m.move.tp, b)] = d
             return
         if m.state is MoveState.SUBMITTING:
             # Decided but never seen by the broker (the executor stopped in between).
             self._to(m, MoveState.QUEUED, now)
             return
+        if on > set(m.target) and on != set(m.move.original_replicas):
+            return  # finished, but Metadata still lists the removed replicas: look again
         self._to(m, MoveState.CANCELLED, now, error="reverted outside this executor")
+
+    @staticmethod
+    def _dirs_done(m: _Move, seen: ObservedPartition) -> bool:
+        wanted = m.wanted_dirs
+        if not wanted:
+            return True
+        if seen.log_dirs is None:
+            return False
+        return all(
+            seen.log_dirs.get(b) == d and b not in seen.future_dirs for b, d in wanted.items()
+        )
+
+    def _on_log_dirs_altered(self, event: LogDirsAltered, now: float) -> list[Action]:
+        for tp, broker in event.replicas:
+            m = self._moves.get(tp)
+            if m is None or m.state in TERMINAL:
+                continue
+            reason = event.refused.get((tp, broker))
+            if reason is not None:
+                m.dir_errors[broker] = reason
+                if not m.changes_brokers and not m.wanted_dirs:
+                    self._to(m, MoveState.FAILED, now, error=reason)
+                    continue
+            if m.state is MoveState.SUBMITTING and not m.changes_brokers:
+                self._to(m, MoveState.IN_FLIGHT, now)
+        return self._fill(now)
+
+    def _conflict(self, m: _Move, seen: ObservedPartition, now: float) -> None:
+        self._to(
+            m,
+            MoveState.CONFLICT,
+            now,
+            error=f"another tool is moving it ({seen.describe()}); left alone "
+            "(override takes it over)",
+        )
 
     def _on_submitted(self, event: Submitted, now: float) -> list[Action]:
         for tp in event.partitions:
@@ -494,6 +819,13 @@ class ExecutorCore:
 
     def _on_cancel_sent(self, event: CancelSent, now: float) -> list[Action]:
         # Settled by the next observation either way: the reverted replicas show.
+        return []
+
+    def _on_leaders_elected(self, event: LeadersElected, now: float) -> list[Action]:
+        for tp, result in event.results.items():
+            m = self._moves.get(tp)
+            if m is not None:
+                m.election = result
         return []
 
     def _on_cancel_requested(self, event: CancelRequested, now: float) -> list[Action]:
@@ -547,6 +879,24 @@ class ExecutorCore:
         self._submit_one(m, now, resubmit)
         return [Submit(resubmit)]
 
+    def _on_config_changed(self, event: ConfigChanged, now: float) -> list[Action]:
+        old, new = self.config, event.config
+        self.config = new
+        actions: list[Action] = []
+        running = self.phase in (Phase.THROTTLING, Phase.RUNNING)
+        if running and old.throttle_bytes_per_s != new.throttle_bytes_per_s:
+            if new.throttle_bytes_per_s is None:
+                if self._throttles is not None and self._throttles.saved_rates is not None:
+                    actions.append(self._remove_throttles())
+                self._throttles = None
+                self.phase = Phase.RUNNING
+            elif self._throttles is not None and self._throttles.saved_rates is not None:
+                actions.append(self._set_throttles())  # the same entries, the new rate
+            else:
+                self.phase = Phase.THROTTLING  # read first, then set, then go on
+                self._observed_this_run = False  # the next observation reads them
+        return actions + self._fill(now)
+
     # ------------------------------------------------------------------ window
 
     def _fill(self, now: float) -> list[Action]:
@@ -555,6 +905,11 @@ class ExecutorCore:
         active = [m for m in self._moves.values() if m.state in ACTIVE]
         count = len(active)
         in_bytes = sum(m.move.bytes_to_move for m in active)
+        cap = self.config.max_moves_per_broker
+        per_broker: dict[int, int] = {}
+        for m in active:
+            for b in m.brokers:
+                per_broker[b] = per_broker.get(b, 0) + 1
         batch: dict[TopicPartition, tuple[int, ...]] = {}
         for tp in self._order:
             m = self._moves[tp]
@@ -566,28 +921,54 @@ class ExecutorCore:
             limit = self.config.max_bytes
             if limit is not None and count and in_bytes + size > limit:
                 break  # strict order: the head waits for room, nothing overtakes it
+            involved = self._would_involve(m)
+            if cap is not None and any(per_broker.get(b, 0) >= cap for b in involved):
+                # A busy broker holds this move only: moves on other brokers go on, and
+                # the first one waiting for that broker gets its next free slot.
+                continue
             self._submit_one(m, now, batch)
+            for b in involved:
+                per_broker[b] = per_broker.get(b, 0) + 1
             count += 1
             in_bytes += size
         if batch:
             return [Submit(batch)]
         if count == 0 and all(m.state in TERMINAL for m in self._moves.values()):
-            if self.config.throttle_bytes_per_s:
+            if self._throttles is not None and self._throttles.saved_rates is not None:
                 self.phase = Phase.UNTHROTTLING
                 return [self._remove_throttles()]
             self.phase = Phase.FINISHED
             self.finished_at = now
         return []
 
+    def _would_involve(self, m: _Move) -> frozenset[int]:
+        seen = self._observed.get(m.move.tp)
+        original = seen.original if seen is not None else m.move.original_replicas
+        return frozenset(m.end_target).symmetric_difference(original) | frozenset(m.wanted_dirs)
+
     def _submit_one(
         self, m: _Move, now: float, into: dict[TopicPartition, tuple[int, ...]]
     ) -> None:
+        if m.state is MoveState.QUEUED:
+            # Re-read the original replicas at submission: a cancel (Kafka reverts to
+            # what was there) and a rollback must agree with the cluster, not the plan.
+            seen = self._observed.get(m.move.tp)
+            if seen is not None and seen.original != m.move.original_replicas:
+                if m.planned_original is None:
+                    m.planned_original = m.move.original_replicas
+                m.move = attrs.evolve(m.move, original_replicas=seen.original)
         if m.state is not MoveState.SUBMITTING:
             self._to(m, MoveState.SUBMITTING, now)
         if m.started_at is None:
             m.started_at = now
         m.submissions += 1
-        into[m.move.tp] = m.target
+        if m.changes_brokers or m.reverting:
+            into[m.move.tp] = m.target
+        if not m.reverting:
+            # Disks: a kept replica moves now; an added one's broker keeps the
+            # directory until the reassignment creates the replica.
+            for b, d in m.wanted_dirs.items():
+                self._dirs_batch[(m.move.tp, b)] = d
 
     def _to(self, m: _Move, state: MoveState, now: float, *, error: str | None = None) -> None:
         if m.state not in _PREDECESSORS[state]:
@@ -601,17 +982,51 @@ class ExecutorCore:
             m.finished_at = now
             m.reverting = False
 
+    def _throttle_entries(self) -> _Throttles:
+        """Leaders throttle the original replicas (as the cluster shows them now), the
+        added replicas follow; every broker involved gets the rates."""
+        leader: dict[str, list[str]] = {}
+        follower: dict[str, list[str]] = {}
+        brokers: set[int] = set()
+        for m in self._moves.values():
+            if m.state in TERMINAL:
+                continue
+            seen = self._observed.get(m.move.tp)
+            original = seen.original if seen is not None else m.move.original_replicas
+            adding = [r for r in m.end_target if r not in original]
+            if not adding:
+                continue
+            leader.setdefault(m.move.topic, []).extend(f"{m.move.partition}:{b}" for b in original)
+            follower.setdefault(m.move.topic, []).extend(f"{m.move.partition}:{b}" for b in adding)
+            brokers.update(original)
+            brokers.update(m.end_target)
+        return _Throttles(
+            leader={t: tuple(v) for t, v in leader.items()},
+            follower={t: tuple(v) for t, v in follower.items()},
+            brokers=tuple(sorted(brokers)),
+        )
+
     def _set_throttles(self) -> SetThrottles:
-        leader, follower, brokers = self._throttles
+        assert self._throttles is not None
         rate = self.config.throttle_bytes_per_s
         assert rate is not None
         return SetThrottles(
-            rate=rate, leader_replicas=leader, follower_replicas=follower, brokers=brokers
+            rate=rate,
+            leader_replicas=MappingProxyType(self._throttles.added(LIST_KEYS[0])),
+            follower_replicas=MappingProxyType(self._throttles.added(LIST_KEYS[1])),
+            brokers=self._throttles.brokers,
         )
 
     def _remove_throttles(self) -> RemoveThrottles:
-        leader, follower, brokers = self._throttles
-        return RemoveThrottles(leader_replicas=leader, follower_replicas=follower, brokers=brokers)
+        assert self._throttles is not None
+        assert self._throttles.saved_rates is not None
+        return RemoveThrottles(
+            leader_replicas=MappingProxyType(self._throttles.added(LIST_KEYS[0])),
+            follower_replicas=MappingProxyType(self._throttles.added(LIST_KEYS[1])),
+            rates=MappingProxyType(
+                {b: MappingProxyType(dict(v)) for b, v in self._throttles.saved_rates.items()}
+            ),
+        )
 
     # ------------------------------------------------------------------ persistence
 
@@ -620,24 +1035,27 @@ class ExecutorCore:
         return {
             "version": STATE_VERSION,
             "plan": self.plan.to_dict(),
-            "config": {
-                "max_partitions": self.config.max_partitions,
-                "max_bytes": self.config.max_bytes,
-                "throttle_bytes_per_s": self.config.throttle_bytes_per_s,
-            },
+            "config": self.config.to_dict(),
             "phase": self.phase.value,
             "started_at": self.started_at,
             "finished_at": self.finished_at,
+            "throttles": None if self._throttles is None else self._throttles.to_dict(),
             "moves": [
                 {
                     "topic": tp.topic,
                     "partition": tp.partition,
                     "state": m.state.value,
                     "replicas": list(m.move.replicas),
+                    "original_replicas": list(m.move.original_replicas),
+                    "planned_original": None
+                    if m.planned_original is None
+                    else list(m.planned_original),
                     "target": list(m.target),
                     "final_target": None if m.final_target is None else list(m.final_target),
                     "reverting": m.reverting,
                     "error": m.error,
+                    "election": m.election,
+                    "dir_errors": {str(b): e for b, e in m.dir_errors.items()},
                     "started_at": m.started_at,
                     "finished_at": m.finished_at,
                     "submissions": m.submissions,
@@ -658,6 +1076,8 @@ class ExecutorCore:
             core.phase = Phase(data["phase"])
             core.started_at = data.get("started_at")
             core.finished_at = data.get("finished_at")
+            throttles = data.get("throttles")
+            core._throttles = None if throttles is None else _Throttles.from_dict(throttles)
             for entry in data["moves"]:
                 m = core._moves[TopicPartition(entry["topic"], int(entry["partition"]))]
                 m.state = MoveState(entry["state"])
@@ -666,38 +1086,29 @@ class ExecutorCore:
                 m.final_target = None if final is None else tuple(final)
                 m.reverting = bool(entry.get("reverting", False))
                 m.error = entry.get("error")
+                m.election = entry.get("election")
+                m.dir_errors = {int(b): e for b, e in entry.get("dir_errors", {}).items()}
                 m.started_at = entry.get("started_at")
                 m.finished_at = entry.get("finished_at")
                 m.submissions = int(entry.get("submissions", 0))
-                m.move = attrs.evolve(m.move, replicas=tuple(entry["replicas"]))
+                planned = entry.get("planned_original")
+                m.planned_original = None if planned is None else tuple(planned)
+                m.move = attrs.evolve(
+                    m.move,
+                    replicas=tuple(entry["replicas"]),
+                    original_replicas=tuple(
+                        entry.get("original_replicas", m.move.original_replicas)
+                    ),
+                )
         except (KeyError, TypeError, ValueError, PlanError, ConfigurationError) as exc:
             raise ReassignmentError(f"malformed executor state: {exc!r}") from exc
         return core
 
     def rollback_plan(self) -> ReassignmentPlan:
-        """The moves that finished, taken back to their original replicas."""
+        """The moves that finished, taken back to their original replicas (as the
+        cluster showed them when each move was submitted)."""
         done = [m.move.reversed() for m in self._moves.values() if m.state is MoveState.DONE]
         return ReassignmentPlan(moves=done, description=f"rollback of: {self.plan.description}")
-
-
-def _throttle_entries(
-    plan: ReassignmentPlan,
-) -> tuple[Mapping[str, tuple[str, ...]], Mapping[str, tuple[str, ...]], tuple[int, ...]]:
-    leader: dict[str, list[str]] = {}
-    follower: dict[str, list[str]] = {}
-    brokers: set[int] = set()
-    for m in plan.moves:
-        if not m.adding:
-            continue
-        leader.setdefault(m.topic, []).extend(f"{m.partition}:{b}" for b in m.original_replicas)
-        follower.setdefault(m.topic, []).extend(f"{m.partition}:{b}" for b in m.adding)
-        brokers.update(m.original_replicas)
-        brokers.update(m.replicas)
-    return (
-        MappingProxyType({t: tuple(v) for t, v in leader.items()}),
-        MappingProxyType({t: tuple(v) for t, v in follower.items()}),
-        tuple(sorted(brokers)),
-    )
 
 
 Handler = Callable[[ExecutorCore, Any, float], list[Action]]
@@ -706,12 +1117,16 @@ Handler = Callable[[ExecutorCore, Any, float], list[Action]]
 _HANDLERS: Final[Mapping[type, Handler]] = MappingProxyType(
     {
         ClusterObserved: ExecutorCore._on_observed,
+        ThrottlesRead: ExecutorCore._on_throttles_read,
         ThrottlesSet: ExecutorCore._on_throttles_set,
         ThrottlesRemoved: ExecutorCore._on_throttles_removed,
         Submitted: ExecutorCore._on_submitted,
         CancelSent: ExecutorCore._on_cancel_sent,
         CancelRequested: ExecutorCore._on_cancel_requested,
         TargetChangeRequested: ExecutorCore._on_target_change,
+        ConfigChanged: ExecutorCore._on_config_changed,
+        LeadersElected: ExecutorCore._on_leaders_elected,
+        LogDirsAltered: ExecutorCore._on_log_dirs_altered,
     }
 )
 

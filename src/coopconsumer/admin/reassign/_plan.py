@@ -8,7 +8,7 @@ See docs/admin.md, "Reassigning partitions".
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 
 import attrs
 
@@ -20,6 +20,7 @@ from .._assignor import (
     ReplicaAssignor,
     check_assignment,
 )
+from .._types import LogDirDescription
 
 __all__ = [
     "PLAN_VERSION",
@@ -28,6 +29,7 @@ __all__ = [
     "ReassignmentPlan",
     "check_plan_brokers",
     "plan_add_brokers",
+    "plan_balance_disks",
     "plan_move_off",
     "plan_rebalance",
 ]
@@ -54,10 +56,33 @@ def _distinct(
         )
 
 
+def _dirs(value: Iterable[str | None] | None) -> tuple[str | None, ...] | None:
+    if value is None:
+        return None
+    return tuple(None if d in (None, "any") else str(d) for d in value)
+
+
+def _dirs_fit(
+    instance: PartitionMove,
+    attribute: attrs.Attribute[tuple[str | None, ...] | None],
+    value: tuple[str | None, ...] | None,
+) -> None:
+    if value is not None and len(value) != len(instance.replicas):
+        raise PlanError(
+            f"{instance.topic}-{instance.partition}: log_dirs must give one directory (or "
+            f"'any') per replica: {list(value)} for {list(instance.replicas)}"
+        )
+
+
 @attrs.frozen(kw_only=True)
 class PartitionMove:
     """One partition of a plan: where it goes (``replicas``, preferred leader first),
-    where it was (``original_replicas``) and how big it is."""
+    where it was (``original_replicas``) and how big it is.
+
+    ``log_dirs`` (JBOD), as in Kafka's reassignment JSON: for each replica, the log
+    directory it must end in, or None (``"any"``) for wherever its broker puts it. A
+    move whose replicas stay but whose directories change moves data between disks of
+    one broker (AlterReplicaLogDirs)."""
 
     topic: str
     partition: int
@@ -65,6 +90,16 @@ class PartitionMove:
     original_replicas: tuple[int, ...] = attrs.field(converter=_ids, validator=_distinct)
     #: The partition's size (its leader's log), 0 when unknown.
     size_bytes: int = 0
+    log_dirs: tuple[str | None, ...] | None = attrs.field(
+        default=None, converter=_dirs, validator=_dirs_fit
+    )
+
+    @property
+    def target_dirs(self) -> dict[int, str]:
+        """Broker -> the log directory its replica must end in (the ones given)."""
+        if self.log_dirs is None:
+            return {}
+        return {b: d for b, d in zip(self.replicas, self.log_dirs, strict=True) if d is not None}
 
     @property
     def tp(self) -> TopicPartition:
@@ -80,12 +115,17 @@ class PartitionMove:
 
     @property
     def bytes_to_move(self) -> int:
-        """Bytes the new replicas copy: size x replicas added."""
-        return self.size_bytes * len(self.adding)
+        """Bytes the new replicas copy: size x (replicas added + replicas that stay
+        on their broker but change disks)."""
+        kept = sum(1 for b in self.target_dirs if b in self.original_replicas)
+        return self.size_bytes * (len(self.adding) + kept)
 
     def reversed(self) -> PartitionMove:
-        """The move back: target and original swapped."""
-        return attrs.evolve(self, replicas=self.original_replicas, original_replicas=self.replicas)
+        """The move back: target and original swapped (directories cannot be taken
+        back: the plan does not know where the replicas were)."""
+        return attrs.evolve(
+            self, replicas=self.original_replicas, original_replicas=self.replicas, log_dirs=None
+        )
 
 
 def _moves(value: Iterable[PartitionMove]) -> tuple[PartitionMove, ...]:
@@ -136,6 +176,9 @@ class ReassignmentPlan:
                     "replicas": list(m.replicas),
                     "original_replicas": list(m.original_replicas),
                     "size_bytes": m.size_bytes,
+                    **(
+                        {} if m.log_dirs is None else {"log_dirs": [d or "any" for d in m.log_dirs]}
+                    ),
                 }
                 for m in self.moves
             ],
@@ -164,6 +207,7 @@ class ReassignmentPlan:
                     replicas=p["replicas"],
                     original_replicas=p["original_replicas"],
                     size_bytes=int(p.get("size_bytes", 0)),
+                    log_dirs=p.get("log_dirs"),
                 )
                 for p in parts
             ]
@@ -202,6 +246,7 @@ def _replace(
     cluster: ClusterView,
     counts: Mapping[int, int],
     assignor: ReplicaAssignor,
+    principal: str | None = None,
 ) -> tuple[int, ...]:
     """``needed`` more brokers for ``tp`` chosen by ``assignor`` among ``eligible``
     brokers not already in ``keep``, on racks ``keep`` does not use while enough are
@@ -225,7 +270,10 @@ def _replace(
         assignments=cluster.assignments,
     )
     request = NewPartitions(
-        topic=tp.topic, partition_ids=(tp.partition,), replication_factor=needed
+        topic=tp.topic,
+        partition_ids=(tp.partition,),
+        replication_factor=needed,
+        principal=principal,
     )
     placed = check_assignment(assignor, request, view, assignor.assign(request, view))
     return placed[tp.partition]
@@ -239,20 +287,26 @@ def plan_move_off(
     sizes: Mapping[TopicPartition, int] | None = None,
     topics: Iterable[str] | None = None,
     partitions: Iterable[TopicPartition] | None = None,
+    skip: Iterable[TopicPartition] = (),
+    principal: str | None = None,
 ) -> ReassignmentPlan:
     """Move every replica off ``brokers`` (decommissioning, or a failed broker):
     the other replicas stay where they are, in their order, and ``assignor`` places
     the replacements among the remaining brokers of ``cluster`` (never on a broker
-    that is not in it). ``topics``/``partitions`` narrow what moves; the load every
-    partition puts on the brokers is still counted."""
+    that is not in it). ``topics``/``partitions`` narrow what moves, ``skip`` leaves
+    partitions out (another tool is moving them); the load every partition puts on the
+    brokers is still counted. ``principal`` is handed to the assignor."""
     leaving = frozenset(brokers)
     wanted = None if topics is None else frozenset(topics)
     only = None if partitions is None else frozenset(partitions)
+    left_out = frozenset(skip)
     eligible = [b for b in cluster.brokers if b not in leaving]
     current = {
         tp: r
         for tp, r in cluster.assignments.items()
-        if (wanted is None or tp.topic in wanted) and (only is None or tp in only)
+        if (wanted is None or tp.topic in wanted)
+        and (only is None or tp in only)
+        and tp not in left_out
     }
     counts = _loads(cluster, cluster.assignments)
     moves = []
@@ -261,7 +315,9 @@ def plan_move_off(
         if not leaving & set(replicas):
             continue
         keep = [r for r in replicas if r not in leaving]
-        new = _replace(tp, keep, len(replicas) - len(keep), eligible, cluster, counts, assignor)
+        new = _replace(
+            tp, keep, len(replicas) - len(keep), eligible, cluster, counts, assignor, principal
+        )
         fill = iter(new)
         target = tuple(r if r not in leaving else next(fill) for r in replicas)
         for r in new:
@@ -276,41 +332,42 @@ def plan_add_brokers(
     *,
     sizes: Mapping[TopicPartition, int] | None = None,
     topics: Iterable[str] | None = None,
+    skip: Iterable[TopicPartition] = (),
 ) -> ReassignmentPlan:
     """Fill the new ``brokers`` up to the average replica count: repeatedly move one
     replica from the most loaded broker to the least loaded new one, never onto a
-    broker that already holds the partition, preferring a replica whose partition
-    keeps its rack spread. Leaders (first replicas) are moved last."""
+    broker that already holds the partition, and never so that the partition spans
+    fewer racks than before. Leaders (first replicas) are moved last. ``skip`` lists
+    partitions to leave where they are (another tool is moving them)."""
     new = [b for b in brokers if b in cluster.brokers]
     if not new:
         raise PlanError(f"none of {sorted(brokers)} is a live broker")
     wanted = None if topics is None else frozenset(topics)
+    left_out = frozenset(skip)
     placement = {
         tp: list(r) for tp, r in cluster.assignments.items() if wanted is None or tp.topic in wanted
     }
     counts = _loads(cluster, placement)
+    rack = {b: cluster.brokers[b].rack for b in cluster.brokers}
+
+    def spread(replicas: Sequence[int]) -> int:
+        # Brokers without a rack count as racks of their own.
+        return len({rack.get(b) if rack.get(b) is not None else f"#{b}" for b in replicas})
+
     average = sum(counts.values()) // max(1, len(counts))
     original = {tp: tuple(r) for tp, r in placement.items()}
     moved: set[TopicPartition] = set()
     while True:
-        dest = min(new, key=lambda b: (counts[b], b))
-        if counts[dest] >= average:
-            break
-        source_order = sorted((b for b in counts if b not in new), key=lambda b: (-counts[b], b))
         choice = None
-        for source in source_order:
-            if counts[source] <= average:
+        for dest in sorted(new, key=lambda b: (counts[b], b)):
+            if counts[dest] >= average:
                 break
-            for tp in sorted(placement, key=lambda t: (placement[t][0] == source, t in moved, t)):
-                replicas = placement[tp]
-                if source in replicas and dest not in replicas:
-                    choice = (tp, source)
-                    break
-            if choice:
+            choice = _take_one(placement, counts, new, dest, average, moved, left_out, spread)
+            if choice is not None:
                 break
         if choice is None:
             break
-        tp, source = choice
+        tp, source, dest = choice
         placement[tp] = [dest if r == source else r for r in placement[tp]]
         counts[source] -= 1
         counts[dest] += 1
@@ -319,18 +376,47 @@ def plan_add_brokers(
     return ReassignmentPlan(moves=moves, description=f"add brokers {sorted(new)}")
 
 
+def _take_one(
+    placement: Mapping[TopicPartition, list[int]],
+    counts: Mapping[int, int],
+    new: Sequence[int],
+    dest: int,
+    average: int,
+    moved: Collection[TopicPartition],
+    left_out: Collection[TopicPartition],
+    spread: Callable[[Sequence[int]], int],
+) -> tuple[TopicPartition, int, int] | None:
+    """A replica to move from the most loaded old broker to ``dest``: followers
+    before leaders, partitions not moved yet first, racks kept."""
+    sources = sorted((b for b in counts if b not in new), key=lambda b: (-counts[b], b))
+    for source in sources:
+        if counts[source] <= average:
+            return None
+        for tp in sorted(placement, key=lambda t: (placement[t][0] == source, t in moved, t)):
+            replicas = placement[tp]
+            if source not in replicas or dest in replicas or tp in left_out:
+                continue
+            after = [dest if r == source else r for r in replicas]
+            if spread(after) >= spread(replicas):
+                return tp, source, dest
+    return None
+
+
 def plan_rebalance(
     cluster: ClusterView,
     assignor: ReplicaAssignor,
     *,
     sizes: Mapping[TopicPartition, int] | None = None,
     topics: Iterable[str] | None = None,
+    skip: Iterable[TopicPartition] = (),
+    principal: str | None = None,
 ) -> ReassignmentPlan:
     """Place every partition of ``topics`` (None: all) afresh with ``assignor``, as
     if the topics were created now on the live brokers, and move the partitions whose
-    replica set changes. A replica that stays keeps its position where it can, so
-    fewer leaders change."""
+    replica set changes (but not those in ``skip``). A replica that stays keeps its
+    position where it can, so fewer leaders change."""
     wanted = None if topics is None else frozenset(topics)
+    left_out = frozenset(skip)
     by_topic: dict[str, dict[int, tuple[int, ...]]] = {}
     for tp, replicas in cluster.assignments.items():
         if wanted is None or tp.topic in wanted:
@@ -349,13 +435,17 @@ def plan_rebalance(
             ],
             assignments=placed_so_far,
         )
-        request = NewPartitions(topic=topic, partition_ids=sorted(parts), replication_factor=rf)
+        request = NewPartitions(
+            topic=topic, partition_ids=sorted(parts), replication_factor=rf, principal=principal
+        )
         placed = check_assignment(assignor, request, view, assignor.assign(request, view))
         for p in sorted(parts):
             tp = TopicPartition(topic, p)
             target = _keep_positions(parts[p], placed[p])
             placed_so_far[tp] = target
-            if set(target) != set(parts[p]):
+            if tp in left_out:
+                placed_so_far[tp] = parts[p]
+            elif set(target) != set(parts[p]):
                 moves.append(_move(tp, target, parts[p], sizes))
     return ReassignmentPlan(moves=moves, description="rebalance")
 
@@ -382,6 +472,76 @@ def _move(
         original_replicas=original,
         size_bytes=(sizes or {}).get(tp, 0),
     )
+
+
+def plan_balance_disks(
+    cluster: ClusterView,
+    log_dirs: Mapping[int, Sequence[LogDirDescription]],
+    *,
+    topics: Iterable[str] | None = None,
+    skip: Iterable[TopicPartition] = (),
+) -> ReassignmentPlan:
+    """Even out the log directories (disks) of each broker (JBOD): while moving one
+    replica from the fullest directory to the emptiest narrows the gap between them,
+    move the replica that narrows it most. Replicas stay on their brokers; the plan's
+    ``log_dirs`` say where each moved replica goes (AlterReplicaLogDirs). Directories
+    with an error, future replicas, partitions of other ``topics`` and those in
+    ``skip`` are left alone."""
+    wanted = None if topics is None else frozenset(topics)
+    left_out = frozenset(skip)
+    targets: dict[TopicPartition, dict[int, str]] = {}
+    sizes: dict[TopicPartition, int] = {}
+    for broker, dirs in sorted(log_dirs.items()):
+        usable = [d for d in dirs if d.error is None]
+        if len(usable) < 2:
+            continue
+        used = {d.path: sum(r.size_bytes for r in d.replicas) for d in usable}
+        movable = {
+            d.path: {
+                TopicPartition(r.topic, r.partition): r.size_bytes
+                for r in d.replicas
+                if not r.is_future
+                and (wanted is None or r.topic in wanted)
+                and TopicPartition(r.topic, r.partition) not in left_out
+                and TopicPartition(r.topic, r.partition) in cluster.assignments
+            }
+            for d in usable
+        }
+        if any(r.is_future for d in usable for r in d.replicas):
+            continue  # a move between its disks is running already
+        while True:
+            full = max(used, key=lambda p: (used[p], p))
+            empty = min(used, key=lambda p: (used[p], p))
+            gap = used[full] - used[empty]
+            # The replica whose move leaves the smallest gap, if it narrows it.
+            best = min(
+                movable[full].items(),
+                key=lambda item: (abs(gap - 2 * item[1]), item[0]),
+                default=None,
+            )
+            if best is None or not 0 < best[1] < gap:
+                break
+            tp, size = best
+            del movable[full][tp]
+            movable[empty][tp] = size
+            used[full] -= size
+            used[empty] += size
+            targets.setdefault(tp, {})[broker] = empty
+            sizes[tp] = max(sizes.get(tp, 0), size)
+    moves = []
+    for tp, dirs_of in sorted(targets.items()):
+        replicas = cluster.assignments[tp]
+        moves.append(
+            PartitionMove(
+                topic=tp.topic,
+                partition=tp.partition,
+                replicas=replicas,
+                original_replicas=replicas,
+                size_bytes=sizes[tp],
+                log_dirs=[dirs_of.get(b) for b in replicas],
+            )
+        )
+    return ReassignmentPlan(moves=moves, description="balance log dirs")
 
 
 def check_plan_brokers(plan: ReassignmentPlan, brokers: Iterable[int]) -> None:

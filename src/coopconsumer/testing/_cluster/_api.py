@@ -97,6 +97,24 @@ class ReplicationCluster(abc.ABC):
     def topics(self) -> list[str]:
         """Every topic, sorted."""
 
+    @abc.abstractmethod
+    def topics_being_deleted(self) -> dict[str, list[tuple[int, int]]]:
+        """Deleted topics with replicas still to delete on brokers that are down:
+        name -> ``(partition, broker)`` pairs (seed 004's queued close-replica)."""
+
+    @abc.abstractmethod
+    def request_counts(self) -> dict[str, int]:
+        """Requests served since the start (or the last :meth:`reset_request_counts`),
+        by request name (``"MetadataRequest"``...), every broker together."""
+
+    @abc.abstractmethod
+    def response_bytes(self) -> dict[str, int]:
+        """Bytes of the responses sent since the same moment, by request name."""
+
+    @abc.abstractmethod
+    def reset_request_counts(self) -> None:
+        """Start counting requests (and response bytes) from zero."""
+
     # ------------------------------------------------------------------ changing
 
     @abc.abstractmethod
@@ -134,6 +152,11 @@ class ReplicationCluster(abc.ABC):
     @abc.abstractmethod
     def set_replication_rate(self, node_id: int, bytes_per_s: float) -> None:
         """How fast broker ``node_id``'s followers copy, all together."""
+
+    @abc.abstractmethod
+    def set_produce_rate(self, topic: str, partition: int, bytes_per_s: float) -> None:
+        """Producers write ``bytes_per_s`` to the partition with acks=all from now on
+        (0 stops them); a follower slower than that falls out of the ISR."""
 
     @abc.abstractmethod
     def advance_time(self, seconds: float) -> None:

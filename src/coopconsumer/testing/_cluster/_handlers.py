@@ -22,6 +22,10 @@ from ..._protocol.admin_messages import (
     AlterConfigsResourceResponse,
     AlterPartitionReassignmentsRequest,
     AlterPartitionReassignmentsResponse,
+    AlterReplicaLogDirPartitionResult,
+    AlterReplicaLogDirsRequest,
+    AlterReplicaLogDirsResponse,
+    AlterReplicaLogDirTopicResult,
     CreatableTopicConfigs,
     CreatableTopicResult,
     CreatePartitionsRequest,
@@ -79,6 +83,7 @@ from ._model import (
     UNKNOWN_TOPIC_OR_PARTITION,
     AlterConfigs,
     AlterReassignment,
+    AlterReplicaLogDir,
     BrokerState,
     ClusterModel,
     ConfigOp,
@@ -87,7 +92,6 @@ from ._model import (
     DeleteTopic,
     ElectLeader,
     Outcome,
-    PartitionView,
 )
 
 __all__ = ["SUPPORTED_APIS", "Endpoint", "handle"]
@@ -121,6 +125,9 @@ _CONFIG_TYPES: Final[Mapping[str, int]] = MappingProxyType(
         "leader.replication.throttled.rate": _TYPE_LONG,
         "follower.replication.throttled.rate": _TYPE_LONG,
         "broker.rack": _TYPE_STRING,
+        "replica.alter.log.dirs.io.max.bytes.per.second": _TYPE_LONG,
+        "auto.leader.rebalance.enable": _TYPE_BOOLEAN,
+        "leader.imbalance.check.interval.seconds": _TYPE_LONG,
     }
 )
 
@@ -188,13 +195,10 @@ def _metadata(
 ) -> MetadataResponse:
     brokers = tuple(
         MetadataResponseBroker(
-            node_id=b.node_id,
-            host=endpoints[b.node_id].host,
-            port=endpoints[b.node_id].port,
-            rack=b.rack,
+            node_id=node, host=endpoints[node].host, port=endpoints[node].port, rack=rack
         )
-        for b in model.brokers()
-        if b.state is not BrokerState.DEAD
+        for node, rack, state in model.broker_list()
+        if state is not BrokerState.DEAD
     )
     if request.topics is None or (version == 0 and not request.topics):
         names: list[tuple[str | None, Any]] = [(name, None) for name in model.topics()]
@@ -219,7 +223,7 @@ def _metadata(
             MetadataResponseTopic(
                 name=name,
                 topic_id=tid,
-                partitions=tuple(_metadata_partition(p) for p in model.partitions(name)),
+                partitions=tuple(_metadata_partition(*row) for row in model.metadata_rows(name)),
             )
         )
     return MetadataResponse(
@@ -230,15 +234,22 @@ def _metadata(
     )
 
 
-def _metadata_partition(p: PartitionView) -> MetadataResponsePartition:
+def _metadata_partition(
+    index: int,
+    leader: int,
+    epoch: int,
+    replicas: tuple[int, ...],
+    isr: tuple[int, ...],
+    offline: tuple[int, ...],
+) -> MetadataResponsePartition:
     return MetadataResponsePartition(
-        error_code=LEADER_NOT_AVAILABLE if p.leader == NO_LEADER else 0,
-        partition_index=p.partition,
-        leader_id=p.leader,
-        leader_epoch=p.leader_epoch,
-        replica_nodes=p.replicas,
-        isr_nodes=p.isr,
-        offline_replicas=p.offline_replicas,
+        error_code=LEADER_NOT_AVAILABLE if leader == NO_LEADER else 0,
+        partition_index=index,
+        leader_id=leader,
+        leader_epoch=epoch,
+        replica_nodes=replicas,
+        isr_nodes=isr,
+        offline_replicas=offline,
     )
 
 
@@ -256,18 +267,21 @@ def _describe_cluster(
             error_message="The test cluster has no controller endpoints",
             endpoint_type=request.endpoint_type,
         )
+    # A dead broker stays registered but fenced, as on KRaft; v2 lists it when asked.
+    fenced = version >= 2 and request.include_fenced_brokers
     return DescribeClusterResponse(
         cluster_id=model.cluster_id,
         controller_id=model.controller_id,
         brokers=tuple(
             DescribeClusterBroker(
-                broker_id=b.node_id,
-                host=endpoints[b.node_id].host,
-                port=endpoints[b.node_id].port,
-                rack=b.rack,
+                broker_id=node,
+                host=endpoints[node].host,
+                port=endpoints[node].port,
+                rack=rack,
+                is_fenced=state is BrokerState.DEAD,
             )
-            for b in model.brokers()
-            if b.state is not BrokerState.DEAD
+            for node, rack, state in model.broker_list()
+            if fenced or state is not BrokerState.DEAD
         ),
     )
 
@@ -291,13 +305,13 @@ def _list_reassignments(
             continue
         ongoing = tuple(
             OngoingPartitionReassignment(
-                partition_index=p.partition,
-                replicas=p.replicas,
-                adding_replicas=p.adding,
-                removing_replicas=p.removing,
+                partition_index=index,
+                replicas=replicas,
+                adding_replicas=adding,
+                removing_replicas=removing,
             )
-            for p in model.partitions(name)
-            if p.reassigning and (indexes is None or p.partition in indexes)
+            for index, replicas, adding, removing in model.reassignments(name)
+            if indexes is None or index in indexes
         )
         if ongoing:
             topics.append(OngoingTopicReassignment(name=name, partitions=ongoing))
@@ -318,32 +332,48 @@ def _describe_log_dirs(
         wanted = dict.fromkeys(model.topics())
     else:
         wanted = {t.topic: set(t.partitions) for t in request.topics}
-    topics = []
+    # Per directory: topic -> partitions (a future replica is listed in its own
+    # directory with IsFutureKey, its lag behind the current one as OffsetLag).
+    by_dir: dict[str, dict[str, list[DescribeLogDirsPartition]]] = {
+        d.path: {} for d in broker.log_dirs
+    }
     for name, indexes in wanted.items():
         if model.topic_id(name) is None:
             continue
-        partitions = []
         for p in model.partitions(name):
             if node_id not in p.replicas or (indexes is not None and p.partition not in indexes):
                 continue
             held = p.replica_bytes[node_id]
-            partitions.append(
+            by_dir[p.replica_dirs[node_id]].setdefault(name, []).append(
                 DescribeLogDirsPartition(
                     partition_index=p.partition,
                     partition_size=held,
                     offset_lag=0 if p.leader == node_id else max(0, p.size_bytes - held),
                 )
             )
-        if partitions:
-            topics.append(DescribeLogDirsTopic(name=name, partitions=tuple(partitions)))
+            future = p.future_dirs.get(node_id)
+            if future is not None:
+                copied = p.future_bytes[node_id]
+                by_dir[future].setdefault(name, []).append(
+                    DescribeLogDirsPartition(
+                        partition_index=p.partition,
+                        partition_size=copied,
+                        offset_lag=max(0, held - copied),
+                        is_future_key=True,
+                    )
+                )
     return DescribeLogDirsResponse(
-        results=(
+        results=tuple(
             DescribeLogDirsResult(
-                log_dir=f"/var/lib/kafka/data-{node_id}",
-                topics=tuple(topics),
-                total_bytes=broker.storage_bytes,
-                usable_bytes=max(0, broker.storage_bytes - broker.used_bytes),
-            ),
+                log_dir=d.path,
+                topics=tuple(
+                    DescribeLogDirsTopic(name=name, partitions=tuple(parts))
+                    for name, parts in by_dir[d.path].items()
+                ),
+                total_bytes=d.total_bytes,
+                usable_bytes=max(0, d.total_bytes - d.used_bytes),
+            )
+            for d in broker.log_dirs
         )
     )
 
@@ -386,7 +416,7 @@ def _describe_configs(
         elif resource.resource_type == RESOURCE_BROKER:
             name = resource.resource_name
             if name and not (
-                name.isdigit() and any(b.node_id == int(name) for b in model.brokers())
+                name.isdigit() and any(node == int(name) for node, _, _ in model.broker_list())
             ):
                 results.append(
                     DescribeConfigsResult(
@@ -410,7 +440,7 @@ def _describe_configs(
                     source, value = _SOURCE_DEFAULT, default
                 entries.append((key, value, source, False))
             if name:
-                rack = next(b.rack for b in model.brokers() if b.node_id == int(name))
+                rack = next(r for node, r, _ in model.broker_list() if node == int(name))
                 entries.append(("broker.rack", rack or "", _SOURCE_STATIC_BROKER, True))
         else:
             results.append(
@@ -642,6 +672,38 @@ def _elect_leaders(
     return ElectLeadersResponse(replica_election_results=tuple(results))
 
 
+def _alter_replica_log_dirs(
+    model: ClusterModel,
+    node_id: int,
+    request: AlterReplicaLogDirsRequest,
+    version: int,
+    now: float,
+    endpoints: Mapping[int, Endpoint],
+) -> AlterReplicaLogDirsResponse:
+    """Moves replicas of *this* broker between its log directories (KIP-113)."""
+    results: dict[str, list[AlterReplicaLogDirPartitionResult]] = {}
+    for log_dir in request.dirs:
+        for topic in log_dir.topics:
+            for index in topic.partitions:
+                outcome = model.apply(
+                    AlterReplicaLogDir(
+                        node_id=node_id, topic=topic.name, partition=index, path=log_dir.path
+                    ),
+                    now,
+                )
+                results.setdefault(topic.name, []).append(
+                    AlterReplicaLogDirPartitionResult(
+                        partition_index=index, error_code=outcome.error_code
+                    )
+                )
+    return AlterReplicaLogDirsResponse(
+        results=tuple(
+            AlterReplicaLogDirTopicResult(topic_name=name, partitions=tuple(parts))
+            for name, parts in results.items()
+        )
+    )
+
+
 def _incremental_alter_configs(
     model: ClusterModel,
     node_id: int,
@@ -690,6 +752,7 @@ _HANDLERS: Final[Mapping[int, Handler]] = MappingProxyType(
         DescribeConfigsRequest.API_KEY: _describe_configs,
         IncrementalAlterConfigsRequest.API_KEY: _incremental_alter_configs,
         DescribeLogDirsRequest.API_KEY: _describe_log_dirs,
+        AlterReplicaLogDirsRequest.API_KEY: _alter_replica_log_dirs,
         ElectLeadersRequest.API_KEY: _elect_leaders,
     }
 )

@@ -16,12 +16,16 @@ What it models, after Kafka's replication design and its KRaft controller:
   has no live member goes offline (leader -1) unless its topic sets
   ``unclean.leader.election.enable``, and the ISR never becomes empty: a dying last
   member stays in it, as in Kafka.
-- Followers copy the leader's bytes at their broker's ``replication_bytes_per_s``,
-  shared by the replicas it is copying at once, and no faster than the leader and
-  follower replication throttles (``leader.replication.throttled.rate`` /
-  ``follower.replication.throttled.rate`` for the replicas the topic lists in
-  ``*.replication.throttled.replicas``). A follower that holds every byte of its leader
-  joins the ISR. One byte is one offset in this model.
+- Leaders take writes (``Produce``, or a steady ``SetProduceRate``) with acks=all.
+  Followers copy the leader's bytes at their broker's ``replication_bytes_per_s``:
+  followers that are caught up take what the producers write, the rest of the
+  bandwidth is shared by the followers that are behind, which go no faster than the
+  leader and follower replication throttles (``leader.replication.throttled.rate`` /
+  ``follower.replication.throttled.rate`` for the out-of-sync replicas the topic lists
+  in ``*.replication.throttled.replicas``). A follower that has not held every byte of
+  its leader for ``replica_lag_time_max_s`` (it stopped fetching, or fetches slower
+  than the producers write) leaves the ISR; one that holds every byte joins it. One
+  byte is one offset in this model.
 - KIP-455 reassignment, as in KRaft: the replicas become target + removing; the
   reassignment completes once every target replica is in the ISR and some ISR member
   remains after the removing ones are dropped; a cancel drops the adding replicas; a
@@ -30,6 +34,18 @@ What it models, after Kafka's replication design and its KRaft controller:
 - Brokers can be killed (fenced: out of every ISR, leaderships move), paused (still
   registered, but neither fetching nor serving; its followers leave the ISR after
   ``replica_lag_time_max_s``) and revived.
+- Automatic preferred-leader balancing (``auto.leader.rebalance.enable``, every
+  ``leader.imbalance.check.interval.seconds``, on by default as in Kafka).
+- Topic deletion through seed 004's states: partitions go offline then non-existent,
+  replicas offline, then deleting; a replica on a broker that is down stays deleting
+  (its close-replica request is queued) until the broker returns, and until then the
+  name cannot be created again.
+- JBOD: each broker has log directories; a new replica goes to the directory with the
+  fewest replicas (or the one AlterReplicaLogDirs named beforehand), and
+  AlterReplicaLogDirs moves a replica between directories through a future replica
+  that copies at the broker's ``disk_copy_bytes_per_s`` (capped by
+  ``replica.alter.log.dirs.io.max.bytes.per.second``) and replaces the current one
+  once it has caught up.
 
 Imports the standard library and attrs only.
 """
@@ -39,7 +55,7 @@ from __future__ import annotations
 import enum
 import random
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, Final
 
@@ -49,6 +65,7 @@ __all__ = [
     "DEFAULT_TOPIC_CONFIGS",
     "AlterConfigs",
     "AlterReassignment",
+    "AlterReplicaLogDir",
     "BrokerSpec",
     "BrokerState",
     "BrokerView",
@@ -60,6 +77,7 @@ __all__ = [
     "ElectLeader",
     "IllegalTransition",
     "KillBroker",
+    "LogDirView",
     "Outcome",
     "PartitionState",
     "PartitionView",
@@ -68,6 +86,7 @@ __all__ = [
     "ReplicaState",
     "ReviveBroker",
     "SetByteRate",
+    "SetProduceRate",
     "SetSize",
 ]
 
@@ -89,6 +108,9 @@ ELIGIBLE_LEADERS_NOT_AVAILABLE: Final = 83
 ELECTION_NOT_NEEDED: Final = 84
 NO_REASSIGNMENT_IN_PROGRESS: Final = 85
 INVALID_TOPIC_EXCEPTION: Final = 17
+REPLICA_NOT_AVAILABLE: Final = 9
+KAFKA_STORAGE_ERROR: Final = 56
+LOG_DIR_NOT_FOUND: Final = 57
 
 NO_LEADER: Final = -1
 UNLIMITED: Final = 2**63 - 1
@@ -112,6 +134,10 @@ DEFAULT_BROKER_CONFIGS: Final[Mapping[str, str]] = MappingProxyType(
         "follower.replication.throttled.rate": str(UNLIMITED),
         "min.insync.replicas": "1",
         "unclean.leader.election.enable": "false",
+        "replica.alter.log.dirs.io.max.bytes.per.second": str(UNLIMITED),
+        # Controller settings; the model reads them at the cluster level ("").
+        "auto.leader.rebalance.enable": "true",
+        "leader.imbalance.check.interval.seconds": "300",
     }
 )
 _LIST_CONFIGS: Final = frozenset(
@@ -124,9 +150,15 @@ _INT_CONFIGS: Final = frozenset(
         "min.insync.replicas",
         "leader.replication.throttled.rate",
         "follower.replication.throttled.rate",
+        "replica.alter.log.dirs.io.max.bytes.per.second",
+        "leader.imbalance.check.interval.seconds",
     }
 )
-_BOOL_CONFIGS: Final = frozenset({"unclean.leader.election.enable"})
+#: Controller settings: cluster-wide only.
+_CONTROLLER_CONFIGS: Final = frozenset(
+    {"auto.leader.rebalance.enable", "leader.imbalance.check.interval.seconds"}
+)
+_BOOL_CONFIGS: Final = frozenset({"unclean.leader.election.enable", "auto.leader.rebalance.enable"})
 
 RESOURCE_TOPIC: Final = 2
 RESOURCE_BROKER: Final = 4
@@ -158,9 +190,11 @@ class ReplicaState(enum.Enum):
     NEW = "new"
     #: Hosted by a live broker: leading, or fetching from the leader.
     ONLINE = "online"
-    #: Its broker is dead; the replica keeps its bytes for when the broker returns.
+    #: Its broker is dead (the replica keeps its bytes for when the broker returns),
+    #: or it was stopped to be deleted.
     OFFLINE = "offline"
-    #: Being removed (reassignment done or cancelled, topic deleted).
+    #: Being removed (reassignment done or cancelled, topic deleted); on a broker that
+    #: is down it stays here until the broker returns and deletes it (seed 004).
     DELETING = "deleting"
     #: Gone.
     NON_EXISTENT = "non_existent"
@@ -189,9 +223,8 @@ REPLICA_PREDECESSORS: Final[Mapping[ReplicaState, frozenset[ReplicaState]]] = Ma
         ReplicaState.OFFLINE: frozenset(
             {ReplicaState.NEW, ReplicaState.ONLINE, ReplicaState.OFFLINE}
         ),
-        ReplicaState.DELETING: frozenset(
-            {ReplicaState.NEW, ReplicaState.ONLINE, ReplicaState.OFFLINE}
-        ),
+        # ReplicaDeletionStarted: only from offline (the replica is stopped first).
+        ReplicaState.DELETING: frozenset({ReplicaState.OFFLINE}),
         ReplicaState.NON_EXISTENT: frozenset({ReplicaState.DELETING}),
     }
 )
@@ -207,9 +240,8 @@ PARTITION_PREDECESSORS: Final[Mapping[PartitionState, frozenset[PartitionState]]
             PartitionState.OFFLINE: frozenset(
                 {PartitionState.NEW, PartitionState.ONLINE, PartitionState.OFFLINE}
             ),
-            PartitionState.NON_EXISTENT: frozenset(
-                {PartitionState.NEW, PartitionState.ONLINE, PartitionState.OFFLINE}
-            ),
+            # A deleted partition is taken offline first.
+            PartitionState.NON_EXISTENT: frozenset({PartitionState.OFFLINE}),
         }
     )
 )
@@ -240,16 +272,53 @@ def _str_map(value: Mapping[str, str]) -> Mapping[str, str]:
     return MappingProxyType(dict(value))
 
 
+def _strs(value: Iterable[str]) -> tuple[str, ...]:
+    return tuple(value)
+
+
+def _dir_views(value: Iterable[LogDirView]) -> tuple[LogDirView, ...]:
+    return tuple(value)
+
+
+def _int_map(value: Mapping[int, int]) -> Mapping[int, int]:
+    return MappingProxyType(dict(value))
+
+
+def _dir_map(value: Mapping[int, str]) -> Mapping[int, str]:
+    return MappingProxyType(dict(value))
+
+
 @attrs.frozen(kw_only=True)
 class BrokerSpec:
-    """A broker of the test cluster: id, rack, replication speed and storage size."""
+    """A broker of the test cluster: id, rack, replication speed, log directories and
+    their size."""
 
     node_id: int
     rack: str | None = None
     #: How fast this broker's followers copy from their leaders, all together.
     replication_bytes_per_s: float = 64.0 * 1024 * 1024
-    #: Capacity of its one log directory (DescribeLogDirs' TotalBytes).
+    #: Capacity of each log directory (DescribeLogDirs' TotalBytes).
     storage_bytes: int = 1 << 40
+    #: Its log directories (JBOD); empty: one, ``/var/lib/kafka/data-<id>``.
+    log_dirs: tuple[str, ...] = attrs.field(default=(), converter=_strs)
+    #: How fast a replica moves between two of its log directories.
+    disk_copy_bytes_per_s: float = 256.0 * 1024 * 1024
+
+    @property
+    def dirs(self) -> tuple[str, ...]:
+        return self.log_dirs or (f"/var/lib/kafka/data-{self.node_id}",)
+
+
+@attrs.frozen(kw_only=True)
+class LogDirView:
+    """One log directory of a broker at one moment."""
+
+    path: str
+    total_bytes: int
+    #: Bytes of the replicas in it, future replicas included.
+    used_bytes: int
+    #: Replicas in it (future replicas not counted).
+    replicas: int
 
 
 @attrs.frozen(kw_only=True)
@@ -260,8 +329,10 @@ class BrokerView:
     rack: str | None
     state: BrokerState
     replication_bytes_per_s: float
+    #: Capacity of each log directory.
     storage_bytes: int
     used_bytes: int
+    log_dirs: tuple[LogDirView, ...] = attrs.field(default=(), converter=_dir_views)
 
 
 @attrs.frozen(kw_only=True)
@@ -286,6 +357,14 @@ class PartitionView:
     replica_states: Mapping[int, ReplicaState]
     #: Replicas on dead brokers.
     offline_replicas: tuple[int, ...]
+    #: The log directory of each replica.
+    replica_dirs: Mapping[int, str] = attrs.field(factory=dict, converter=_dir_map)
+    #: Replicas being moved to another log directory of their broker: the directory.
+    future_dirs: Mapping[int, str] = attrs.field(factory=dict, converter=_dir_map)
+    #: Bytes each future replica holds.
+    future_bytes: Mapping[int, int] = attrs.field(factory=dict, converter=_int_map)
+    #: Bytes per second the leader takes from producers (``SetProduceRate``).
+    produce_bytes_per_s: float = 0.0
 
     @property
     def original_replicas(self) -> tuple[int, ...]:
@@ -433,6 +512,29 @@ class SetByteRate:
     replication_bytes_per_s: float
 
 
+@attrs.frozen(kw_only=True)
+class SetProduceRate:
+    """Producers write ``bytes_per_s`` to the partition's leader with acks=all, from
+    now on (0 stops them). Writes stop while the leader is down or stalled, or the ISR
+    is smaller than ``min.insync.replicas``."""
+
+    topic: str
+    partition: int
+    bytes_per_s: float
+
+
+@attrs.frozen(kw_only=True)
+class AlterReplicaLogDir:
+    """AlterReplicaLogDirs for one replica: move broker ``node_id``'s replica of the
+    partition to log directory ``path`` (or, when the broker has no replica of it yet,
+    remember ``path`` for when it gets one: REPLICA_NOT_AVAILABLE, as in Kafka)."""
+
+    node_id: int
+    topic: str
+    partition: int
+    path: str
+
+
 Command = (
     CreateTopic
     | CreatePartitions
@@ -446,6 +548,8 @@ Command = (
     | SetSize
     | Produce
     | SetByteRate
+    | SetProduceRate
+    | AlterReplicaLogDir
 )
 
 
@@ -453,25 +557,30 @@ Command = (
 
 
 class _Broker:
-    __slots__ = ("node_id", "paused_at", "rack", "rate", "state", "storage_bytes")
+    __slots__ = ("dirs", "disk_rate", "node_id", "rack", "rate", "state", "storage_bytes")
 
     def __init__(self, spec: BrokerSpec) -> None:
         self.node_id = spec.node_id
         self.rack = spec.rack
         self.rate = float(spec.replication_bytes_per_s)
         self.storage_bytes = spec.storage_bytes
+        self.dirs = spec.dirs
+        self.disk_rate = float(spec.disk_copy_bytes_per_s)
         self.state = BrokerState.ONLINE
-        self.paused_at: float | None = None
 
 
 class _Partition:
     __slots__ = (
         "acked",
         "adding",
+        "caught_up_at",
+        "dirs",
+        "future",
         "index",
         "isr",
         "leader",
         "leader_epoch",
+        "produce_rate",
         "removing",
         "replica_bytes",
         "replica_states",
@@ -490,9 +599,29 @@ class _Partition:
         self.leader_epoch = -1
         self.adding: list[int] = []
         self.removing: list[int] = []
-        self.replica_bytes: dict[int, int] = {}
+        #: Bytes each replica holds (floats: steady writes and copies are continuous).
+        self.replica_bytes: dict[int, float] = {}
         self.replica_states: dict[int, ReplicaState] = {}
-        self.acked = 0
+        self.acked = 0.0
+        #: When each replica last held every byte of its leader (Kafka's
+        #: lastCaughtUpTimeMs); a follower that is further back than
+        #: ``replica_lag_time_max_s`` leaves the ISR.
+        self.caught_up_at: dict[int, float] = {}
+        self.produce_rate = 0.0
+        #: Log directory of each replica.
+        self.dirs: dict[int, str] = {}
+        #: Future replicas (AlterReplicaLogDirs) by broker.
+        self.future: dict[int, _Future] = {}
+
+
+class _Future:
+    """A replica being copied to another log directory of its broker."""
+
+    __slots__ = ("bytes", "dir")
+
+    def __init__(self, path: str) -> None:
+        self.dir = path
+        self.bytes = 0.0
 
 
 class _Topic:
@@ -530,15 +659,31 @@ class ClusterModel:
             raise ValueError(f"broker ids must be unique: {ids}")
         if replica_lag_time_max_s <= 0:
             raise ValueError("replica_lag_time_max_s must be > 0")
+        for b in brokers:
+            if len(set(b.dirs)) != len(b.dirs):
+                raise ValueError(f"broker {b.node_id} lists a log directory twice: {b.dirs}")
         self.cluster_id = cluster_id
         self.replica_lag_time_max_s = float(replica_lag_time_max_s)
         self._brokers = {b.node_id: _Broker(b) for b in sorted(brokers, key=lambda b: b.node_id)}
         self._topics: dict[str, _Topic] = {}
+        #: Deleted topics whose replicas on brokers that are down are not deleted yet.
+        self._deleting: dict[str, _Topic] = {}
+        #: AlterReplicaLogDirs for replicas a broker does not host yet.
+        self._preferred_dirs: dict[tuple[str, int, int], str] = {}
+        #: Replicas per (broker, log directory), for placing new replicas.
+        self._dir_counts: dict[tuple[int, str], int] = {}
+        #: Partitions where something may happen (copying, lagging, writes, moves);
+        #: the others are quiet: every replica that fetches is in sync and holds the
+        #: leader's bytes, so time changes nothing for them (insertion-ordered).
+        self._busy: dict[_Partition, None] = {}
         self._broker_configs: dict[str, dict[str, str]] = {"": {}}
         self._rng = random.Random(seed)
         self._now = float(start)
+        self._next_balance_at: float | None = None
         #: Unclean elections so far (each may lose acknowledged bytes).
         self.unclean_elections = 0
+        #: Leaderships moved back to the preferred replica by the automatic balancing.
+        self.auto_balanced_leaders = 0
 
     # ------------------------------------------------------------------ reading
 
@@ -555,28 +700,86 @@ class ClusterModel:
 
     def brokers(self) -> list[BrokerView]:
         """Every broker, dead ones included, by id."""
-        used: dict[int, int] = dict.fromkeys(self._brokers, 0)
-        for topic in self._topics.values():
-            for p in topic.partitions:
-                for r in p.replicas:
-                    used[r] += p.replica_bytes.get(r, 0)
-        return [
-            BrokerView(
-                node_id=b.node_id,
-                rack=b.rack,
-                state=b.state,
-                replication_bytes_per_s=b.rate,
-                storage_bytes=b.storage_bytes,
-                used_bytes=used[b.node_id],
+        used: dict[tuple[int, str], float] = {}
+        count: dict[tuple[int, str], int] = {}
+        for p in self._all_partitions():
+            for r in p.replicas:
+                key = (r, p.dirs[r])
+                used[key] = used.get(key, 0.0) + p.replica_bytes.get(r, 0.0)
+                count[key] = count.get(key, 0) + 1
+            for r, future in p.future.items():
+                key = (r, future.dir)
+                used[key] = used.get(key, 0.0) + future.bytes
+        views = []
+        for b in self._brokers.values():
+            dirs = [
+                LogDirView(
+                    path=d,
+                    total_bytes=b.storage_bytes,
+                    used_bytes=int(used.get((b.node_id, d), 0.0)),
+                    replicas=count.get((b.node_id, d), 0),
+                )
+                for d in b.dirs
+            ]
+            views.append(
+                BrokerView(
+                    node_id=b.node_id,
+                    rack=b.rack,
+                    state=b.state,
+                    replication_bytes_per_s=b.rate,
+                    storage_bytes=b.storage_bytes,
+                    used_bytes=sum(d.used_bytes for d in dirs),
+                    log_dirs=dirs,
+                )
             )
-            for b in self._brokers.values()
-        ]
+        return views
 
     def broker_state(self, node_id: int) -> BrokerState:
         return self._broker(node_id).state
 
+    def broker_list(self) -> list[tuple[int, str | None, BrokerState]]:
+        """Every broker's id, rack and state, by id (cheaper than :meth:`brokers`,
+        which adds up the storage)."""
+        return [(b.node_id, b.rack, b.state) for b in self._brokers.values()]
+
+    def metadata_rows(
+        self, topic: str
+    ) -> list[tuple[int, int, int, tuple[int, ...], tuple[int, ...], tuple[int, ...]]]:
+        """What Metadata shows of each partition of ``topic`` (KeyError if unknown):
+        index, leader, leader epoch, replicas, ISR, offline replicas."""
+        return [
+            (
+                p.index,
+                p.leader,
+                p.leader_epoch,
+                tuple(p.replicas),
+                tuple(p.isr),
+                tuple(r for r in p.replicas if not self._alive(r)),
+            )
+            for p in self._topics[topic].partitions
+        ]
+
+    def reassignments(
+        self, topic: str
+    ) -> list[tuple[int, tuple[int, ...], tuple[int, ...], tuple[int, ...]]]:
+        """The partitions of ``topic`` being reassigned (KeyError if unknown): index,
+        replicas, adding, removing."""
+        return [
+            (p.index, tuple(p.replicas), tuple(p.adding), tuple(p.removing))
+            for p in self._topics[topic].partitions
+            if p.adding or p.removing
+        ]
+
     def topics(self) -> list[str]:
         return sorted(self._topics)
+
+    def topics_being_deleted(self) -> dict[str, list[tuple[int, int]]]:
+        """Deleted topics whose replicas on brokers that are down wait to be deleted:
+        name -> ``(partition, broker)`` pairs still to delete."""
+        return {
+            name: [(p.index, r) for p in t.partitions for r in sorted(p.replica_states)]
+            for name, t in sorted(self._deleting.items())
+        }
 
     def topic_id(self, name: str) -> uuid.UUID | None:
         topic = self._topics.get(name)
@@ -618,6 +821,11 @@ class ClusterModel:
                 return value
         return DEFAULT_BROKER_CONFIGS.get(key, "")
 
+    def controller_config(self, key: str) -> str:
+        """A controller setting's effective value (cluster default, then Kafka's)."""
+        value = self._broker_configs[""].get(key)
+        return DEFAULT_BROKER_CONFIGS.get(key, "") if value is None else value
+
     # ------------------------------------------------------------------ changing
 
     def apply(self, command: Command, now: float) -> Outcome:
@@ -630,33 +838,29 @@ class ClusterModel:
         if handler is None:
             raise TypeError(f"not a cluster command: {command!r}")
         self.advance(now)
-        return handler(self, command)
+        outcome = handler(self, command)
+        self._settle()
+        return outcome
 
     def advance(self, now: float) -> None:
         """Move replication forward to ``now`` (seconds; must not go backwards).
 
-        Steps from event to event (a follower catching up, a paused broker's followers
-        expiring from the ISR), so the result does not depend on how often it is called.
+        Steps from event to event (a follower catching up, a follower falling out of
+        the ISR, a future replica catching up, a leader-balance check), so the result
+        does not depend on how often it is called.
         """
         if now < self._now:
             raise ValueError(f"time went backwards: {now} < {self._now}")
         while True:
-            self._expire_paused_followers()
-            self._expand_isrs()
+            self._settle()
             if self._now >= now:
                 return
-            rates = {key: rate for key, rate in self._replication_rates().items() if rate > 0}
+            flows = self._flows()
             step = now - self._now
-            for (p, replica), rate in rates.items():
-                step = min(step, (self._leader_bytes(p) - p.replica_bytes[replica]) / rate)
-            deadline = self._next_pause_expiry()
-            if deadline is not None:
-                step = min(step, deadline - self._now)
-            for (p, replica), rate in rates.items():
-                target = self._leader_bytes(p)
-                got = p.replica_bytes[replica] + rate * step
-                # Float steps must not leave a replica a hair short of its leader.
-                p.replica_bytes[replica] = target if got >= target - 1e-6 else int(got)
+            for at in self._events(flows):
+                if at > self._now:
+                    step = min(step, at - self._now)
+            self._flow(flows, step)
             self._now = now if self._now + step >= now else self._now + step
 
     # ------------------------------------------------------------------ handlers
@@ -668,6 +872,11 @@ class ClusterModel:
         if cmd.name in self._topics:
             return Outcome(
                 error_code=TOPIC_ALREADY_EXISTS, message=f"Topic '{cmd.name}' already exists."
+            )
+        if cmd.name in self._deleting:
+            return Outcome(
+                error_code=TOPIC_ALREADY_EXISTS,
+                message=f"Topic '{cmd.name}' is marked for deletion.",
             )
         config_error = _check_configs(cmd.configs, RESOURCE_TOPIC)
         if config_error is not None:
@@ -707,6 +916,8 @@ class ClusterModel:
                 message=f"The topic {cmd.topic} currently has {current} partition(s); "
                 f"{cmd.count} would not be an increase.",
             )
+        # As Kafka's controller does: partition 0's replica list, which counts the
+        # adding and removing replicas of a reassignment in flight.
         rf = len(topic.partitions[0].replicas) if topic.partitions else 1
         if cmd.assignment:
             if len(cmd.assignment) != cmd.count - current:
@@ -730,20 +941,35 @@ class ClusterModel:
         return OK
 
     def _delete_topic(self, cmd: DeleteTopic) -> Outcome:
+        """Seed 004: the partitions go offline, then non-existent; every replica is
+        stopped (offline) and its deletion starts; a broker that is up deletes at once,
+        one that is down when it returns (its close-replica request waits)."""
         topic = self._topics.pop(cmd.name, None)
         if topic is None:
             return _unknown_topic(cmd.name)
         for p in topic.partitions:
-            for r in list(p.replica_states):
-                self._replica_to(p, r, ReplicaState.DELETING)
-                self._replica_to(p, r, ReplicaState.NON_EXISTENT)
+            self._busy.pop(p, None)
+            if p.state is not PartitionState.OFFLINE:
+                self._partition_to(p, PartitionState.OFFLINE)
             self._partition_to(p, PartitionState.NON_EXISTENT)
+            p.leader = NO_LEADER
+            p.adding, p.removing, p.produce_rate = [], [], 0.0
+            p.future.clear()
+            for r in list(p.replica_states):
+                if p.replica_states[r] is not ReplicaState.OFFLINE:
+                    self._replica_to(p, r, ReplicaState.OFFLINE)
+                self._replica_to(p, r, ReplicaState.DELETING)
+        for key in [k for k in self._preferred_dirs if k[0] == cmd.name]:
+            del self._preferred_dirs[key]
+        self._deleting[cmd.name] = topic
+        self._finish_deletions()
         return OK
 
     def _alter_reassignment(self, cmd: AlterReassignment) -> Outcome:
         p = self._find(cmd.topic, cmd.partition)
         if isinstance(p, Outcome):
             return p
+        self._touch(p)
         if cmd.target is None:
             if not (p.adding or p.removing):
                 return Outcome(
@@ -775,6 +1001,7 @@ class ClusterModel:
         p = self._find(cmd.topic, cmd.partition)
         if isinstance(p, Outcome):
             return p
+        self._touch(p)
         if cmd.unclean:
             if p.leader != NO_LEADER:
                 return Outcome(
@@ -789,7 +1016,7 @@ class ClusterModel:
         preferred = p.replicas[0]
         if p.leader == preferred:
             return Outcome(error_code=ELECTION_NOT_NEEDED, message="Leader election not needed.")
-        if preferred not in p.isr or not self._alive(preferred):
+        if not self._can_lead_preferred(p):
             return Outcome(
                 error_code=PREFERRED_LEADER_NOT_AVAILABLE,
                 message=f"Failed to elect leader for partition {cmd.topic}-{cmd.partition} "
@@ -834,15 +1061,27 @@ class ClusterModel:
                 else:
                     items = [i for i in items if i not in extra]
                 configs[name] = ",".join(items)
+        if cmd.resource_type == RESOURCE_BROKER and cmd.name:
+            controller = sorted(set(configs) & _CONTROLLER_CONFIGS)
+            if controller:
+                return Outcome(
+                    error_code=INVALID_REQUEST,
+                    message=f"{controller} can only be set cluster-wide (resource name '')",
+                )
         error = _check_configs(configs, cmd.resource_type)
         if error is not None:
             return error
         if cmd.validate_only:
             return OK
         if cmd.resource_type == RESOURCE_TOPIC:
+            for p in self._topics[cmd.name].partitions:
+                self._touch(p)  # throttles, min ISR: flows may change
             self._topics[cmd.name].configs = configs
         else:
+            before = {k: self.controller_config(k) for k in _CONTROLLER_CONFIGS}
             self._broker_configs[cmd.name] = configs
+            if before != {k: self.controller_config(k) for k in _CONTROLLER_CONFIGS}:
+                self._next_balance_at = None  # checked again one interval from now
         # A lowered throttle or min ISR changes nothing at once; the next advance uses it.
         return OK
 
@@ -852,9 +1091,11 @@ class ClusterModel:
             return _unknown_broker(cmd.node_id)
         if broker.state is BrokerState.DEAD:
             return OK
+        hosted = self._hosted_by(cmd.node_id)
+        for p in hosted:
+            self._touch(p)
         broker.state = BrokerState.DEAD
-        broker.paused_at = None
-        for p in self._hosted_by(cmd.node_id):
+        for p in hosted:
             self._replica_to(p, cmd.node_id, ReplicaState.OFFLINE)
             if cmd.node_id in p.isr and len(p.isr) > 1:
                 p.isr.remove(cmd.node_id)
@@ -868,9 +1109,9 @@ class ClusterModel:
             return _unknown_broker(cmd.node_id)
         if broker.state is BrokerState.DEAD:
             return Outcome(error_code=BROKER_NOT_AVAILABLE, message="a dead broker cannot pause")
-        if broker.state is BrokerState.ONLINE:
-            broker.state = BrokerState.PAUSED
-            broker.paused_at = self._now
+        for p in self._hosted_by(cmd.node_id):
+            self._touch(p)
+        broker.state = BrokerState.PAUSED
         return OK
 
     def _revive_broker(self, cmd: ReviveBroker) -> Outcome:
@@ -878,8 +1119,11 @@ class ClusterModel:
         if broker is None:
             return _unknown_broker(cmd.node_id)
         was = broker.state
+        for p in self._hosted_by(cmd.node_id):
+            self._touch(p)
         broker.state = BrokerState.ONLINE
-        broker.paused_at = None
+        # Queued close-replica requests of deleted topics run first (seed 004).
+        self._finish_deletions()
         if was is not BrokerState.DEAD:
             return OK
         for p in self._hosted_by(cmd.node_id):
@@ -892,7 +1136,6 @@ class ClusterModel:
                 leader_bytes = p.replica_bytes[p.leader]
                 if p.replica_bytes[cmd.node_id] > leader_bytes:
                     p.replica_bytes[cmd.node_id] = leader_bytes
-        self._expand_isrs()
         return OK
 
     def _set_size(self, cmd: SetSize) -> Outcome:
@@ -901,12 +1144,14 @@ class ClusterModel:
             return p
         if cmd.size_bytes < 0:
             return Outcome(error_code=INVALID_REQUEST, message="size_bytes must be >= 0")
+        self._touch(p)
         if p.leader == NO_LEADER:
             return Outcome(error_code=LEADER_NOT_AVAILABLE, message="the partition is offline")
         for r in p.isr:
             if r == p.leader or self._fetching(r):
-                p.replica_bytes[r] = cmd.size_bytes
-        p.acked = min(p.acked, cmd.size_bytes)
+                p.replica_bytes[r] = float(cmd.size_bytes)
+                p.caught_up_at[r] = self._now
+        p.acked = min(p.acked, float(cmd.size_bytes))
         return OK
 
     def _produce(self, cmd: Produce) -> Outcome:
@@ -915,27 +1160,21 @@ class ClusterModel:
             return p
         if cmd.num_bytes <= 0:
             return Outcome(error_code=INVALID_REQUEST, message="num_bytes must be > 0")
-        if p.leader == NO_LEADER:
-            return Outcome(error_code=LEADER_NOT_AVAILABLE, message="the partition is offline")
-        if self._brokers[p.leader].state is not BrokerState.ONLINE:
-            return Outcome(error_code=REQUEST_TIMED_OUT, message="the leader does not answer")
-        min_isr = int(self.topic_config(p.topic, "min.insync.replicas"))
-        if len(p.isr) < min_isr:
-            return Outcome(
-                error_code=NOT_ENOUGH_REPLICAS,
-                message=f"The size of the current ISR {p.isr} is insufficient to satisfy "
-                f"the min.isr requirement of {min_isr}",
-            )
-        end = p.replica_bytes[p.leader] + cmd.num_bytes
+        self._touch(p)
+        refusal = self._refuses_writes(p)
+        if refusal is not None:
+            return refusal
+        before = p.replica_bytes[p.leader]
+        end = before + cmd.num_bytes
         p.replica_bytes[p.leader] = end
         lagging = False
         for r in p.isr:
             if r == p.leader:
                 continue
-            if self._fetching(r):
+            if self._fetching(r) and p.replica_bytes[r] >= before:
                 p.replica_bytes[r] = end
             else:
-                lagging = True
+                lagging = True  # stalled, or behind: it copies at its own pace
         if lagging:
             return Outcome(error_code=REQUEST_TIMED_OUT, message="an ISR member did not fetch")
         p.acked = end
@@ -948,6 +1187,43 @@ class ClusterModel:
         if cmd.replication_bytes_per_s < 0:
             return Outcome(error_code=INVALID_REQUEST, message="the rate must be >= 0")
         broker.rate = float(cmd.replication_bytes_per_s)
+        return OK
+
+    def _set_produce_rate(self, cmd: SetProduceRate) -> Outcome:
+        p = self._find(cmd.topic, cmd.partition)
+        if isinstance(p, Outcome):
+            return p
+        if cmd.bytes_per_s < 0:
+            return Outcome(error_code=INVALID_REQUEST, message="the rate must be >= 0")
+        self._touch(p)
+        p.produce_rate = float(cmd.bytes_per_s)
+        return OK
+
+    def _alter_replica_log_dir(self, cmd: AlterReplicaLogDir) -> Outcome:
+        """Kafka's ``ReplicaManager.alterReplicaLogDirs`` for one replica."""
+        broker = self._brokers.get(cmd.node_id)
+        if broker is None:
+            return _unknown_broker(cmd.node_id)
+        if cmd.path not in broker.dirs:
+            return Outcome(
+                error_code=LOG_DIR_NOT_FOUND,
+                message=f"Log dir {cmd.path} is not found in the config.",
+            )
+        p = self._find(cmd.topic, cmd.partition)
+        if isinstance(p, Outcome) or cmd.node_id not in p.replica_states:
+            # Remembered for when the broker gets the replica (a reassignment adding it).
+            self._preferred_dirs[(cmd.topic, cmd.partition, cmd.node_id)] = cmd.path
+            return Outcome(
+                error_code=REPLICA_NOT_AVAILABLE,
+                message=f"Replica {cmd.node_id} of {cmd.topic}-{cmd.partition} does not "
+                "exist yet; the directory is remembered for when it is created",
+            )
+        self._touch(p)
+        future = p.future.get(cmd.node_id)
+        if future is not None and future.dir != cmd.path:
+            del p.future[cmd.node_id]  # a new destination: the copy starts over
+        if p.dirs[cmd.node_id] != cmd.path and cmd.node_id not in p.future:
+            p.future[cmd.node_id] = _Future(cmd.path)
         return OK
 
     # ------------------------------------------------------------------ internals
@@ -968,16 +1244,37 @@ class ClusterModel:
     def _unclean_allowed(self, p: _Partition) -> bool:
         return self.topic_config(p.topic, "unclean.leader.election.enable").lower() == "true"
 
+    def _can_lead_preferred(self, p: _Partition) -> bool:
+        preferred = p.replicas[0]
+        return preferred in p.isr and self._alive(preferred) and preferred not in p.removing
+
+    def _refuses_writes(self, p: _Partition) -> Outcome | None:
+        """Why an acks=all write is refused now (None: it is taken)."""
+        if p.leader == NO_LEADER:
+            return Outcome(error_code=LEADER_NOT_AVAILABLE, message="the partition is offline")
+        if self._brokers[p.leader].state is not BrokerState.ONLINE:
+            return Outcome(error_code=REQUEST_TIMED_OUT, message="the leader does not answer")
+        min_isr = int(self.topic_config(p.topic, "min.insync.replicas"))
+        if len(p.isr) < min_isr:
+            return Outcome(
+                error_code=NOT_ENOUGH_REPLICAS,
+                message=f"The size of the current ISR {p.isr} is insufficient to satisfy "
+                f"the min.isr requirement of {min_isr}",
+            )
+        return None
+
     def _find(self, topic: str, index: int) -> _Partition | Outcome:
         t = self._topics.get(topic)
         if t is None or not 0 <= index < len(t.partitions):
             return _unknown_topic(f"{topic}-{index}")
         return t.partitions[index]
 
+    def _all_partitions(self) -> Iterator[_Partition]:
+        for t in self._topics.values():
+            yield from t.partitions
+
     def _hosted_by(self, node_id: int) -> list[_Partition]:
-        return [
-            p for t in self._topics.values() for p in t.partitions if node_id in p.replica_states
-        ]
+        return [p for p in self._all_partitions() if node_id in p.replica_states]
 
     def _view(self, p: _Partition) -> PartitionView:
         return PartitionView(
@@ -990,17 +1287,21 @@ class ClusterModel:
             leader_epoch=p.leader_epoch,
             adding=tuple(p.adding),
             removing=tuple(p.removing),
-            size_bytes=self._leader_bytes(p),
-            acknowledged_bytes=p.acked,
-            replica_bytes=MappingProxyType({r: p.replica_bytes[r] for r in p.replicas}),
+            size_bytes=int(self._leader_bytes(p)),
+            acknowledged_bytes=int(p.acked),
+            replica_bytes=MappingProxyType({r: int(p.replica_bytes[r]) for r in p.replicas}),
             replica_states=MappingProxyType({r: p.replica_states[r] for r in p.replicas}),
             offline_replicas=tuple(r for r in p.replicas if not self._alive(r)),
+            replica_dirs={r: p.dirs[r] for r in p.replicas},
+            future_dirs={r: f.dir for r, f in p.future.items()},
+            future_bytes={r: int(f.bytes) for r, f in p.future.items()},
+            produce_bytes_per_s=p.produce_rate,
         )
 
-    def _leader_bytes(self, p: _Partition) -> int:
+    def _leader_bytes(self, p: _Partition) -> float:
         if p.leader != NO_LEADER:
             return p.replica_bytes[p.leader]
-        return max((p.replica_bytes[r] for r in p.isr), default=0)
+        return max((p.replica_bytes[r] for r in p.isr), default=0.0)
 
     def _replica_to(self, p: _Partition, replica: int, state: ReplicaState) -> None:
         current = p.replica_states.get(replica, ReplicaState.NON_EXISTENT)
@@ -1011,6 +1312,11 @@ class ClusterModel:
         if state is ReplicaState.NON_EXISTENT:
             p.replica_states.pop(replica, None)
             p.replica_bytes.pop(replica, None)
+            p.caught_up_at.pop(replica, None)
+            path = p.dirs.pop(replica, None)
+            if path is not None:
+                self._dir_counts[(replica, path)] -= 1
+            p.future.pop(replica, None)
         else:
             p.replica_states[replica] = state
 
@@ -1023,14 +1329,41 @@ class ClusterModel:
 
     def _start_replica(self, p: _Partition, replica: int, size: int) -> None:
         self._replica_to(p, replica, ReplicaState.NEW)
-        p.replica_bytes[replica] = size
+        p.replica_bytes[replica] = float(size)
+        path = self._place_log(p, replica)
+        p.dirs[replica] = path
+        self._dir_counts[(replica, path)] = self._dir_counts.get((replica, path), 0) + 1
         self._replica_to(
             p, replica, ReplicaState.ONLINE if self._alive(replica) else ReplicaState.OFFLINE
         )
 
+    def _place_log(self, p: _Partition, replica: int) -> str:
+        """The directory a new replica goes to: the one AlterReplicaLogDirs named, else
+        the one with the fewest replicas (Kafka's ``LogManager.nextLogDirs``)."""
+        chosen = self._preferred_dirs.pop((p.topic, p.index, replica), None)
+        dirs = self._brokers[replica].dirs
+        if chosen is not None and chosen in dirs:
+            return chosen
+        return min(dirs, key=lambda d: (self._dir_counts.get((replica, d), 0), dirs.index(d)))
+
     def _drop_replica(self, p: _Partition, replica: int) -> None:
+        """A replica leaves the partition (reassignment done or cancelled): stopped,
+        then deleted (KRaft removes it from the metadata at once)."""
+        if p.replica_states.get(replica) is not ReplicaState.OFFLINE:
+            self._replica_to(p, replica, ReplicaState.OFFLINE)
         self._replica_to(p, replica, ReplicaState.DELETING)
         self._replica_to(p, replica, ReplicaState.NON_EXISTENT)
+
+    def _finish_deletions(self) -> None:
+        """Brokers that are up delete the replicas of deleted topics they still hold."""
+        for name in list(self._deleting):
+            topic = self._deleting[name]
+            for p in topic.partitions:
+                for r in list(p.replica_states):
+                    if self._fetching(r):
+                        self._replica_to(p, r, ReplicaState.NON_EXISTENT)
+            if not any(p.replica_states for p in topic.partitions):
+                del self._deleting[name]
 
     def _new_partition(self, topic: _Topic, replicas: Sequence[int]) -> None:
         p = _Partition(topic.name, len(topic.partitions))
@@ -1039,8 +1372,11 @@ class ClusterModel:
         for r in replicas:
             self._start_replica(p, r, 0)
         p.isr = [r for r in replicas if self._alive(r)]
+        for r in p.isr:
+            p.caught_up_at[r] = self._now
         topic.partitions.append(p)
         self._elect(p, allow_unclean=False)
+        self._busy[p] = None
 
     def _set_leader(self, p: _Partition, leader: int) -> None:
         if leader == p.leader and p.state is not PartitionState.NEW:
@@ -1050,6 +1386,13 @@ class ClusterModel:
         self._partition_to(
             p, PartitionState.OFFLINE if leader == NO_LEADER else PartitionState.ONLINE
         )
+        if leader != NO_LEADER:
+            # Followers truncate to the new leader's log (leader epochs): bytes it never
+            # had were never acknowledged (the leader comes from the ISR).
+            top = p.replica_bytes[leader]
+            for r in p.replicas:
+                if r != leader and self._alive(r) and p.replica_bytes[r] > top:
+                    p.replica_bytes[r] = top
 
     def _elect(self, p: _Partition, *, allow_unclean: bool) -> bool:
         """Give ``p`` a leader: the first live ISR member in replica order; failing that
@@ -1068,6 +1411,7 @@ class ClusterModel:
                 if self._alive(r):
                     self.unclean_elections += 1
                     p.isr = [r]
+                    p.caught_up_at[r] = self._now
                     self._set_leader(p, r)
                     p.acked = min(p.acked, p.replica_bytes[r])
                     for other in p.replicas:
@@ -1158,6 +1502,7 @@ class ClusterModel:
             isr = [original[0]]
             self.unclean_elections += 1
             p.acked = min(p.acked, p.replica_bytes[original[0]])
+            p.caught_up_at[original[0]] = self._now
         p.isr = isr
         if p.leader not in original or p.leader not in isr:
             self._elect(p, allow_unclean=False)
@@ -1183,92 +1528,257 @@ class ClusterModel:
         for r in removing:
             self._drop_replica(p, r)
 
-    def _replication_rates(self) -> dict[tuple[_Partition, int], float]:
-        """Bytes per second each lagging follower copies right now."""
-        lagging: list[tuple[_Partition, int, bool, bool]] = []
-        for t in self._topics.values():
-            leader_throttled = _throttled_set(
-                t.configs.get("leader.replication.throttled.replicas")
-            )
-            follower_throttled = _throttled_set(
-                t.configs.get("follower.replication.throttled.replicas")
-            )
-            for p in t.partitions:
-                if p.leader == NO_LEADER or not self._fetching(p.leader):
-                    continue
-                leader_bytes = p.replica_bytes[p.leader]
+    # ------------------------------------------------------------------ time
+
+    def _settle(self) -> None:
+        """Everything that follows from the state at ``now``: caught-up times, ISR
+        shrinks and expansions, finished reassignments, future replicas replacing
+        current ones, and the leader-balance check when it is due."""
+        lag = self.replica_lag_time_max_s
+        for p in list(self._busy):
+            if p.leader != NO_LEADER:
+                top = p.replica_bytes[p.leader]
+                leading = self._fetching(p.leader)
                 for r in p.replicas:
-                    if r == p.leader or not self._fetching(r):
-                        continue
-                    if p.replica_bytes[r] >= leader_bytes:
-                        continue
-                    lagging.append(
-                        (
-                            p,
-                            r,
-                            _is_throttled(leader_throttled, p.index, p.leader),
-                            _is_throttled(follower_throttled, p.index, r),
-                        )
+                    if (r == p.leader and leading) or (
+                        r != p.leader and self._fetching(r) and p.replica_bytes[r] >= top
+                    ):
+                        p.caught_up_at[r] = self._now
+                if leading:
+                    # The leader shrinks the ISR (a stalled one cannot); the last member
+                    # never leaves.
+                    for r in list(p.isr):
+                        if (
+                            r != p.leader
+                            and len(p.isr) > 1
+                            and self._now - p.caught_up_at.get(r, self._now) >= lag
+                        ):
+                            p.isr.remove(r)
+                    for r in p.replicas:
+                        if r not in p.isr and self._fetching(r) and p.replica_bytes[r] >= top:
+                            p.isr.append(r)
+                            p.caught_up_at[r] = self._now
+                    if p.produce_rate > 0 and self._refuses_writes(p) is None:
+                        # Writes waiting for a follower that just left are acknowledged.
+                        p.acked = max(p.acked, min(p.replica_bytes[r] for r in p.isr))
+            self._maybe_complete_reassignment(p)
+            for r, future in list(p.future.items()):
+                if self._fetching(r) and future.bytes >= p.replica_bytes[r]:
+                    self._dir_counts[(r, p.dirs[r])] -= 1
+                    self._dir_counts[(r, future.dir)] = self._dir_counts.get((r, future.dir), 0) + 1
+                    p.dirs[r] = future.dir
+                    del p.future[r]
+            if self._quiet(p):
+                del self._busy[p]
+        self._balance_leaders()
+
+    def _quiet(self, p: _Partition) -> bool:
+        """Nothing can happen to ``p`` as time passes (see ``_busy``)."""
+        if p.adding or p.removing or p.future:
+            return False
+        if p.leader == NO_LEADER or not self._fetching(p.leader):
+            return True  # nothing flows until a broker changes (which touches it)
+        if p.produce_rate > 0:
+            return False
+        top = p.replica_bytes[p.leader]
+        for r in p.replicas:
+            fetching = self._fetching(r)
+            if r in p.isr:
+                if not fetching or p.replica_bytes[r] < top:
+                    return False  # it will fall out of the ISR, or is catching up
+            elif fetching:
+                return False  # copying, or about to join the ISR
+        return True
+
+    def _touch(self, p: _Partition) -> None:
+        """``p`` is about to change: it is busy from now on. A quiet partition's
+        caught-up followers were caught up all along: they are, as of now."""
+        if p in self._busy:
+            return
+        if p.leader != NO_LEADER:
+            top = p.replica_bytes[p.leader]
+            for r in p.replicas:
+                if self._fetching(r) and p.replica_bytes[r] >= top:
+                    p.caught_up_at[r] = self._now
+        self._busy[p] = None
+
+    def _balance_interval(self) -> float | None:
+        if self.controller_config("auto.leader.rebalance.enable").lower() != "true":
+            return None
+        return max(1.0, float(self.controller_config("leader.imbalance.check.interval.seconds")))
+
+    def _balance_leaders(self) -> None:
+        """``auto.leader.rebalance.enable``: every check interval, each partition whose
+        preferred replica is alive and in sync but does not lead gets it back as
+        leader (KRaft's controller balances every such partition)."""
+        interval = self._balance_interval()
+        if interval is None:
+            self._next_balance_at = None
+            return
+        if self._next_balance_at is None:
+            self._next_balance_at = self._now + interval
+        if self._now < self._next_balance_at:
+            return
+        while self._next_balance_at <= self._now:
+            self._next_balance_at += interval
+        for p in self._all_partitions():
+            if p.leader != p.replicas[0] and self._can_lead_preferred(p):
+                self._touch(p)
+                self._set_leader(p, p.replicas[0])
+                self.auto_balanced_leaders += 1
+
+    def _flows(self) -> _Flows:
+        """Who copies how fast right now: leaders taking writes, followers fetching,
+        future replicas copying between directories."""
+        flows = _Flows()
+        flows.partitions = {id(p): p for p in self._busy}
+        for p in self._busy:
+            if p.produce_rate > 0 and self._refuses_writes(p) is None:
+                flows.growth[id(p)] = p.produce_rate
+        # Followers: the caught-up ones take what is written (keep-up demand); those
+        # behind share the rest of their broker's bandwidth, capped by throttles.
+        keep_up: dict[int, list[tuple[_Partition, int, float]]] = {}
+        behind: list[tuple[_Partition, int, bool, bool]] = []
+        throttled: dict[str, tuple[_Throttled, _Throttled]] = {}
+        for p in self._busy:
+            if p.topic not in throttled:
+                configs = self._topics[p.topic].configs
+                throttled[p.topic] = (
+                    _throttled_set(configs.get("leader.replication.throttled.replicas")),
+                    _throttled_set(configs.get("follower.replication.throttled.replicas")),
+                )
+            leader_throttled, follower_throttled = throttled[p.topic]
+            if p.leader == NO_LEADER or not self._fetching(p.leader):
+                continue
+            top = p.replica_bytes[p.leader]
+            grow = flows.growth.get(id(p), 0.0)
+            for r in p.replicas:
+                if r == p.leader or not self._fetching(r):
+                    continue
+                if p.replica_bytes[r] >= top:
+                    if grow > 0:
+                        keep_up.setdefault(r, []).append((p, r, grow))
+                    continue
+                # Throttles apply to out-of-sync replicas only, as in Kafka.
+                out_of_sync = r not in p.isr
+                behind.append(
+                    (
+                        p,
+                        r,
+                        out_of_sync and _is_throttled(leader_throttled, p.index, p.leader),
+                        out_of_sync and _is_throttled(follower_throttled, p.index, r),
                     )
+                )
+        spare = {b: broker.rate for b, broker in self._brokers.items()}
+        for b, demands in keep_up.items():
+            total = sum(d for _, _, d in demands)
+            share = 1.0 if total <= spare[b] else spare[b] / total
+            for p, r, d in demands:
+                flows.follower[(id(p), r)] = d * share
+            spare[b] = max(0.0, spare[b] - total)
         per_follower: dict[int, int] = {}
         throttled_follower: dict[int, int] = {}
         throttled_leader: dict[int, int] = {}
-        for p, r, lt, ft in lagging:
+        for p, r, lt, ft in behind:
             per_follower[r] = per_follower.get(r, 0) + 1
             if ft:
                 throttled_follower[r] = throttled_follower.get(r, 0) + 1
             if lt:
                 throttled_leader[p.leader] = throttled_leader.get(p.leader, 0) + 1
-        rates: dict[tuple[_Partition, int], float] = {}
-        for p, r, lt, ft in lagging:
-            rate = self._brokers[r].rate / per_follower[r]
+        for p, r, lt, ft in behind:
+            rate = spare[r] / per_follower[r]
             if ft:
                 cap = int(self.broker_config(r, "follower.replication.throttled.rate"))
                 rate = min(rate, cap / throttled_follower[r])
             if lt:
                 cap = int(self.broker_config(p.leader, "leader.replication.throttled.rate"))
                 rate = min(rate, cap / throttled_leader[p.leader])
-            rates[(p, r)] = rate
-        return rates
+            flows.follower[(id(p), r)] = rate
+        # Future replicas copy from their broker's current replica.
+        moving: dict[int, list[_Partition]] = {}
+        for p in self._busy:
+            for r in p.future:
+                if self._fetching(r):
+                    moving.setdefault(r, []).append(p)
+        for b, parts in moving.items():
+            cap = int(self.broker_config(b, "replica.alter.log.dirs.io.max.bytes.per.second"))
+            rate = min(self._brokers[b].disk_rate, float(cap)) / len(parts)
+            for p in parts:
+                flows.future[(id(p), b)] = rate
+        return flows
 
-    def _next_pause_expiry(self) -> float | None:
-        expiries = [
-            b.paused_at + self.replica_lag_time_max_s
-            for b in self._brokers.values()
-            if b.state is BrokerState.PAUSED and b.paused_at is not None
-        ]
-        future = [e for e in expiries if e > self._now]
-        return min(future) if future else None
+    def _growth_of(self, flows: _Flows, p: _Partition, replica: int) -> float:
+        """How fast ``replica`` of ``p`` gains bytes under ``flows``."""
+        if replica == p.leader:
+            return flows.growth.get(id(p), 0.0)
+        return flows.follower.get((id(p), replica), 0.0)
 
-    def _expire_paused_followers(self) -> None:
-        for broker in self._brokers.values():
-            if broker.state is not BrokerState.PAUSED or broker.paused_at is None:
+    def _events(self, flows: _Flows) -> Iterator[float]:
+        """Times at which something changes under ``flows``."""
+        lag = self.replica_lag_time_max_s
+        for p in flows.partitions.values():
+            if p.leader == NO_LEADER:
                 continue
-            if self._now < broker.paused_at + self.replica_lag_time_max_s:
-                continue
-            for p in self._hosted_by(broker.node_id):
-                # The leader shrinks the ISR; a paused leader cannot, and the last
-                # member never leaves.
-                if (
-                    p.leader != broker.node_id
-                    and p.leader != NO_LEADER
-                    and self._fetching(p.leader)
-                    and broker.node_id in p.isr
-                    and len(p.isr) > 1
-                ):
-                    p.isr.remove(broker.node_id)
-
-    def _expand_isrs(self) -> None:
-        for t in self._topics.values():
-            for p in t.partitions:
-                if p.leader == NO_LEADER or not self._fetching(p.leader):
-                    self._maybe_complete_reassignment(p)
+            grow = flows.growth.get(id(p), 0.0)
+            top = p.replica_bytes[p.leader]
+            leading = self._fetching(p.leader)
+            for r in p.replicas:
+                if r == p.leader:
                     continue
-                leader_bytes = p.replica_bytes[p.leader]
+                rate = flows.follower.get((id(p), r), 0.0)
+                if p.replica_bytes[r] < top and rate > grow:
+                    yield self._now + (top - p.replica_bytes[r]) / (rate - grow)
+                keeps_up = self._fetching(r) and p.replica_bytes[r] >= top and rate >= grow
+                if leading and r in p.isr and not keeps_up:
+                    yield p.caught_up_at.get(r, self._now) + lag
+            for r, future in p.future.items():
+                rate = flows.future.get((id(p), r), 0.0)
+                gain = rate - self._growth_of(flows, p, r)
+                if gain > 0:
+                    yield self._now + (p.replica_bytes[r] - future.bytes) / gain
+        if self._next_balance_at is not None:
+            yield self._next_balance_at
+
+    def _flow(self, flows: _Flows, step: float) -> None:
+        """Let ``step`` seconds of ``flows`` happen."""
+        for p in flows.partitions.values():
+            grow = flows.growth.get(id(p), 0.0)
+            if p.leader != NO_LEADER:
+                top = p.replica_bytes[p.leader] + grow * step
                 for r in p.replicas:
-                    if r not in p.isr and self._fetching(r) and p.replica_bytes[r] >= leader_bytes:
-                        p.isr.append(r)
-                self._maybe_complete_reassignment(p)
+                    if r == p.leader:
+                        continue
+                    rate = flows.follower.get((id(p), r), 0.0)
+                    if rate <= 0:
+                        continue
+                    got = p.replica_bytes[r] + rate * step
+                    # Float steps must not leave a replica a hair short of its leader.
+                    p.replica_bytes[r] = top if got >= top - _slack(top) else got
+                p.replica_bytes[p.leader] = top
+                if grow > 0:
+                    p.acked = max(p.acked, min(p.replica_bytes[r] for r in p.isr))
+            for r, future in p.future.items():
+                rate = flows.future.get((id(p), r), 0.0)
+                got = future.bytes + rate * step
+                current = p.replica_bytes[r]
+                future.bytes = current if got >= current - _slack(current) else got
+
+
+def _slack(value: float) -> float:
+    """How far below ``value`` a float sum still counts as equal to it."""
+    return max(1e-6, abs(value) * 1e-12)
+
+
+class _Flows:
+    """Rates in bytes per second for one stretch of time, keyed by ``id(partition)``."""
+
+    __slots__ = ("follower", "future", "growth", "partitions")
+
+    def __init__(self) -> None:
+        self.growth: dict[int, float] = {}
+        self.follower: dict[tuple[int, int], float] = {}
+        self.future: dict[tuple[int, int], float] = {}
+        self.partitions: dict[int, _Partition] = {}
 
 
 _HANDLERS: Final[Mapping[type, Handler]] = MappingProxyType(
@@ -1285,6 +1795,8 @@ _HANDLERS: Final[Mapping[type, Handler]] = MappingProxyType(
         SetSize: ClusterModel._set_size,
         Produce: ClusterModel._produce,
         SetByteRate: ClusterModel._set_byte_rate,
+        SetProduceRate: ClusterModel._set_produce_rate,
+        AlterReplicaLogDir: ClusterModel._alter_replica_log_dir,
     }
 )
 
@@ -1361,7 +1873,10 @@ def _check_configs(configs: Mapping[str, str], resource_type: int) -> Outcome | 
     return None
 
 
-def _throttled_set(value: str | None) -> frozenset[tuple[int, int]] | None:
+_Throttled = frozenset[tuple[int, int]] | None
+
+
+def _throttled_set(value: str | None) -> _Throttled:
     """None: nothing throttled; an empty set: everything ('*')."""
     if not value:
         return None

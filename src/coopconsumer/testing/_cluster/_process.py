@@ -29,6 +29,7 @@ from ._model import (
     BrokerSpec,
     BrokerState,
     BrokerView,
+    LogDirView,
     Outcome,
     PartitionState,
     PartitionView,
@@ -47,8 +48,9 @@ _MODULE: Final = "coopconsumer.testing._cluster._process"
 def partition_to_json(view: PartitionView) -> dict[str, Any]:
     data = attrs.asdict(view, recurse=False)
     data["state"] = view.state.value
-    data["replica_bytes"] = {str(k): v for k, v in view.replica_bytes.items()}
     data["replica_states"] = {str(k): v.value for k, v in view.replica_states.items()}
+    for key in ("replica_bytes", "replica_dirs", "future_dirs", "future_bytes"):
+        data[key] = {str(k): v for k, v in getattr(view, key).items()}
     for key in ("replicas", "isr", "adding", "removing", "offline_replicas"):
         data[key] = list(data[key])
     return data
@@ -70,17 +72,27 @@ def partition_from_json(data: Mapping[str, Any]) -> PartitionView:
         replica_bytes={int(k): v for k, v in data["replica_bytes"].items()},
         replica_states={int(k): ReplicaState(v) for k, v in data["replica_states"].items()},
         offline_replicas=tuple(data["offline_replicas"]),
+        replica_dirs={int(k): v for k, v in data["replica_dirs"].items()},
+        future_dirs={int(k): v for k, v in data["future_dirs"].items()},
+        future_bytes={int(k): v for k, v in data["future_bytes"].items()},
+        produce_bytes_per_s=data["produce_bytes_per_s"],
     )
 
 
 def broker_to_json(view: BrokerView) -> dict[str, Any]:
-    data = attrs.asdict(view, recurse=False)
+    data = attrs.asdict(view, recurse=True)
     data["state"] = view.state.value
     return data
 
 
 def broker_from_json(data: Mapping[str, Any]) -> BrokerView:
-    return BrokerView(**{**data, "state": BrokerState(data["state"])})
+    return BrokerView(
+        **{
+            **data,
+            "state": BrokerState(data["state"]),
+            "log_dirs": [LogDirView(**d) for d in data["log_dirs"]],
+        }
+    )
 
 
 # --------------------------------------------------------------------------- parent side
@@ -136,6 +148,21 @@ class SubprocessCluster(ReplicationCluster):
     def topics(self) -> list[str]:
         return list(self._call("topics"))
 
+    def topics_being_deleted(self) -> dict[str, list[tuple[int, int]]]:
+        return {
+            name: [(int(p), int(b)) for p, b in pairs]
+            for name, pairs in self._call("topics_being_deleted").items()
+        }
+
+    def request_counts(self) -> dict[str, int]:
+        return {k: int(v) for k, v in self._call("request_counts").items()}
+
+    def response_bytes(self) -> dict[str, int]:
+        return {k: int(v) for k, v in self._call("response_bytes").items()}
+
+    def reset_request_counts(self) -> None:
+        self._call("reset_request_counts")
+
     def create_topic(
         self,
         name: str,
@@ -167,6 +194,9 @@ class SubprocessCluster(ReplicationCluster):
 
     def set_replication_rate(self, node_id: int, bytes_per_s: float) -> None:
         self._call("set_replication_rate", node_id=node_id, bytes_per_s=bytes_per_s)
+
+    def set_produce_rate(self, topic: str, partition: int, bytes_per_s: float) -> None:
+        self._call("set_produce_rate", topic=topic, partition=partition, bytes_per_s=bytes_per_s)
 
     def advance_time(self, seconds: float) -> None:
         self._call("advance_time", seconds=seconds)
@@ -255,6 +285,13 @@ _OPS: Final[Mapping[str, Callable[..., Any]]] = {
     "partition": lambda c, topic, partition: partition_to_json(c.partition(topic, partition)),
     "partitions": lambda c, topic: [partition_to_json(p) for p in c.partitions(topic)],
     "topics": lambda c: c.topics(),
+    "topics_being_deleted": lambda c: c.topics_being_deleted(),
+    "request_counts": lambda c: c.request_counts(),
+    "reset_request_counts": lambda c: c.reset_request_counts(),
+    "response_bytes": lambda c: c.response_bytes(),
+    "set_produce_rate": lambda c, topic, partition, bytes_per_s: c.set_produce_rate(
+        topic, partition, bytes_per_s
+    ),
     "create_topic": lambda c, name, assignment, configs: c.create_topic(
         name, assignment, configs=configs
     ),

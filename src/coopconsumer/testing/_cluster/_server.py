@@ -46,6 +46,7 @@ from ._model import (
     Produce,
     ReviveBroker,
     SetByteRate,
+    SetProduceRate,
     SetSize,
 )
 
@@ -125,6 +126,8 @@ class InProcessCluster(ReplicationCluster):
         self._selector.register(self._wake_r, selectors.EVENT_READ, None)
         self._stopping = False
         self._thread: threading.Thread | None = None
+        self._requests: dict[str, int] = {}
+        self._response_bytes: dict[str, int] = {}
         try:
             for spec in brokers:
                 self._listen(spec.node_id, 0)
@@ -191,6 +194,22 @@ class InProcessCluster(ReplicationCluster):
     def topics(self) -> list[str]:
         return self._call(self._model.topics)
 
+    def topics_being_deleted(self) -> dict[str, list[tuple[int, int]]]:
+        return self._call(lambda: self._read_model(lambda m: m.topics_being_deleted()))
+
+    def request_counts(self) -> dict[str, int]:
+        return self._call(lambda: dict(self._requests))
+
+    def response_bytes(self) -> dict[str, int]:
+        return self._call(lambda: dict(self._response_bytes))
+
+    def reset_request_counts(self) -> None:
+        def reset() -> None:
+            self._requests.clear()
+            self._response_bytes.clear()
+
+        self._call(reset)
+
     @property
     def unclean_elections(self) -> int:
         return self._model.unclean_elections
@@ -231,6 +250,10 @@ class InProcessCluster(ReplicationCluster):
     def set_replication_rate(self, node_id: int, bytes_per_s: float) -> None:
         """How fast broker ``node_id``'s followers copy, all together."""
         self._command(SetByteRate(node_id=node_id, replication_bytes_per_s=bytes_per_s))
+
+    def set_produce_rate(self, topic: str, partition: int, bytes_per_s: float) -> None:
+        """Producers write ``bytes_per_s`` to the partition with acks=all (0 stops)."""
+        self._command(SetProduceRate(topic=topic, partition=partition, bytes_per_s=bytes_per_s))
 
     def advance_time(self, seconds: float) -> None:
         """Move a :class:`ManualClock` forward (``ConfigurationError`` on a real clock)."""
@@ -394,8 +417,12 @@ class InProcessCluster(ReplicationCluster):
         except ProtocolError as exc:
             log.info("test cluster broker %d: closing on a bad request: %s", node_id, exc)
             return None
+        name = type(request).__name__
+        self._requests[name] = self._requests.get(name, 0) + 1
         response = handle(self._model, node_id, request, api_version, self.now, self._endpoints)
-        return encode_response(response, api_version=api_version, correlation_id=correlation_id)
+        reply = encode_response(response, api_version=api_version, correlation_id=correlation_id)
+        self._response_bytes[name] = self._response_bytes.get(name, 0) + len(reply)
+        return reply
 
     def _flush(self, conn: _Connection) -> None:
         try:

@@ -1,7 +1,8 @@
-"""``default``: Kafka's own replica placement, on the client.
+"""``zookeeper``: the replica placement of ZooKeeper-era Kafka, on the client.
 
 The same arithmetic as Kafka's ``AdminUtils.assignReplicasToBrokers`` (used by ZooKeeper
-mode brokers and ``kafka-reassign-partitions``): brokers sorted by id, or, when every
+mode brokers and ``kafka-reassign-partitions``; KRaft controllers use the ``kraft``
+assignor's placement instead): brokers sorted by id, or, when every
 broker has a rack, alternated rack by rack (racks sorted by name, brokers by id within
 a rack); partition ``p``'s first replica is broker ``(p + start) mod n``; the others
 follow at a shift that grows by one every ``n`` partitions (times the rack count when
@@ -24,18 +25,19 @@ from typing import ClassVar
 
 from ._assignor import ClusterView, NewPartitions, ReplicaAssignor, ReplicaAssignorError
 
-__all__ = ["DefaultReplicaAssignor", "kafka_placement", "rack_alternated"]
+__all__ = ["ZooKeeperReplicaAssignor", "kafka_placement", "rack_alternated"]
 
 
-class DefaultReplicaAssignor(ReplicaAssignor):
-    """Kafka's round-robin, rack-aware placement (see the module docstring).
+class ZooKeeperReplicaAssignor(ReplicaAssignor):
+    """ZooKeeper-era Kafka's round-robin, rack-aware placement (see the module
+    docstring).
 
     ``start_index`` fixes Kafka's random start index and first shift (``None``: derived
     from the topic name). Brokers with and without racks mixed is an error, as in
     Kafka's enforced rack-aware mode.
     """
 
-    name: ClassVar[str] = "default"
+    name: ClassVar[str] = "zookeeper"
 
     def __init__(self, start_index: int | None = None) -> None:
         if start_index is not None and start_index < 0:

@@ -20,6 +20,7 @@ import time
 import weakref
 from collections.abc import Iterable, Mapping
 from concurrent.futures import Future
+from functools import partial
 from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, overload
 
 import attrs
@@ -269,6 +270,14 @@ def client_for(cfg: ConsumerConfig) -> KafkaClient:
                 if hasattr(conn, field.name)
             }
         )
+    )
+
+
+def _woken(driver: Driver, lookup: Future[CommittedOffsets] | None) -> bool:
+    """What ends a poll that has nothing to fetch: rebalance work, a failure, or the
+    committed-offset lookup's answer."""
+    return (
+        driver.has_app_work or driver.failure is not None or (lookup is not None and lookup.done())
     )
 
 
@@ -644,13 +653,8 @@ class Consumer:
                 # Nothing to fetch yet: wake for rebalance work, a failure, or the
                 # committed-offset lookup's answer (which starts the fetching; waiting
                 # for the slice to end instead delayed the first record by up to 50 ms).
-                lookup = self._lookup
-                driver.wait_for(
-                    lambda: driver.has_app_work
-                    or driver.failure is not None
-                    or (lookup is not None and lookup[1].done()),
-                    wait,
-                )
+                lookup = None if self._lookup is None else self._lookup[1]
+                driver.wait_for(partial(_woken, driver, lookup), wait)
             if (
                 driver.has_app_work
                 or driver.failure is not None

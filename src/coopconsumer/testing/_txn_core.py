@@ -463,12 +463,15 @@ class ProxyCore:
     def _refusal(self, request: Request, version: int, now: float) -> tuple[int, bool] | None:
         """An error Kafka would answer without Tansu's help, and whether it is a
         KIP-447 fence of a TxnOffsetCommit."""
-        if type(request).API_KEY in GROUP_COORDINATOR_APIS and now < self._group_moved_until:
-            return kerr.NOT_COORDINATOR, False
-        if now < self._txn_moved_until and (
-            type(request).API_KEY in (24, 25, 26)
-            or (isinstance(request, InitProducerIdRequest) and request.transactional_id)
+        api_key = type(request).API_KEY
+        if (api_key in GROUP_COORDINATOR_APIS and now < self._group_moved_until) or (
+            now < self._txn_moved_until
+            and (
+                api_key in (24, 25, 26)
+                or (isinstance(request, InitProducerIdRequest) and request.transactional_id)
+            )
         ):
+            self.faults_applied[api_key] += 1
             return kerr.NOT_COORDINATOR, False
         fenced = self._fenced_epoch_error(request, version)
         if fenced is not None:

@@ -8,11 +8,15 @@ If a Tansu release closes a gap, its twin fails and says so.
 
 from __future__ import annotations
 
+import re
 import socket
 import struct
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -662,3 +666,26 @@ def test_many_concurrent_connections_and_a_clean_stop() -> None:
             assert sock.recv(1) == b""  # hung up
             sock.close()
         assert not [t for t in threading.enumerate() if t.name.startswith("txn-proxy")]
+
+
+# --------------------------------------------------------------------------- the docs
+
+
+def test_the_testing_page_example_passes(tmp_path: Path) -> None:
+    page = (Path(__file__).resolve().parents[2] / "docs" / "testing.md").read_text()
+    (block,) = [
+        b
+        for b in re.findall(r"^```python\n(.*?)^```", page, re.S | re.M)
+        if "transactions=True" in b
+    ]
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
+    (tmp_path / "test_example.py").write_text(block)
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+    assert "1 passed" in done.stdout

@@ -248,6 +248,22 @@ def test_static_members_are_fenced_by_instance_id() -> None:
     assert refusal(wire, txn_commit(2, "b", "other")) == kerr.UNKNOWN_MEMBER_ID
 
 
+def test_a_static_member_joining_again_replaces_its_old_member_id() -> None:
+    wire = Wire()
+    wire.join("a-1", 2, leader_of=("a-1", "b"), instance="a", instances={"a-1": "a"})
+    wire.join("a-2", 2, instance="a")  # restarted with the same instance id
+    assert refusal(wire, txn_commit(2, "a-2", "a")) == 0
+    assert refusal(wire, txn_commit(2, "a-1", "a")) == kerr.FENCED_INSTANCE_ID
+    assert refusal(wire, txn_commit(2, "a-1")) == kerr.UNKNOWN_MEMBER_ID
+    wire.roundtrip(
+        LeaveGroupRequest(group_id=GROUP, members=(MemberIdentity(group_instance_id="a"),)),
+        3,
+        LeaveGroupResponse(members=(MemberResponse(group_instance_id="a"),)),
+    )
+    assert refusal(wire, txn_commit(2, "a-2", "a")) == kerr.UNKNOWN_MEMBER_ID
+    assert wire.core.group_view(GROUP) == (2, {"b": None})
+
+
 def test_leaving_and_forgotten_members_are_unknown() -> None:
     wire = Wire()
     wire.join("a", 0, leader_of=("a", "b", "c"))

@@ -566,9 +566,17 @@ class ProxyCore:
             # A new generation: its members are those the JoinGroup answers name.
             group.generation = response.generation_id
             group.members = {}
-        group.members[response.member_id] = request.group_instance_id
+        self._add_member(group, response.member_id, request.group_instance_id)
         for member in response.members:  # the leader's answer lists everyone
-            group.members[member.member_id] = member.group_instance_id
+            self._add_member(group, member.member_id, member.group_instance_id)
+
+    @staticmethod
+    def _add_member(group: _Group, member_id: str, instance: str | None) -> None:
+        if instance is not None:
+            # A static member that joins again replaces its old member id (KIP-345).
+            for old in [m for m, i in group.members.items() if i == instance and m != member_id]:
+                del group.members[old]
+        group.members[member_id] = instance
 
     def _forget_member(self, group_id: str, member_id: str, code: int) -> None:
         if code in (kerr.UNKNOWN_MEMBER_ID, kerr.FENCED_INSTANCE_ID):
@@ -581,10 +589,17 @@ class ProxyCore:
         if group is None or response.error_code != 0:
             return
         if request.members:
-            outcome = {m.member_id: m.error_code for m in response.members}
+            outcome = {(m.member_id, m.group_instance_id): m.error_code for m in response.members}
             for member in request.members:
-                if outcome.get(member.member_id, 0) == 0:
-                    group.members.pop(member.member_id, None)
+                if outcome.get((member.member_id, member.group_instance_id), 0) != 0:
+                    continue
+                gone = {member.member_id} | {
+                    m  # a static member may leave by its instance id alone (KIP-345)
+                    for m, i in group.members.items()
+                    if member.group_instance_id is not None and i == member.group_instance_id
+                }
+                for member_id in gone:
+                    group.members.pop(member_id, None)
         else:
             group.members.pop(request.member_id, None)
 

@@ -136,6 +136,14 @@ def cgmd(group: str, generation: int, member: str, instance: str | None = None) 
     )
 
 
+def wait_assigned(consumer: Consumer, partitions: frozenset[TopicPartition]) -> None:
+    """Poll coopconsumer's ``consumer`` until it owns exactly ``partitions``."""
+    deadline = time.monotonic() + 20
+    while consumer.assignment() != partitions:
+        assert time.monotonic() < deadline, f"owns {consumer.assignment()}, not {partitions}"
+        consumer.poll(0.1)
+
+
 def wait_until(condition: Callable[[], bool], what: str, patience_s: float = 20.0) -> None:
     deadline = time.monotonic() + patience_s
     while not condition():
@@ -367,10 +375,7 @@ def test_coopconsumer_group_metadata_passes_the_fence_until_it_leaves(
     producer = transactional(proxied)
     consumer = Consumer(config)
     consumer.subscribe([topic])
-    deadline = time.monotonic() + 20
-    while not consumer.assignment():
-        assert time.monotonic() < deadline, "never assigned"
-        consumer.poll(0.1)
+    wait_assigned(consumer, frozenset({TopicPartition(topic, 0)}))
     metadata = consumer.group_metadata()
     blob = cgmd(group, metadata.generation_id, metadata.member_id)
     commit_offsets(producer, topic, blob, 1)
@@ -530,10 +535,7 @@ def test_coordinator_moves_are_survived(proxied: TransactionalBroker) -> None:
     producer = transactional(proxied)
     with Consumer(config) as consumer:
         consumer.subscribe([topic])
-        deadline = time.monotonic() + 20
-        while consumer.assignment() != everything:
-            assert time.monotonic() < deadline, "never assigned"
-            consumer.poll(0.1)
+        wait_assigned(consumer, everything)
         proxied.proxy.move_coordinators(1.0)
         commit_offsets(producer, topic, cgmd(group, -1, ""), 1)  # retried until it moved
         deadline = time.monotonic() + 1.5
@@ -542,10 +544,7 @@ def test_coordinator_moves_are_survived(proxied: TransactionalBroker) -> None:
         refused = proxied.proxy.stats.faults_applied
         assert refused.get(12, 0) >= 1  # heartbeats got NOT_COORDINATOR
         assert sum(refused.get(api, 0) for api in (24, 25, 26, 28)) >= 1  # and the producer
-        deadline = time.monotonic() + 20
-        while consumer.assignment() != everything:
-            assert time.monotonic() < deadline, "lost the assignment"
-            consumer.poll(0.1)
+        wait_assigned(consumer, everything)
     assert committed_offset(proxied, group, topic, 10) == 1
 
 

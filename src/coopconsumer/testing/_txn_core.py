@@ -31,13 +31,14 @@ import enum
 import struct
 from collections import Counter, deque
 from collections.abc import Iterable, Mapping
-from typing import Final
+from typing import Any, Final
 
 import attrs
 
 from .._errors import ConfigurationError, ProtocolError
 from .._protocol import Request, Response, decode_request, decode_response, encode_response
 from .._protocol import errors as kerr
+from .._protocol._codec import _Malformed, read_uvarint, skip_header_tags
 from .._protocol.messages import (
     HeartbeatRequest,
     HeartbeatResponse,
@@ -49,8 +50,6 @@ from .._protocol.messages import (
     OffsetCommitResponse,
     OffsetFetchRequest,
     OffsetFetchResponse,
-    OffsetFetchResponsePartition,
-    OffsetFetchResponsePartitions,
     SyncGroupRequest,
     SyncGroupResponse,
 )
@@ -240,7 +239,7 @@ def cap_api_version(frame: bytes, request_version: int, api_key: int, max_versio
         pos += 2
         flexible = request_version >= 3 and error_code == 0
         if flexible:
-            count, pos = _read_uvarint(frame, pos)
+            count, pos = read_uvarint(frame, pos)
             count -= 1
         else:
             (count,) = struct.unpack_from(">i", frame, pos)
@@ -254,28 +253,12 @@ def cap_api_version(frame: bytes, request_version: int, api_key: int, max_versio
             if flexible:
                 pos = _skip_tags(frame, pos)
         return bytes(out)
-    except (struct.error, IndexError):
+    except (struct.error, IndexError, _Malformed):
         return frame
 
 
-def _read_uvarint(data: bytes, pos: int) -> tuple[int, int]:
-    value = shift = 0
-    while True:
-        byte = data[pos]
-        pos += 1
-        value |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return value, pos
-        shift += 7
-
-
 def _skip_tags(data: bytes, pos: int) -> int:
-    count, pos = _read_uvarint(data, pos)
-    for _ in range(count):
-        _tag, pos = _read_uvarint(data, pos)
-        size, pos = _read_uvarint(data, pos)
-        pos += size
-    return pos
+    return skip_header_tags(data, pos)[1]
 
 
 def _produce_head(frame: bytes, version: int) -> tuple[str | None, int]:
@@ -285,7 +268,7 @@ def _produce_head(frame: bytes, version: int) -> tuple[str | None, int]:
     flexible = version >= 9
     if flexible:
         pos = _skip_tags(frame, pos)
-        length, pos = _read_uvarint(frame, pos)
+        length, pos = read_uvarint(frame, pos)
         length -= 1
     else:
         (length,) = _I16.unpack_from(frame, pos)
@@ -386,7 +369,7 @@ class ProxyCore:
         if api_key == _PRODUCE:
             try:
                 context.produce_txn_id, acks = _produce_head(frame, api_version)
-            except (struct.error, IndexError):
+            except (struct.error, IndexError, _Malformed):
                 acks = -1
             context.expects_response = acks != 0
         request = self._decode(frame, api_key, api_version, context.produce_txn_id)
@@ -854,43 +837,40 @@ class ProxyCore:
         -1) for partitions with transactional offsets not yet committed or aborted."""
         if version < 7 or not request.require_stable or not self._pending:
             return None
-        changed = False
         if version <= 7:
-            topics = []
-            for topic in response.topics:
-                parts = []
-                for p in topic.partitions:
-                    if (request.group_id, topic.name, p.partition_index) in self._pending:
-                        p = OffsetFetchResponsePartition(
-                            partition_index=p.partition_index,
-                            committed_offset=-1,
-                            committed_leader_epoch=-1,
-                            metadata="",
-                            error_code=kerr.UNSTABLE_OFFSET_COMMIT,
-                        )
-                        changed = True
-                    parts.append(p)
-                topics.append(attrs.evolve(topic, partitions=tuple(parts)))
-            return attrs.evolve(response, topics=tuple(topics)) if changed else None
+            topics, changed = self._mark_unstable(request.group_id, response.topics)
+            return attrs.evolve(response, topics=topics) if changed else None
         groups = []
+        changed = False
         for group in response.groups:
-            group_topics = []
-            for gtopic in group.topics:
-                gparts = []
-                for gp in gtopic.partitions:
-                    if (group.group_id, gtopic.name, gp.partition_index) in self._pending:
-                        gp = OffsetFetchResponsePartitions(
-                            partition_index=gp.partition_index,
-                            committed_offset=-1,
-                            committed_leader_epoch=-1,
-                            metadata="",
-                            error_code=kerr.UNSTABLE_OFFSET_COMMIT,
-                        )
-                        changed = True
-                    gparts.append(gp)
-                group_topics.append(attrs.evolve(gtopic, partitions=tuple(gparts)))
-            groups.append(attrs.evolve(group, topics=tuple(group_topics)))
+            group_topics, group_changed = self._mark_unstable(group.group_id, group.topics)
+            groups.append(attrs.evolve(group, topics=group_topics))
+            changed = changed or group_changed
         return attrs.evolve(response, groups=tuple(groups)) if changed else None
+
+    def _mark_unstable(
+        self, group_id: str, topics: tuple[Any, ...]
+    ) -> tuple[tuple[Any, ...], bool]:
+        """``topics`` (OffsetFetch topics of either layout) with the partitions that have
+        pending transactional offsets answered UNSTABLE_OFFSET_COMMIT."""
+        out = []
+        changed = False
+        for topic in topics:
+            partitions = tuple(
+                attrs.evolve(
+                    p,
+                    committed_offset=-1,
+                    committed_leader_epoch=-1,
+                    metadata="",
+                    error_code=kerr.UNSTABLE_OFFSET_COMMIT,
+                )
+                if (group_id, topic.name, p.partition_index) in self._pending
+                else p
+                for p in topic.partitions
+            )
+            changed = changed or partitions != topic.partitions
+            out.append(attrs.evolve(topic, partitions=partitions))
+        return tuple(out), changed
 
     # ------------------------------------------------------------------ for tests
 

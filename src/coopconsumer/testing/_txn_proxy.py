@@ -37,9 +37,9 @@ import attrs
 
 from .._errors import ConfigurationError, ProtocolError
 from .._protocol import Request, Response, decode_response, encode_request, encode_response
-from ._broker import BrokerKind, EmbeddedBroker
+from ._broker import BrokerKind, BrokerStartupError, EmbeddedBroker
 from ._ports import split_address
-from ._probe import probe_api_versions
+from ._probe import wait_until_answering
 from ._tansu import _TansuBroker, start_tansu
 from ._txn_core import (
     DROP_CONNECTION,
@@ -776,15 +776,18 @@ def start_transactional_tansu(
     try:
         proxy.upstream = split_address(inner.bootstrap)
         proxy.start()
-        deadline = time.monotonic() + startup_timeout_s
-        while True:
-            try:
-                versions = probe_api_versions(proxy.address)
-                break
-            except Exception:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.02)
+        try:
+            answers = wait_until_answering(
+                [proxy.address],
+                timeout_s=startup_timeout_s,
+                still_starting=lambda: None if inner.running else "tansu exited",
+            )
+        except (TimeoutError, ChildProcessError) as exc:
+            raise BrokerStartupError(
+                f"Tansu behind the transaction proxy did not answer: {exc}",
+                stderr_tail=inner.output_tail(),
+            ) from exc
+        versions = answers[proxy.address]
         return TransactionalBroker(inner, proxy, api_versions=versions)
     except BaseException:
         proxy.stop()

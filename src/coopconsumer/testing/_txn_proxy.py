@@ -103,6 +103,10 @@ class ProxyStats:
     faults_applied: Mapping[int, int]
     fetches_rewritten: int
     log_reads: int
+    #: The longest a request now waits for Tansu's answer, and its API key: a Fetch
+    #: waits up to its ``max_wait_ms``; anything much longer is a wedged broker.
+    oldest_unanswered_s: float = 0.0
+    oldest_unanswered_api: int | None = None
 
 
 class _UpstreamClient:
@@ -169,6 +173,7 @@ class _Slot:
     frame: bytes | None = None
     ready: bool = False
     ready_at: float = 0.0
+    since: float = attrs.field(factory=time.monotonic)
 
 
 class _Connection:
@@ -207,6 +212,15 @@ class _Connection:
     def join(self, timeout_s: float) -> None:
         for thread in self._threads:
             thread.join(timeout_s)
+
+    def unanswered_for(self, now: float) -> tuple[float, int | None]:
+        """How long the oldest request Tansu has not answered yet has waited, and its
+        API key (0 and None when none waits)."""
+        with self._cond:
+            if not self._waiting:
+                return 0.0, None
+            head = self._waiting[0]
+            return now - head.since, head.context.api_key
 
     def close(self) -> None:
         """Hang up both sides; idempotent. Requests Tansu never answered are reported
@@ -494,6 +508,11 @@ class TransactionProxy:
         with self._connections_lock:
             open_connections = len(self._connections)
             accepted = self._accepted
+            connections = list(self._connections)
+        now = time.monotonic()
+        oldest, oldest_api = max(
+            (c.unanswered_for(now) for c in connections), default=(0.0, None), key=lambda w: w[0]
+        )
         with self._counters_lock:
             rewritten, reads = self._fetches_rewritten, self._log_reads
         with self._core_lock:
@@ -504,6 +523,8 @@ class TransactionProxy:
                 faults_applied=dict(self._core.faults_applied),
                 fetches_rewritten=rewritten,
                 log_reads=reads,
+                oldest_unanswered_s=oldest,
+                oldest_unanswered_api=oldest_api,
             )
 
     def aborted_transactions(self, topic: str, partition: int) -> tuple[AbortedTxn, ...]:

@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 from confluent_kafka import Consumer as KafkaConsumer
 from confluent_kafka import KafkaException, Producer
@@ -27,7 +28,13 @@ from confluent_kafka import TopicPartition as KafkaTopicPartition
 from coopconsumer import Consumer, KafkaError, TopicPartition
 from coopconsumer._protocol import decode_response, encode_request
 from coopconsumer._protocol import errors as kerr
-from coopconsumer._protocol.messages import ApiVersionsRequest, MetadataRequest
+from coopconsumer._protocol.messages import (
+    ApiVersionsRequest,
+    JoinGroupRequest,
+    JoinGroupRequestProtocol,
+    JoinGroupResponse,
+    MetadataRequest,
+)
 from coopconsumer.testing import (
     EmbeddedBroker,
     TransactionalBroker,
@@ -688,3 +695,27 @@ def test_the_testing_page_example_passes(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
     assert "1 passed" in done.stdout
+
+
+def test_stats_show_how_long_tansu_has_held_a_request(proxied: TransactionalBroker) -> None:
+    join = JoinGroupRequest(
+        group_id=unique_name("g"),
+        session_timeout_ms=6000,
+        rebalance_timeout_ms=6000,
+        protocol_type="consumer",
+        protocols=(JoinGroupRequestProtocol(name="range", metadata=b""),),
+    )
+    with socket.create_connection(split(proxied.bootstrap)) as sock:
+        # Tansu answers the first join MEMBER_ID_REQUIRED (KIP-394) and holds the
+        # second for about half the session timeout.
+        first = encode_request(join, api_version=5, correlation_id=1, client_id="t")
+        _cid, answer = decode_response(JoinGroupRequest, roundtrip(sock, first), api_version=5)
+        assert isinstance(answer, JoinGroupResponse)
+        assert answer.error_code == kerr.MEMBER_ID_REQUIRED
+        again = attrs.evolve(join, member_id=answer.member_id)
+        second = encode_request(again, api_version=5, correlation_id=2, client_id="t")
+        sock.sendall(struct.pack(">i", len(second)) + second)
+        wait_until(lambda: proxied.proxy.stats.oldest_unanswered_s >= 0.5, "a held JoinGroup", 5)
+        assert proxied.proxy.stats.oldest_unanswered_api == 11
+        read_frame(sock)
+    assert proxied.proxy.stats.oldest_unanswered_s < 0.5

@@ -9,9 +9,12 @@ adds to every request, and to producing and consuming through it.
    *relayed* (Metadata v4 for no topic: the proxy reads the header only) and *decoded*
    (Heartbeat v4 for an unknown member: the proxy decodes the request and Tansu's
    answer, as for every group and transaction API). The timed window of a pass is from
-   sending its first request to reading its last answer. Prints the median over rounds
+   sending its first request to reading its last answer; the client runs in a child
+   process (not sharing the proxy's interpreter lock). Prints the median over rounds
    of the per-request time of each path and their difference, the proxy's added
-   latency per request.
+   latency per request, and the CPU time this process (the proxy's threads: the
+   client is elsewhere) spent per request through the proxy, which other processes'
+   load disturbs much less than wall time.
 2. **Records.** A plain Tansu and a proxied Tansu (two broker processes, the same
    binary), ``M`` records (default 100,000, 100 bytes) each:
    *produce* with confluent-kafka (``acks=all``, ``linger.ms=20``), timed from the first
@@ -28,11 +31,13 @@ and confluent-kafka.
 from __future__ import annotations
 
 import argparse
+import multiprocessing
 import socket
 import statistics
 import struct
 import time
 import uuid
+from concurrent.futures import ProcessPoolExecutor
 
 import confluent_kafka
 from _common import describe_machine, print_table, produce
@@ -76,21 +81,30 @@ def round_trips(broker: TransactionalBroker, count: int, rounds: int) -> None:
         ("decoded (Heartbeat v4)", HeartbeatRequest(group_id="bench", member_id="nobody"), 4),
     ]
     rows = []
-    for name, request, version in kinds:
-        via, plain = [], []
-        for _ in range(rounds):
-            plain.append(_per_request_us(direct, request, version, count))
-            via.append(_per_request_us(proxy, request, version, count))
-        rows.append(
-            [
-                name,
-                f"{statistics.median(plain):.0f}",
-                f"{statistics.median(via):.0f}",
-                f"{statistics.median(v - p for v, p in zip(via, plain, strict=True)):.0f}",
-            ]
-        )
+    # The client runs in a child process, so that it does not share this process's
+    # interpreter lock with the proxy's threads.
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as child:
+        child.submit(int).result()  # started before the first timed pass
+        for name, request, version in kinds:
+            via, plain, cpu = [], [], []
+            for _ in range(rounds):
+                plain.append(
+                    child.submit(_per_request_us, direct, request, version, count).result()
+                )
+                cpu_before = time.process_time()
+                via.append(child.submit(_per_request_us, proxy, request, version, count).result())
+                cpu.append((time.process_time() - cpu_before) / (count + 1) * 1e6)
+            rows.append(
+                [
+                    name,
+                    f"{statistics.median(plain):.0f}",
+                    f"{statistics.median(via):.0f}",
+                    f"{statistics.median(v - p for v, p in zip(via, plain, strict=True)):.0f}",
+                    f"{statistics.median(cpu):.0f}",
+                ]
+            )
     print(f"\nround trip, {count} sequential requests x {rounds} rounds (median per request)")
-    print_table(["request", "Tansu us", "via proxy us", "added us"], rows)
+    print_table(["request", "Tansu us", "via proxy us", "added us", "proxy CPU us"], rows)
 
 
 def _transactions(bootstrap: str, topic: str, count: int) -> None:

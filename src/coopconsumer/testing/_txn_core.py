@@ -3,7 +3,7 @@
 ``ProxyCore`` sees every request a client sends and every answer Tansu gives, as bytes,
 and decides what the client gets: the answer as is, an answer rewritten the way Kafka
 would have given it, or an answer of its own without asking Tansu. What it adds to
-Tansu (docs/testing.md, "Transactions on Tansu"):
+Tansu (docs/testing.md, "Transactions and exactly-once"):
 
 * KIP-447 fencing of TxnOffsetCommit v3+ by generation, member id and instance id, as
   Kafka's ``ClassicGroup.validateOffsetCommit`` does, with the group's generation and

@@ -1,5 +1,6 @@
 """A Kafka-semantics proxy in front of Tansu that supplies the transactional behaviour
-Tansu lacks, and fault injection for it (docs/testing.md, "Transactions on Tansu").
+Tansu lacks, and fault injection for it (docs/testing.md, "Transactions and
+exactly-once").
 
 Tansu listens on a private port and advertises the proxy's, so every client connection
 (bootstrap, partition leader, group and transaction coordinator) goes through it. Each

@@ -21,8 +21,8 @@ adds to every request, and to producing and consuming through it.
    ``produce`` to the end of ``flush``; *read_committed* of those records plus
    transactions of 1,000 records of which every tenth is aborted (so the proxy fills
    ``AbortedTransactions``), timed from the first record to the last one delivered.
-   Prints records/s of each broker and the ratio proxied / plain, per round and the
-   median.
+   The broker that goes first alternates between rounds. Prints records/s of each
+   broker and the ratio proxied / plain, per round and the median.
 
 Nothing is asserted: figures only. Imports coopconsumer's testing module, its wire codec
 and confluent-kafka.
@@ -154,7 +154,8 @@ def records(plain: EmbeddedBroker, proxied: EmbeddedBroker, count: int, rounds: 
     rows = []
     for round_ in range(rounds):
         rates = {}
-        for label, broker in (("plain", plain), ("proxied", proxied)):
+        order = [("plain", plain), ("proxied", proxied)]
+        for label, broker in order if round_ % 2 == 0 else order[::-1]:  # first goes first
             topic = f"bench-{uuid.uuid4().hex[:8]}"
             broker.create_topic(topic, 1)
             rates[label, "produce"] = count / produce(broker.bootstrap, topic, count)

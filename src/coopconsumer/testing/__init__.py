@@ -119,9 +119,17 @@ from ._secure import start_secure_tansu
 from ._secure import write_test_certificates as write_test_certificates
 from ._tansu import find_tansu_binary as find_tansu_binary
 from ._tansu import start_tansu
+from ._txn_core import TimedOutTransaction as TimedOutTransaction
+from ._txn_core import TxnOffsetCommitRecord as TxnOffsetCommitRecord
+from ._txn_log import AbortedTxn as AbortedTxn
+from ._txn_proxy import ProxyStats as ProxyStats
+from ._txn_proxy import TransactionalBroker as TransactionalBroker
+from ._txn_proxy import TransactionProxy as TransactionProxy
+from ._txn_proxy import start_transactional_tansu
 
 __all__ = [
     "BOOTSTRAP_ENV",
+    "AbortedTxn",
     "BrokerKind",
     "BrokerSpec",
     "BrokerStartupError",
@@ -133,10 +141,15 @@ __all__ = [
     "MockBroker",
     "MockRequest",
     "PartitionView",
+    "ProxyStats",
     "ReplicationCluster",
     "SaslServer",
     "TestCertificates",
+    "TimedOutTransaction",
     "TlsFiles",
+    "TransactionProxy",
+    "TransactionalBroker",
+    "TxnOffsetCommitRecord",
     "embedded_broker",
     "external_broker",
     "find_tansu_binary",
@@ -160,6 +173,7 @@ def embedded_broker(
     startup_timeout_s: float = 30.0,
     tls: TlsFiles | None = None,
     sasl: SaslServer | None = None,
+    transactions: bool = False,
 ) -> Iterator[EmbeddedBroker]:
     """Start a test broker, yield it once it answers ApiVersions, stop it on exit.
 
@@ -167,7 +181,11 @@ def embedded_broker(
     is a single broker) sets the mock's broker count, ids ``1..num_brokers``; its
     ``bootstrap`` then lists every broker. Startup waits at most ``startup_timeout_s``.
     ``tls`` and ``sasl`` (Tansu only) secure the broker; ``broker.client_config`` then
-    holds the keys a client needs.
+    holds the keys a client needs. ``transactions`` (Tansu only) puts a
+    :class:`TransactionProxy` in front of Tansu that adds the transactional behaviour it
+    lacks (aborted records hidden from read_committed, KIP-447 fencing, require_stable,
+    transaction timeouts) and fault injection; the broker is then a
+    :class:`TransactionalBroker` and ``broker.proxy`` is the proxy (docs/testing.md).
 
     Raises :class:`BrokerStartupError` (with the broker's output tail) when the broker
     cannot start or does not answer in time, and
@@ -186,8 +204,12 @@ def embedded_broker(
         raise ConfigurationError(f"startup_timeout_s must be > 0, not {startup_timeout_s!r}")
     if (tls is not None or sasl is not None) and kind != "tansu":
         raise ConfigurationError("tls and sasl need kind='tansu'")
+    if transactions and (kind != "tansu" or tls is not None or sasl is not None):
+        raise ConfigurationError("transactions=True needs kind='tansu', without tls or sasl")
     broker: EmbeddedBroker
-    if tls is not None or sasl is not None:
+    if transactions:
+        broker = start_transactional_tansu(startup_timeout_s=startup_timeout_s)
+    elif tls is not None or sasl is not None:
         broker = start_secure_tansu(tls=tls, sasl=sasl, startup_timeout_s=startup_timeout_s)
     elif kind == "tansu":
         broker = start_tansu(startup_timeout_s=startup_timeout_s)

@@ -53,6 +53,7 @@ from coopconsumer._coordinator import (
     diff_assignment,
     revoke_before_join,
 )
+from coopconsumer._coordinator._core import LEADER_SYNC_DELAY_S
 from coopconsumer._errors import (
     AssignorError,
     BrokerConnectionError,
@@ -407,9 +408,7 @@ def test_a_protocol_this_member_did_not_offer_is_fatal() -> None:
 
 
 def _lead(s: Script, *others: tuple[str, Sequence[str]]) -> list[Effect]:
-    return s.answer(
-        JoinGroupRequest, s.join_response(leader="m1", members=s.leader_members(*others))
-    )
+    return s.lead(s.leader_members(*others))
 
 
 def test_leader_assigns_every_member_and_sends_it_in_sync_group() -> None:
@@ -468,9 +467,7 @@ def test_cooperative_leader_refuses_an_assignment_that_moves_a_partition_directl
             )
         ),
     )
-    effects = s.answer(
-        JoinGroupRequest, s.join_response(leader="m1", members=[*s.leader_members(), m2])
-    )
+    effects = s.lead([*s.leader_members(), m2])
     (report,) = [e for e in effects if isinstance(e, ReportError)]
     assert isinstance(report.error, InvalidAssignmentError)
     assert s.sent(SyncGroupRequest) == []
@@ -482,6 +479,7 @@ def test_leader_waits_for_metadata_covering_the_group_subscription() -> None:
     assert needed[-1].topics == frozenset({"t", "other"})
     assert s.sent(SyncGroupRequest) == []
     s.feed(MetadataUpdate(metadata=ClusterMetadata.from_partition_counts({"t": 4, "other": 2})))
+    s.feed(Tick(), at=s.now + LEADER_SYNC_DELAY_S)
     request = s.request(SyncGroupRequest).request
     assert isinstance(request, SyncGroupRequest)
     got = {

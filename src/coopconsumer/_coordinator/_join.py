@@ -35,7 +35,7 @@ from ..assignors._api import (
     Subscription,
 )
 from ..assignors._validation import check_assignment, validate_cooperative_assignment
-from ._core import COOPERATIVE_STICKY, PROTOCOL_TYPE, MemberCore, ms
+from ._core import COOPERATIVE_STICKY, LEADER_SYNC_DELAY_S, PROTOCOL_TYPE, MemberCore, ms
 from ._diff import revoke_before_join
 from ._effects import Observation, ReportError
 from ._error_actions import Api, ErrorAction, action_for
@@ -172,6 +172,8 @@ def join_outcome(m: MemberCore, event: JoinGroupOutcome, now: float) -> None:
             skip_assignment(m, response, join_started_counts, now)
             return
         m.leader_members = response.members
+        m.leader_sync_at = now + LEADER_SYNC_DELAY_S
+        m.leader_assignments = None
         leader_assign(m, now, metadata_refreshed=False)
         return
     m.assignment_snapshot = None
@@ -263,12 +265,15 @@ def leader_assign(m: MemberCore, now: float, *, metadata_refreshed: bool) -> Non
         return
     group_topics = frozenset(t for s in subscriptions.values() for t in s.topics)
     m.group_topics = group_topics
-    known = m.metadata.partition_counts if m.metadata is not None else {}
-    missing = group_topics - frozenset(known)
-    if missing and not metadata_refreshed:
-        # Java refreshes metadata for the whole group subscription before assigning.
+    if not metadata_refreshed:
+        # Assign from fresh metadata of the whole group subscription, as librdkafka's
+        # leader always does (Java when topics are new or its metadata is stale). The
+        # round trip also lets the followers' SyncGroups reach the coordinator before
+        # the leader's: a coordinator that completes the round on the leader's
+        # SyncGroup and refuses later ones (librdkafka's mock) otherwise restarts the
+        # rebalance round after round (docs/testing.md, issue 24).
         m.enter(MemberState.LEADER_AWAITING_METADATA)
-        want_metadata(m, group_topics | m.subscribed, now)
+        want_metadata(m, group_topics | m.subscribed, now, fresh=True)
         return
     metadata = m.metadata or ClusterMetadata(partition_counts={})
     group_subscription = GroupSubscription(subscriptions=subscriptions)
@@ -295,6 +300,17 @@ def leader_assign(m: MemberCore, now: float, *, metadata_refreshed: bool) -> Non
     )
     m.assignment_snapshot = m.metadata_snapshot(group_topics)
     m.snapshot_unknown = frozenset()
+    m.leader_assignments = assignments
+    send_leader_sync(m, now)
+
+
+def send_leader_sync(m: MemberCore, now: float) -> None:
+    """The leader's SyncGroup, once its assignment is computed and ``leader_sync_at``
+    has come (``LEADER_SYNC_DELAY_S``)."""
+    assignments = m.leader_assignments
+    if assignments is None or now < m.leader_sync_at:
+        return
+    m.leader_assignments = None
     send_sync(m, assignments, now)
 
 

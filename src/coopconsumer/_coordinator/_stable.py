@@ -21,7 +21,7 @@ from ._effects import Observation
 from ._error_actions import Api, ErrorAction, action_for
 from ._fetch import drive_fetches
 from ._inputs import MetadataUpdate, PollCalled, Subscribe
-from ._join import enter_prepare, leader_assign, maybe_send_join
+from ._join import enter_prepare, leader_assign, maybe_send_join, send_leader_sync
 from ._leave import leave_if_pending, poll_expired
 from ._manual import drive_waiting_commits
 from ._metadata import want_metadata
@@ -176,6 +176,8 @@ def drive(m: MemberCore, now: float) -> None:
             m.heartbeat_due = now + ms(m.config.heartbeat_interval_ms)
     if m.state is MemberState.JOINING:
         maybe_send_join(m, now)
+    elif m.state is MemberState.LEADER_AWAITING_METADATA:
+        send_leader_sync(m, now)
 
 
 def on_poll(m: MemberCore, event: PollCalled, now: float) -> None:

@@ -47,9 +47,11 @@ class MemberState(enum.Enum):
     expiry its partitions are LOST and it rejoins as a new member (PREPARING_JOIN)."""
 
     LEADER_AWAITING_METADATA = "leader-awaiting-metadata"
-    """The leader's metadata lacks topics of the group subscription: it asked for
-    metadata (``MetadataNeeded``) and assigns when the next ``MetadataUpdate`` arrives
-    (Java's leader refreshes metadata before assigning)."""
+    """Elected leader, before its SyncGroup: it asked for fresh metadata of the group
+    subscription (``MetadataNeeded``) and assigns when the ``MetadataUpdate`` answering
+    it arrives (librdkafka's leader always refreshes before assigning; Java's when
+    topics are new or its metadata is stale), then sends SyncGroup once
+    ``LEADER_SYNC_DELAY_S`` has passed since its JoinGroup answer."""
 
     AWAITING_SYNC = "awaiting-sync"
     """A SyncGroup is in flight (the leader's carries every member's assignment); the

@@ -172,7 +172,9 @@ def join_outcome(m: MemberCore, event: JoinGroupOutcome, now: float) -> None:
             skip_assignment(m, response, join_started_counts, now)
             return
         m.leader_members = response.members
-        m.leader_sync_at = now + LEADER_SYNC_DELAY_S
+        # No follower to let go first in a group of one.
+        followers = any(member.member_id != m.member_id for member in response.members)
+        m.leader_sync_at = now + LEADER_SYNC_DELAY_S if followers else now
         m.leader_assignments = None
         leader_assign(m, now, metadata_refreshed=False)
         return

@@ -304,7 +304,8 @@ class MemberCore(MemberBase[MemberState]):
         if self.session_timed():
             candidates.append(self.session_deadline())
         if self.heartbeating():
-            candidates.append(self.last_poll + ms(self.config.max_poll_interval_ms))
+            if self.leave_pending is None:
+                candidates.append(self.last_poll + ms(self.config.max_poll_interval_ms))
             if (
                 self.coordinator_id is not None
                 and self.heartbeat_due is not None

@@ -154,7 +154,10 @@ def drive(m: MemberCore, now: float) -> None:
         session_lapsed(m, reason, now)
         return
     if m.heartbeating():
-        if now >= m.last_poll + ms(m.config.max_poll_interval_ms):
+        # An application waiting in close() or unsubscribe() for the SyncGroup answer
+        # is not failing to poll: the leave it asked for, bounded by its own deadline,
+        # must not turn into a poll-timeout leave that commits nothing.
+        if m.leave_pending is None and now >= m.last_poll + ms(m.config.max_poll_interval_ms):
             poll_expired(m, now)
             return
         if (

@@ -1368,3 +1368,27 @@ def test_subscription_generation_follows_the_applied_assignment() -> None:
     s.finish_listeners()
     ((_, sub),) = subscriptions_in(s.request(JoinGroupRequest))
     assert (sub.generation_id, sub.owned_partitions) == (-1, ())
+
+
+def test_a_leader_alone_syncs_once_its_assignment_is_made() -> None:
+    """LEADER_SYNC_DELAY_S lets followers sync first; a group of one has none."""
+    s = Script()
+    s.subscribe()
+    s.answer(JoinGroupRequest, s.join_response(leader="m1", members=s.leader_members()))
+    effects = s.feed(MetadataUpdate(metadata=ClusterMetadata.from_partition_counts({"t": 4})))
+    assert kinds(effects) == ["SyncGroup"]
+
+
+def test_a_leader_with_followers_syncs_after_the_delay() -> None:
+    s = Script()
+    s.subscribe()
+    s.answer(
+        JoinGroupRequest, s.join_response(leader="m1", members=s.leader_members(("m2", ("t",))))
+    )
+    assert (
+        kinds(s.feed(MetadataUpdate(metadata=ClusterMetadata.from_partition_counts({"t": 4}))))
+        == []
+    )
+    assert s.member.next_deadline == LEADER_SYNC_DELAY_S
+    assert kinds(s.feed(Tick(), at=LEADER_SYNC_DELAY_S / 2)) == []
+    assert kinds(s.feed(Tick(), at=LEADER_SYNC_DELAY_S)) == ["SyncGroup"]

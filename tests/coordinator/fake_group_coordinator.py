@@ -94,6 +94,24 @@ class _Member:
         raise KeyError(protocol)
 
 
+def _new_member(
+    member_id: str,
+    client: str,
+    request: JoinGroupRequest,
+    protocols: tuple[tuple[str, bytes], ...],
+    now: float,
+) -> _Member:
+    return _Member(
+        member_id=member_id,
+        group_instance_id=request.group_instance_id,
+        client=client,
+        protocols=protocols,
+        session_timeout_s=request.session_timeout_ms / 1000.0,
+        rebalance_timeout_s=max(request.rebalance_timeout_ms, 0) / 1000.0,
+        last_heartbeat=now,
+    )
+
+
 @attrs.define
 class _Fault:
     error_code: int | None  # None: drop the answer
@@ -358,16 +376,8 @@ class FakeGroupCoordinator:
         request_id: int,
         now: float,
     ) -> None:
-        self.members[member_id] = _Member(
-            member_id=member_id,
-            group_instance_id=request.group_instance_id,
-            client=client,
-            protocols=protocols,
-            session_timeout_s=request.session_timeout_ms / 1000.0,
-            rebalance_timeout_s=max(request.rebalance_timeout_ms, 0) / 1000.0,
-            last_heartbeat=now,
-            awaiting_join=request_id,
-        )
+        self.members[member_id] = _new_member(member_id, client, request, protocols, now)
+        self.members[member_id].awaiting_join = request_id
         if self.phase is GroupPhase.PREPARING_REBALANCE:
             self._complete_join(now)
         else:
@@ -634,20 +644,7 @@ class FakeGroupCoordinator:
                     self.committed[TopicPartition(topic.name, p.partition_index)] = (
                         p.committed_offset
                     )
-        return OffsetCommitResponse(
-            topics=tuple(
-                OffsetCommitResponseTopic(
-                    name=topic.name,
-                    partitions=tuple(
-                        OffsetCommitResponsePartition(
-                            partition_index=p.partition_index, error_code=code
-                        )
-                        for p in topic.partitions
-                    ),
-                )
-                for topic in request.topics
-            )
-        )
+        return _commit_response(request, code)
 
     def _fetch(self, request: OffsetFetchRequest) -> OffsetFetchResponse:
         """The single-group (v1-7) form; every partition the request names."""
@@ -673,6 +670,24 @@ class FakeGroupCoordinator:
         return dict(self.committed)
 
 
+def _commit_response(request: OffsetCommitRequest, code: int) -> OffsetCommitResponse:
+    """``code`` for every partition of ``request``."""
+    return OffsetCommitResponse(
+        topics=tuple(
+            OffsetCommitResponseTopic(
+                name=topic.name,
+                partitions=tuple(
+                    OffsetCommitResponsePartition(
+                        partition_index=p.partition_index, error_code=code
+                    )
+                    for p in topic.partitions
+                ),
+            )
+            for topic in request.topics
+        )
+    )
+
+
 def _error_response(request: object, code: int) -> object:
     if isinstance(request, JoinGroupRequest):
         return JoinGroupResponse(error_code=code, generation_id=-1, member_id=request.member_id)
@@ -683,20 +698,7 @@ def _error_response(request: object, code: int) -> object:
     if isinstance(request, LeaveGroupRequest):
         return LeaveGroupResponse(error_code=code)
     if isinstance(request, OffsetCommitRequest):
-        return OffsetCommitResponse(
-            topics=tuple(
-                OffsetCommitResponseTopic(
-                    name=t.name,
-                    partitions=tuple(
-                        OffsetCommitResponsePartition(
-                            partition_index=p.partition_index, error_code=code
-                        )
-                        for p in t.partitions
-                    ),
-                )
-                for t in request.topics
-            )
-        )
+        return _commit_response(request, code)
     if isinstance(request, OffsetFetchRequest):
         return OffsetFetchResponse(error_code=code)
     raise TypeError(type(request))
@@ -936,15 +938,7 @@ class MockTimingCoordinator(FakeGroupCoordinator):
         member = self.members.get(request.member_id) if request.member_id else None
         if member is None:
             member_id = request.member_id or self._new_member_id(client, None)
-            member = _Member(
-                member_id=member_id,
-                group_instance_id=request.group_instance_id,
-                client=client,
-                protocols=protocols,
-                session_timeout_s=request.session_timeout_ms / 1000.0,
-                rebalance_timeout_s=max(request.rebalance_timeout_ms, 0) / 1000.0,
-                last_heartbeat=now,
-            )
+            member = _new_member(member_id, client, request, protocols, now)
             self.members[member_id] = member
         self._rebalance(now)  # a no-op while joining
         self.session_timeout_s = request.session_timeout_ms / 1000.0
@@ -996,17 +990,4 @@ class MockTimingCoordinator(FakeGroupCoordinator):
                     self.committed[TopicPartition(topic.name, p.partition_index)] = (
                         p.committed_offset
                     )
-        return OffsetCommitResponse(
-            topics=tuple(
-                OffsetCommitResponseTopic(
-                    name=topic.name,
-                    partitions=tuple(
-                        OffsetCommitResponsePartition(
-                            partition_index=p.partition_index, error_code=code
-                        )
-                        for p in topic.partitions
-                    ),
-                )
-                for topic in request.topics
-            )
-        )
+        return _commit_response(request, code)

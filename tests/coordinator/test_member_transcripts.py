@@ -1370,12 +1370,12 @@ def test_subscription_generation_follows_the_applied_assignment() -> None:
     assert (sub.generation_id, sub.owned_partitions) == (-1, ())
 
 
-def test_a_leader_alone_syncs_once_its_assignment_is_made() -> None:
-    """LEADER_SYNC_DELAY_S lets followers sync first; a group of one has none."""
+def test_a_leader_alone_syncs_at_once_from_the_metadata_it_has() -> None:
+    """LEADER_SYNC_DELAY_S and the fresh metadata overlapping it let followers sync
+    first; a group of one has none, and its leader's metadata covers the group."""
     s = Script()
     s.subscribe()
-    s.answer(JoinGroupRequest, s.join_response(leader="m1", members=s.leader_members()))
-    effects = s.feed(MetadataUpdate(metadata=ClusterMetadata.from_partition_counts({"t": 4})))
+    effects = s.answer(JoinGroupRequest, s.join_response(leader="m1", members=s.leader_members()))
     assert kinds(effects) == ["SyncGroup"]
 
 

@@ -173,8 +173,8 @@ def join_outcome(m: MemberCore, event: JoinGroupOutcome, now: float) -> None:
             return
         m.leader_members = response.members
         # No follower to let go first in a group of one.
-        followers = any(member.member_id != m.member_id for member in response.members)
-        m.leader_sync_at = now + LEADER_SYNC_DELAY_S if followers else now
+        alone = all(member.member_id == m.member_id for member in response.members)
+        m.leader_sync_at = now if alone else now + LEADER_SYNC_DELAY_S
         m.leader_assignments = None
         leader_assign(m, now, metadata_refreshed=False)
         return
@@ -267,15 +267,16 @@ def leader_assign(m: MemberCore, now: float, *, metadata_refreshed: bool) -> Non
         return
     group_topics = frozenset(t for s in subscriptions.values() for t in s.topics)
     m.group_topics = group_topics
-    if not metadata_refreshed:
-        # Assign from fresh metadata of the whole group subscription, as librdkafka's
-        # leader always does (Java when topics are new or its metadata is stale). The
-        # round trip also lets the followers' SyncGroups reach the coordinator before
-        # the leader's: a coordinator that completes the round on the leader's
-        # SyncGroup and refuses later ones (librdkafka's mock) otherwise restarts the
-        # rebalance round after round (docs/testing.md, issue 24).
+    known = m.metadata.partition_counts if m.metadata is not None else {}
+    missing = group_topics - frozenset(known)
+    followers = any(member.member_id != m.member_id for member in m.leader_members)
+    if not metadata_refreshed and (missing or followers):
+        # A leader with followers assigns from fresh metadata of the whole group
+        # subscription, as librdkafka's leader always does, while it waits
+        # LEADER_SYNC_DELAY_S for them to sync first; alone, it refreshes only for
+        # topics it has no metadata for, as Java's does (docs/testing.md, issue 24).
         m.enter(MemberState.LEADER_AWAITING_METADATA)
-        want_metadata(m, group_topics | m.subscribed, now, fresh=True)
+        want_metadata(m, group_topics | m.subscribed, now, fresh=followers)
         return
     metadata = m.metadata or ClusterMetadata(partition_counts={})
     group_subscription = GroupSubscription(subscriptions=subscriptions)

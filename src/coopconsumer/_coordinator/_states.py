@@ -47,11 +47,12 @@ class MemberState(enum.Enum):
     expiry its partitions are LOST and it rejoins as a new member (PREPARING_JOIN)."""
 
     LEADER_AWAITING_METADATA = "leader-awaiting-metadata"
-    """Elected leader, before its SyncGroup: it asked for fresh metadata of the group
-    subscription (``MetadataNeeded``) and assigns when the ``MetadataUpdate`` answering
-    it arrives (librdkafka's leader always refreshes before assigning; Java's when
-    topics are new or its metadata is stale), then sends SyncGroup once
-    ``LEADER_SYNC_DELAY_S`` has passed since its JoinGroup answer."""
+    """Elected leader, before its SyncGroup. With followers: it asked for fresh
+    metadata of the group subscription (``MetadataNeeded``, as librdkafka's leader
+    does), assigns when the ``MetadataUpdate`` answering it arrives, and sends SyncGroup
+    once ``LEADER_SYNC_DELAY_S`` has passed since its JoinGroup answer, so that the
+    followers sync first. Alone: only when its metadata lacks topics of the group
+    subscription (Java's rule), and it syncs as soon as it has assigned."""
 
     AWAITING_SYNC = "awaiting-sync"
     """A SyncGroup is in flight (the leader's carries every member's assignment); the

@@ -68,10 +68,15 @@ On the mock, the KIP-848 rows depend on the broker's
 reconciliation (the mock's default is 3000 ms): it is set to ``HEARTBEAT_MS`` (and the
 consumer session timeout to ``SESSION_TIMEOUT_MS``), the classic members' own settings,
 and printed with the table. The classic rows on the mock meet its quirks
-(docs/testing.md): it completes a SyncGroup round when the leader's SyncGroup arrives and
-answers a later follower's with INVALID_REQUEST, which a coopconsumer member reports
-from ``poll()`` and rejoins after; the benchmark counts those ("late syncs") instead of
-failing. Its JoinGroup hold is short, so classic times there are not Tansu's.
+(docs/testing.md): every join phase lasts session.timeout.ms - 1 s (1 s here) however
+soon the members rejoin, so KIP-429's two rounds take about 2 s for every client; and it
+completes a round when the leader's SyncGroup arrives, answering a later follower's with
+INVALID_REQUEST, which a coopconsumer member reports from ``poll()`` before it rejoins
+(the benchmark counts those, "late syncs", instead of failing; each costs the group a
+round). It also refuses every OffsetCommit while a round is joining, so a member's
+commit before revoking fails if another member's JoinGroup got there first: the note
+counts coopconsumer's ("failed commits before revoking", logged by the Consumer) from
+the first member's start until the leave is absorbed, not while the members close.
 
 A scenario that does not settle within 30 s is printed as FAILED with who owned how
 many partitions, not retried; the joining member's ``failed-rebalance-total`` shows how
@@ -137,6 +142,7 @@ class Tracker:
         self.last_change = time.monotonic()
         self.errors: list[str] = []
         self.late_syncs = 0
+        self.failed_revoke_commits = 0
 
     def assigned(self, member: str, partitions: Any) -> None:
         with self.lock:
@@ -174,6 +180,26 @@ class Tracker:
         # Nothing arrived since the window opened: the pause lasts at least until its end.
         last = max((t for t in times if t <= end), default=start)
         return max(longest, end - last) if last < end else longest
+
+
+class RevokeCommitFailures(logging.Handler):
+    """Counts the coopconsumer members' failed commits before revoking (the Consumer
+    logs each one) into ``tracker`` while it is set: from the first member's start
+    until the group has absorbed the leave, not while the members close."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.tracker: Tracker | None = None
+
+    def emit(self, record: logging.LogRecord) -> None:
+        tracker = self.tracker
+        if tracker is not None and record.getMessage().startswith("auto-commit before revoking"):
+            with tracker.lock:
+                tracker.failed_revoke_commits += 1
+
+
+REVOKE_COMMIT_FAILURES = RevokeCommitFailures()
+logging.getLogger("coopconsumer.consumer").addHandler(REVOKE_COMMIT_FAILURES)
 
 
 class _Member:
@@ -319,6 +345,7 @@ class Result:
         self.all_owned_after_leave_s = float("nan")
         self.steady_gap_s = float("nan")
         self.late_syncs = 0
+        self.failed_revoke_commits = 0
         #: The joining member's own KIP-429 metrics (coopconsumer only).
         self.joiner_metrics: dict[str, float] = {}
         self.note = ""
@@ -377,6 +404,7 @@ def scenario(
         member.thread.start()
 
     result = Result(implementation, size)
+    REVOKE_COMMIT_FAILURES.tracker = tracker
     try:
         for _ in range(size):
             start_member()
@@ -407,6 +435,7 @@ def scenario(
         owned_at = _wait(lambda: _settled(tracker, all_tps, names, False), "leave", tracker)
         result.all_owned_after_leave_s = owned_at - left_at
     finally:
+        REVOKE_COMMIT_FAILURES.tracker = None  # closing members revoke everything
         for member in members:
             member.stop_event.set()
         for member in members:
@@ -414,6 +443,7 @@ def scenario(
         producer.stop_event.set()
         producer.thread.join(15)
     result.late_syncs = tracker.late_syncs
+    result.failed_revoke_commits = tracker.failed_revoke_commits
     if tracker.errors:
         result.note = f"member errors: {tracker.errors[:2]}"
     return result
@@ -545,7 +575,16 @@ def main() -> None:
                 _metric(r, "rebalance-latency-avg", "{:,.0f}"),
                 _metric(r, "failed-rebalance-total", "{:.0f}"),
                 "; ".join(
-                    filter(None, [f"{r.late_syncs} late syncs" if r.late_syncs else "", r.note])
+                    filter(
+                        None,
+                        [
+                            f"{r.late_syncs} late syncs" if r.late_syncs else "",
+                            f"{r.failed_revoke_commits} failed commits before revoking"
+                            if r.failed_revoke_commits
+                            else "",
+                            r.note,
+                        ],
+                    )
                 ),
             ]
             for r in results

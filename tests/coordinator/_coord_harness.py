@@ -6,16 +6,20 @@ It routes ``Send`` effects to the fake and answers back, answers ``FindCoordinat
 ``MetadataNeeded`` at once, answers every ``InvokeListener`` with ``ListenerDone``
 immediately (recording the callback), turns dropped answers into ``RequestFailed``
 after the request's timeout, and keeps an ownership ledger from ``Assign``/``Unassign``
-that fails the moment a partition would have two owners.
+that fails the moment a partition would have two owners. ``answer_lag`` delays chosen
+answers (a member that reads its JoinGroup answer later than another), and
+``coordinator`` swaps in another coordinator (``MockTimingCoordinator``: librdkafka's
+mock cluster's timing).
 """
 
 from __future__ import annotations
 
+import heapq
 from collections import deque
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import attrs
-from fake_group_coordinator import FakeGroupCoordinator
+from fake_group_coordinator import Delivery, FakeGroupCoordinator
 
 from coopconsumer import consumer_protocol
 from coopconsumer._coordinator import (
@@ -93,11 +97,15 @@ class GroupHarness:
         session_timeout_ms: int = 10_000,
         heartbeat_interval_ms: int = 3_000,
         max_poll_interval_ms: int = 30_000,
+        coordinator: FakeGroupCoordinator | None = None,
+        answer_lag: Callable[[str, object], float] | None = None,
     ) -> None:
         self.now = 0.0
         self.group_id = group_id
         self.topics = dict(topics)
-        self.fake = FakeGroupCoordinator(group_id, require_member_id=require_member_id)
+        self.fake = coordinator or FakeGroupCoordinator(
+            group_id, require_member_id=require_member_id
+        )
         self.members: dict[str, HarnessMember] = {}
         self.callbacks: list[Callback] = []
         self.commits: dict[object, CoopConsumerError | None] = {}
@@ -105,6 +113,10 @@ class GroupHarness:
         self.fatal: dict[str, CoopConsumerError] = {}
         self.owner: dict[TopicPartition, str] = {}
         self._queue: deque[tuple[str, object]] = deque()
+        #: How long after the coordinator answers a member reads the answer (a slow
+        #: member, a busy thread): ``answer_lag(client, response)`` seconds.
+        self.answer_lag = answer_lag
+        self._lagging: list[tuple[float, int, Delivery]] = []
         self._timeouts: dict[tuple[str, int], float] = {}
         self.session_timeout_ms = session_timeout_ms
         self.heartbeat_interval_ms = heartbeat_interval_ms
@@ -184,13 +196,20 @@ class GroupHarness:
     def _collect_deliveries(self) -> None:
         outbox, self.fake.outbox = self.fake.outbox, []
         for delivery in outbox:
-            self._timeouts.pop((delivery.client, delivery.request_id), None)
-            self._queue.append(
-                (
-                    delivery.client,
-                    ResponseReceived(request_id=delivery.request_id, response=delivery.response),
-                )
+            lag = self.answer_lag(delivery.client, delivery.response) if self.answer_lag else 0.0
+            if lag > 0:
+                heapq.heappush(self._lagging, (self.now + lag, len(self._lagging), delivery))
+            else:
+                self._deliver(delivery)
+
+    def _deliver(self, delivery: Delivery) -> None:
+        self._timeouts.pop((delivery.client, delivery.request_id), None)
+        self._queue.append(
+            (
+                delivery.client,
+                ResponseReceived(request_id=delivery.request_id, response=delivery.response),
             )
+        )
 
     def _execute(self, hm: HarnessMember, effect: Effect) -> None:
         name = hm.name
@@ -284,6 +303,8 @@ class GroupHarness:
         if fake_deadline is not None:
             candidates.append(fake_deadline)
         candidates.extend(self._timeouts.values())
+        if self._lagging:
+            candidates.append(self._lagging[0][0])
         if any(hm.polling and hm.member.state is MemberState.POLL_EXPIRED for hm in self.live()):
             # The application polls continuously; a member waiting for a poll gets one
             # within POLL_PERIOD_S rather than at the next unrelated deadline.
@@ -294,6 +315,9 @@ class GroupHarness:
         """Move the clock to ``t`` and let everything due at ``t`` happen: members
         first (poll, timers), then the coordinator, then request timeouts."""
         self.now = t
+        while self._lagging and self._lagging[0][0] <= t:
+            self._deliver(heapq.heappop(self._lagging)[2])
+        self.run()
         for name in sorted(self.members):
             hm = self.members[name]
             if hm.alive and hm.member.state not in (MemberState.CLOSED, MemberState.FATAL):

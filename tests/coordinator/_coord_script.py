@@ -21,6 +21,7 @@ from coopconsumer._coordinator import (
     ListenerDone,
     MemberConfig,
     MemberState,
+    MetadataNeeded,
     MetadataUpdate,
     RequestFailed,
     ResponseReceived,
@@ -28,6 +29,7 @@ from coopconsumer._coordinator import (
     Subscribe,
     Tick,
 )
+from coopconsumer._coordinator._core import LEADER_SYNC_DELAY_S
 from coopconsumer._errors import CoopConsumerError
 from coopconsumer._protocol import errors
 from coopconsumer._protocol.messages import (
@@ -190,6 +192,28 @@ class Script:
         """Let a heartbeat fall due, then answer it with ``code``."""
         self.feed(Tick(), at=self.now + HEARTBEAT_S)
         return self.answer(HeartbeatRequest, HeartbeatResponse(error_code=code))
+
+    def lead(
+        self,
+        members: Sequence[JoinGroupResponseMember],
+        *,
+        metadata: dict[str, int] | None = None,
+        generation_id: int = 1,
+    ) -> list[Effect]:
+        """Answer the JoinGroup electing this member ("m1") leader of ``members``, then
+        the fresh metadata it asks for, then let ``LEADER_SYNC_DELAY_S`` pass: the
+        effects after the JoinGroup answer (the SyncGroup among them)."""
+        effects = self.answer(
+            JoinGroupRequest,
+            self.join_response(leader="m1", generation_id=generation_id, members=members),
+        )
+        assert any(isinstance(e, MetadataNeeded) for e in effects), effects
+        joined_at = self.now
+        out = self.feed(
+            MetadataUpdate(metadata=ClusterMetadata.from_partition_counts(metadata or TOPICS))
+        )
+        out.extend(self.feed(Tick(), at=joined_at + LEADER_SYNC_DELAY_S))
+        return out
 
     def leader_members(self, *extra: tuple[str, Iterable[str]]) -> list[JoinGroupResponseMember]:
         """The JoinGroup member list of a leader ("m1" = this member, on "t")."""

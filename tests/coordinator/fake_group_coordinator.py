@@ -46,7 +46,13 @@ from coopconsumer._protocol.messages import (
 )
 from coopconsumer._types import TopicPartition
 
-__all__ = ["Delivery", "FakeGroupCoordinator", "GroupPhase"]
+__all__ = [
+    "Delivery",
+    "FakeGroupCoordinator",
+    "GroupPhase",
+    "MockGroupState",
+    "MockTimingCoordinator",
+]
 
 
 class GroupPhase(enum.Enum):
@@ -86,6 +92,24 @@ class _Member:
             if name == protocol:
                 return metadata
         raise KeyError(protocol)
+
+
+def _new_member(
+    member_id: str,
+    client: str,
+    request: JoinGroupRequest,
+    protocols: tuple[tuple[str, bytes], ...],
+    now: float,
+) -> _Member:
+    return _Member(
+        member_id=member_id,
+        group_instance_id=request.group_instance_id,
+        client=client,
+        protocols=protocols,
+        session_timeout_s=request.session_timeout_ms / 1000.0,
+        rebalance_timeout_s=max(request.rebalance_timeout_ms, 0) / 1000.0,
+        last_heartbeat=now,
+    )
 
 
 @attrs.define
@@ -352,16 +376,8 @@ class FakeGroupCoordinator:
         request_id: int,
         now: float,
     ) -> None:
-        self.members[member_id] = _Member(
-            member_id=member_id,
-            group_instance_id=request.group_instance_id,
-            client=client,
-            protocols=protocols,
-            session_timeout_s=request.session_timeout_ms / 1000.0,
-            rebalance_timeout_s=max(request.rebalance_timeout_ms, 0) / 1000.0,
-            last_heartbeat=now,
-            awaiting_join=request_id,
-        )
+        self.members[member_id] = _new_member(member_id, client, request, protocols, now)
+        self.members[member_id].awaiting_join = request_id
         if self.phase is GroupPhase.PREPARING_REBALANCE:
             self._complete_join(now)
         else:
@@ -628,20 +644,7 @@ class FakeGroupCoordinator:
                     self.committed[TopicPartition(topic.name, p.partition_index)] = (
                         p.committed_offset
                     )
-        return OffsetCommitResponse(
-            topics=tuple(
-                OffsetCommitResponseTopic(
-                    name=topic.name,
-                    partitions=tuple(
-                        OffsetCommitResponsePartition(
-                            partition_index=p.partition_index, error_code=code
-                        )
-                        for p in topic.partitions
-                    ),
-                )
-                for topic in request.topics
-            )
-        )
+        return _commit_response(request, code)
 
     def _fetch(self, request: OffsetFetchRequest) -> OffsetFetchResponse:
         """The single-group (v1-7) form; every partition the request names."""
@@ -667,6 +670,24 @@ class FakeGroupCoordinator:
         return dict(self.committed)
 
 
+def _commit_response(request: OffsetCommitRequest, code: int) -> OffsetCommitResponse:
+    """``code`` for every partition of ``request``."""
+    return OffsetCommitResponse(
+        topics=tuple(
+            OffsetCommitResponseTopic(
+                name=topic.name,
+                partitions=tuple(
+                    OffsetCommitResponsePartition(
+                        partition_index=p.partition_index, error_code=code
+                    )
+                    for p in topic.partitions
+                ),
+            )
+            for topic in request.topics
+        )
+    )
+
+
 def _error_response(request: object, code: int) -> object:
     if isinstance(request, JoinGroupRequest):
         return JoinGroupResponse(error_code=code, generation_id=-1, member_id=request.member_id)
@@ -677,20 +698,296 @@ def _error_response(request: object, code: int) -> object:
     if isinstance(request, LeaveGroupRequest):
         return LeaveGroupResponse(error_code=code)
     if isinstance(request, OffsetCommitRequest):
-        return OffsetCommitResponse(
-            topics=tuple(
-                OffsetCommitResponseTopic(
-                    name=t.name,
-                    partitions=tuple(
-                        OffsetCommitResponsePartition(
-                            partition_index=p.partition_index, error_code=code
-                        )
-                        for p in t.partitions
-                    ),
-                )
-                for t in request.topics
-            )
-        )
+        return _commit_response(request, code)
     if isinstance(request, OffsetFetchRequest):
         return OffsetFetchResponse(error_code=code)
     raise TypeError(type(request))
+
+
+class MockGroupState(enum.Enum):
+    """The states of librdkafka's mock classic group (``rdkafka_mock_cgrp.c``)."""
+
+    EMPTY = "Empty"
+    JOINING = "Joining"
+    SYNCING = "Syncing"
+    REBALANCING = "Rebalancing"
+    UP = "Up"
+
+
+#: Which Kafka phase each mock state stands for (``FakeGroupCoordinator.phase``).
+_MOCK_PHASES = {
+    MockGroupState.EMPTY: GroupPhase.EMPTY,
+    MockGroupState.JOINING: GroupPhase.PREPARING_REBALANCE,
+    MockGroupState.SYNCING: GroupPhase.COMPLETING_REBALANCE,
+    MockGroupState.REBALANCING: GroupPhase.PREPARING_REBALANCE,
+    MockGroupState.UP: GroupPhase.STABLE,
+}
+
+_JOIN, _HEARTBEAT, _LEAVE, _SYNC, _COMMIT = 11, 12, 13, 14, 8
+#: Which requests each mock state accepts (``rd_kafka_mock_cgrp_classic_check_state``);
+#: any other is REBALANCE_IN_PROGRESS, except in EMPTY and UP where it is INVALID_REQUEST.
+_MOCK_ACCEPTS = {
+    MockGroupState.EMPTY: frozenset({_JOIN}),
+    MockGroupState.JOINING: frozenset({_JOIN, _LEAVE}),
+    MockGroupState.SYNCING: frozenset({_SYNC, _JOIN, _LEAVE}),
+    MockGroupState.REBALANCING: frozenset({_JOIN, _LEAVE, _COMMIT}),
+    MockGroupState.UP: frozenset({_JOIN, _LEAVE, _HEARTBEAT, _COMMIT}),
+}
+
+
+class MockTimingCoordinator(FakeGroupCoordinator):
+    """librdkafka's mock cluster's classic group coordinator, timing included
+    (``rdkafka_mock_cgrp.c`` and ``rdkafka_mock_handlers.c``, librdkafka 2.16), where it
+    differs from Kafka's (docs/testing.md, "Quirks of the embedded brokers"):
+
+    * every JoinGroup outside the join phase starts a rebalance, even an unchanged one
+      from a member of the current generation;
+    * the join phase always lasts a fixed time, never ending early when every member
+      has rejoined: ``initial_rebalance_delay_s`` for an empty group, 0.1 s after a
+      timed-out sync when the member count is unchanged, else the group's session
+      timeout minus one second;
+    * the election answers the members whose JoinGroup it holds, but lists every
+      member to the leader, with the metadata of its last JoinGroup;
+    * the leader's SyncGroup completes the round at once: followers whose SyncGroup
+      arrives later get INVALID_REQUEST (no generation is ever served twice);
+    * OffsetCommit and Heartbeat get REBALANCE_IN_PROGRESS from the first JoinGroup of a
+      rebalance until the round completes, whatever their generation;
+    * no MEMBER_ID_REQUIRED (the first JoinGroup gets its member id and joins), and a
+      JoinGroup with an unknown member id joins under that id;
+    * sessions are checked once a second, and only successful heartbeats, joins and
+      syncs count as activity.
+
+    Generations start at 1, so the first completed rebalance makes generation 2.
+    """
+
+    def __init__(
+        self, group_id: str, *, node_id: int = 1, initial_rebalance_delay_s: float = 0.0
+    ) -> None:
+        super().__init__(group_id, node_id=node_id, require_member_id=False)
+        self.initial_rebalance_delay_s = initial_rebalance_delay_s
+        self.state = MockGroupState.EMPTY
+        self.generation_id = 1
+        #: The group's session timeout: the last JoinGroup's (the mock keeps one).
+        self.session_timeout_s = 0.0
+        self.timer_at: float | None = None
+        self.session_check_at: float | None = None
+        self.last_member_count = 0
+        #: Assignments the leader's SyncGroup set for this round, by member id.
+        self.pending_assignments: dict[str, bytes] = {}
+        #: Members whose SyncGroup of the current generation came after the round
+        #: completed (INVALID_REQUEST) or restarted (REBALANCE_IN_PROGRESS): (client, code).
+        self.late_syncs: list[tuple[str, int]] = []
+
+    def _set_state(self, state: MockGroupState) -> None:
+        self.state = state
+        self.phase = _MOCK_PHASES[state]
+
+    def next_deadline(self) -> float | None:
+        candidates = [t for t in (self.timer_at, self.session_check_at) if t is not None]
+        return min(candidates) if candidates else None
+
+    def advance(self, now: float) -> None:
+        while True:
+            due = self.next_deadline()
+            if due is None or due > now:
+                return
+            if self.session_check_at is not None and self.session_check_at <= due:
+                self.session_check_at += 1.0
+                self._expire_sessions(due)
+            else:
+                self.timer_at = None
+                self._timer_fired(due)
+
+    def _expire_sessions(self, now: float) -> None:
+        expired = [
+            m.member_id
+            for m in self.members.values()
+            if m.last_heartbeat + self.session_timeout_s <= now
+        ]
+        for member_id in expired:
+            self._destroy(member_id)
+        if expired:
+            self._rebalance(now)
+
+    def _timer_fired(self, now: float) -> None:
+        if self.state is MockGroupState.JOINING:
+            if self.members:
+                self._elect(now)
+            else:
+                self._set_state(MockGroupState.EMPTY)
+        elif self.state is MockGroupState.SYNCING:
+            self._sync_done(errors.REBALANCE_IN_PROGRESS)
+            self._set_state(MockGroupState.REBALANCING)
+
+    def _rebalance(self, now: float) -> None:
+        if self.state is MockGroupState.JOINING:
+            return
+        if self.state is MockGroupState.EMPTY:
+            delay = self.initial_rebalance_delay_s
+        elif (
+            self.state is MockGroupState.REBALANCING and len(self.members) == self.last_member_count
+        ):
+            delay = 0.1
+        elif self.session_timeout_s > 1.0:
+            delay = self.session_timeout_s - 1.0
+        else:
+            delay = self.session_timeout_s
+        if self.state is MockGroupState.SYNCING:
+            self._sync_done(errors.REBALANCE_IN_PROGRESS)
+        self._set_state(MockGroupState.JOINING)
+        self.timer_at = now + delay
+
+    def _elect(self, now: float) -> None:
+        self.generation_id += 1
+        self.rebalances += 1
+        leader = next(iter(self.members.values()))
+        self.leader_id = leader.member_id
+        protocol = leader.protocols[0][0]
+        self.protocol_name = protocol
+        listed = tuple(
+            JoinGroupResponseMember(
+                member_id=m.member_id,
+                group_instance_id=m.group_instance_id,
+                metadata=m.protocols[0][1],
+            )
+            for m in self.members.values()
+        )
+        if any(m.protocols[0][0] != protocol for m in self.members.values()):
+            raise AssertionError("the mock aborts when members' first protocols differ")
+        for member in self.members.values():
+            if member.awaiting_join is None:
+                continue  # not rejoined: still a member, listed with its old metadata
+            request_id, member.awaiting_join = member.awaiting_join, None
+            member.last_heartbeat = now
+            member.joined_generation = self.generation_id
+            self._answer(
+                member.client,
+                request_id,
+                JoinGroupResponse(
+                    error_code=errors.NONE,
+                    generation_id=self.generation_id,
+                    protocol_name=protocol,
+                    leader=leader.member_id,
+                    member_id=member.member_id,
+                    members=listed if member is leader else (),
+                ),
+            )
+        self.last_member_count = len(self.members)
+        self._set_state(MockGroupState.SYNCING)
+        self.timer_at = now + self.session_timeout_s
+
+    def _sync_done(self, code: int) -> None:
+        for member in self.members.values():
+            given = self.pending_assignments.get(member.member_id)
+            if code == errors.NONE and given is not None:
+                member.assignment = given
+            if member.awaiting_sync is not None:
+                request_id, member.awaiting_sync = member.awaiting_sync, None
+                self._answer(
+                    member.client,
+                    request_id,
+                    SyncGroupResponse(
+                        error_code=code,
+                        assignment=given if code == errors.NONE and given is not None else b"",
+                    ),
+                )
+        self.pending_assignments.clear()
+
+    def _destroy(self, member_id: str) -> None:
+        """Forget a member; a request it has parked is never answered (the mock frees it)."""
+        del self.members[member_id]
+        self.pending_assignments.pop(member_id, None)
+
+    def _check_state(self, api_key: int, generation_id: int | None) -> int:
+        if generation_id is not None and generation_id != self.generation_id:
+            return errors.ILLEGAL_GENERATION
+        if api_key in _MOCK_ACCEPTS[self.state]:
+            return errors.NONE
+        if self.state in (MockGroupState.EMPTY, MockGroupState.UP):
+            return errors.INVALID_REQUEST
+        return errors.REBALANCE_IN_PROGRESS
+
+    def _dispatch(self, client: str, request_id: int, request: object, now: float) -> None:
+        if self.session_check_at is None:
+            self.session_check_at = now + 1.0  # the group's session timer starts
+        if isinstance(request, JoinGroupRequest):
+            self._mock_join(client, request_id, request, now)
+        elif isinstance(request, SyncGroupRequest):
+            self._mock_sync(client, request_id, request, now)
+        elif isinstance(request, HeartbeatRequest):
+            code = self._mock_member_check(request.member_id, _HEARTBEAT, request.generation_id)
+            if code == errors.NONE:
+                self.members[request.member_id].last_heartbeat = now
+            self._answer(client, request_id, HeartbeatResponse(error_code=code))
+        elif isinstance(request, LeaveGroupRequest):
+            self._answer(client, request_id, self._mock_leave(request, now))
+        elif isinstance(request, OffsetCommitRequest):
+            self._answer(client, request_id, self._mock_commit(request))
+        else:
+            super()._dispatch(client, request_id, request, now)
+
+    def _mock_member_check(self, member_id: str, api_key: int, generation_id: int | None) -> int:
+        if member_id not in self.members:
+            return errors.UNKNOWN_MEMBER_ID
+        return self._check_state(api_key, generation_id)
+
+    def _mock_join(
+        self, client: str, request_id: int, request: JoinGroupRequest, now: float
+    ) -> None:
+        protocols = tuple((p.name, p.metadata) for p in request.protocols)
+        member = self.members.get(request.member_id) if request.member_id else None
+        if member is None:
+            member_id = request.member_id or self._new_member_id(client, None)
+            member = _new_member(member_id, client, request, protocols, now)
+            self.members[member_id] = member
+        self._rebalance(now)  # a no-op while joining
+        self.session_timeout_s = request.session_timeout_ms / 1000.0
+        member.protocols = protocols
+        member.client = client
+        member.awaiting_join = request_id
+        member.last_heartbeat = now
+
+    def _mock_sync(
+        self, client: str, request_id: int, request: SyncGroupRequest, now: float
+    ) -> None:
+        code = self._mock_member_check(request.member_id, _SYNC, request.generation_id)
+        if code == errors.NONE:
+            member = self.members[request.member_id]
+            member.last_heartbeat = now
+            is_leader = request.member_id == self.leader_id
+            if request.assignments and not is_leader:
+                code = errors.NOT_LEADER_OR_FOLLOWER
+            elif not request.assignments and is_leader:
+                code = errors.INVALID_PARTITIONS
+        if code != errors.NONE:
+            if code in (errors.INVALID_REQUEST, errors.REBALANCE_IN_PROGRESS):
+                self.late_syncs.append((client, code))
+            self._answer(client, request_id, SyncGroupResponse(error_code=code))
+            return
+        if request.assignments:
+            self.leader_assignments += 1
+        for given in request.assignments:
+            if given.member_id in self.members:
+                self.pending_assignments[given.member_id] = given.assignment
+        member.awaiting_sync = request_id
+        if len(self.pending_assignments) >= len(self.members):
+            self._sync_done(errors.NONE)
+            self._set_state(MockGroupState.UP)
+            self.timer_at = None  # the mock's sync timer then fires in UP and does nothing
+
+    def _mock_leave(self, request: LeaveGroupRequest, now: float) -> LeaveGroupResponse:
+        code = self._mock_member_check(request.member_id, _LEAVE, None)
+        if code == errors.NONE:
+            self._destroy(request.member_id)
+            self._rebalance(now)
+        return LeaveGroupResponse(error_code=code)
+
+    def _mock_commit(self, request: OffsetCommitRequest) -> OffsetCommitResponse:
+        code = self._mock_member_check(request.member_id, _COMMIT, request.generation_id)
+        if code == errors.NONE:
+            for topic in request.topics:
+                for p in topic.partitions:
+                    self.committed[TopicPartition(topic.name, p.partition_index)] = (
+                        p.committed_offset
+                    )
+        return _commit_response(request, code)

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from fake_group_coordinator import Delivery, FakeGroupCoordinator, GroupPhase
+from fake_group_coordinator import (
+    Delivery,
+    FakeGroupCoordinator,
+    GroupPhase,
+    MockGroupState,
+    MockTimingCoordinator,
+)
 
 from coopconsumer._protocol import errors
 from coopconsumer._protocol.messages import (
@@ -24,10 +30,12 @@ from coopconsumer._protocol.messages import (
 )
 
 
-def join(member_id: str = "", protocols: tuple[str, ...] = ("p",)) -> JoinGroupRequest:
+def join(
+    member_id: str = "", protocols: tuple[str, ...] = ("p",), session_timeout_ms: int = 10_000
+) -> JoinGroupRequest:
     return JoinGroupRequest(
         group_id="g",
-        session_timeout_ms=10_000,
+        session_timeout_ms=session_timeout_ms,
         rebalance_timeout_ms=20_000,
         member_id=member_id,
         protocol_type="consumer",
@@ -184,3 +192,80 @@ def test_members_without_a_common_protocol_are_refused() -> None:
     (answer,) = take(fake)
     assert isinstance(answer.response, JoinGroupResponse)
     assert answer.response.error_code == errors.INCONSISTENT_GROUP_PROTOCOL
+
+
+# ---------------------------------------------------------------------- mock timing
+
+
+def mock_state(fake: MockTimingCoordinator) -> MockGroupState:
+    return fake.state
+
+
+def sync(member_id: str, generation: int, *assigned: str) -> SyncGroupRequest:
+    return SyncGroupRequest(
+        group_id="g",
+        generation_id=generation,
+        member_id=member_id,
+        assignments=tuple(
+            SyncGroupRequestAssignment(member_id=m, assignment=b"x") for m in assigned
+        ),
+    )
+
+
+def test_mock_timing_first_join_elects_at_once_and_gives_member_ids() -> None:
+    fake = MockTimingCoordinator("g")
+    fake.submit("a", 1, 1, join(session_timeout_ms=2000), 0.0)
+    assert take(fake) == []  # held until the timer, even with no delay
+    fake.advance(0.0)
+    (answer,) = take(fake)
+    assert isinstance(answer.response, JoinGroupResponse)
+    assert answer.response.error_code == errors.NONE  # no MEMBER_ID_REQUIRED
+    assert answer.response.generation_id == 2
+    assert mock_state(fake) is MockGroupState.SYNCING
+
+
+def test_mock_timing_completes_on_the_leader_sync_and_refuses_later_followers() -> None:
+    fake = MockTimingCoordinator("g")
+    fake.submit("a", 1, 1, join(session_timeout_ms=2000), 0.0)
+    fake.submit("b", 1, 1, join(session_timeout_ms=2000), 0.0)
+    fake.advance(0.0)
+    ids = {
+        a.client: a.response.member_id
+        for a in take(fake)
+        if isinstance(a.response, JoinGroupResponse)
+    }
+    assert fake.leader_id == ids["a"]
+    fake.submit("a", 1, 2, sync(ids["a"], 2, ids["a"], ids["b"]), 0.0)
+    (leader,) = take(fake)
+    assert isinstance(leader.response, SyncGroupResponse)
+    assert leader.response.assignment == b"x"
+    assert mock_state(fake) is MockGroupState.UP
+    fake.submit("b", 1, 2, sync(ids["b"], 2), 0.001)
+    (late,) = take(fake)
+    assert late.response == SyncGroupResponse(error_code=errors.INVALID_REQUEST)
+    assert fake.late_syncs == [("b", errors.INVALID_REQUEST)]
+
+
+def test_mock_timing_every_join_restarts_a_round_of_a_fixed_length() -> None:
+    fake = MockTimingCoordinator("g")
+    fake.submit("a", 1, 1, join(session_timeout_ms=2000), 0.0)
+    fake.advance(0.0)
+    (answer,) = take(fake)
+    assert isinstance(answer.response, JoinGroupResponse)
+    a = answer.response.member_id
+    fake.submit("a", 1, 2, sync(a, 2, a), 0.0)
+    take(fake)
+    # An unchanged rejoin of the only member restarts the group (Kafka would answer it
+    # at once); commits and heartbeats of the current generation are then refused.
+    fake.submit("a", 1, 3, join(a, session_timeout_ms=2000), 5.0)
+    assert mock_state(fake) is MockGroupState.JOINING
+    fake.submit("a", 1, 4, commit(a, 2), 5.1)
+    (refused,) = take(fake)
+    assert isinstance(refused.response, OffsetCommitResponse)
+    assert refused.response.topics[0].partitions[0].error_code == errors.REBALANCE_IN_PROGRESS
+    fake.advance(5.99)
+    assert take(fake) == []  # every member has rejoined, yet the phase lasts 1 s
+    fake.advance(6.0)
+    (again,) = take(fake)
+    assert isinstance(again.response, JoinGroupResponse)
+    assert again.response.generation_id == 3

@@ -194,6 +194,31 @@ def test_revoke_first_then_assign_then_acknowledge() -> None:
     assert m.member.owned_partitions == tps("t-1", "t-2")
 
 
+def test_a_revocation_only_reconciliation_acknowledges_once_the_partitions_are_released() -> None:
+    """Nothing added: the partitions released wait for the acknowledgement before the
+    coordinator gives them to another member, so it goes out with the (empty)
+    on_partitions_assigned, not after that returns (issue 24)."""
+    m = Member(enable_auto_commit=True)
+    m.stable(0, 1)
+    request_id, _ = heartbeat(m.feed(Tick(), after=2.0))
+    m.answer(request_id, ok(1, assignment(t=[1])))
+    fx = m.feed(ListenerDone(invocation_id=2, kind=ListenerKind.REVOKED))
+    ack_id, ack = heartbeat(fx)
+    assert quiet(fx)[:2] == [
+        Unassign(partitions=tps("t-0")),
+        InvokeListener(invocation_id=3, kind=ListenerKind.ASSIGNED, partitions=frozenset()),
+    ]
+    assert ack.topic_partitions == (
+        ConsumerGroupHeartbeatRequestTopicPartitions(topic_id=T_ID, partitions=(1,)),
+    )
+    assert m.state() is S.ACKNOWLEDGING
+    m.answer(ack_id, ok(2))
+    assert m.state() is S.STABLE
+    # The empty callback returns later: nothing left to do.
+    assert quiet(m.feed(ListenerDone(invocation_id=3, kind=ListenerKind.ASSIGNED))) == []
+    assert m.state() is S.STABLE
+
+
 def test_a_target_that_arrives_while_reconciling_waits_for_the_acknowledgement() -> None:
     m = Member()
     m.stable(0)

@@ -119,7 +119,32 @@ def test_an_unsubscribe_waiting_for_the_sync_answer_becomes_a_close() -> None:
     assert s.state() is S.CLOSED
 
 
-def test_a_poll_timeout_while_waiting_still_ends_in_the_leave_asked_for() -> None:
+def test_a_close_waiting_for_the_sync_answer_is_not_cut_short_by_the_poll_timeout() -> None:
+    """The application is inside close(): not polling is no failure to poll. The leave
+    it asked for goes on (a poll-timeout leave would report the partitions lost and
+    commit nothing) and ends at the SyncGroup answer or its own deadline."""
+    s = Script(cooperative=True, enable_auto_commit=True)
+    s.to_stable(OWNED)
+    s.heartbeat(errors.REBALANCE_IN_PROGRESS)
+    s.feed(CloseRequested(commit_wait_s=3 * MAX_POLL_S))
+    s.feed(Tick(), at=s.now + MAX_POLL_S)
+    assert s.state() is S.JOINING
+    due = s.member.next_deadline
+    assert due is not None
+    assert due > s.now
+    s.answer(JoinGroupRequest, s.join_response(generation_id=2))
+    effects = s.answer(SyncGroupRequest, s.sync_response(OWNED))
+    assert kinds(effects) == ["CommitBeforeRevoke", "REVOKED['t-0', 't-1']"]
+    s.feed(CommitRequested(offsets={tp: OffsetAndMetadata(offset=5) for tp in OWNED}, token="c"))
+    commit = s.request(OffsetCommitRequest).request
+    assert isinstance(commit, OffsetCommitRequest)
+    assert commit.generation_id == 2
+    s.finish_listeners()
+    s.answer(LeaveGroupRequest, LeaveGroupResponse())
+    assert s.state() is S.CLOSED
+
+
+def test_a_leader_waiting_for_metadata_leaves_at_the_close_deadline() -> None:
     s = Script(cooperative=True, enable_auto_commit=True)
     s.to_stable(OWNED)
     s.heartbeat(errors.REBALANCE_IN_PROGRESS)
@@ -131,12 +156,14 @@ def test_a_poll_timeout_while_waiting_still_ends_in_the_leave_asked_for() -> Non
         ),
     )
     assert s.state() is S.LEADER_AWAITING_METADATA
-    s.feed(CloseRequested(commit_wait_s=600.0))
-    s.feed(Tick(), at=s.now + MAX_POLL_S)
-    assert s.state() is S.POLL_EXPIRED
-    s.feed(Tick())
+    asked_at = s.now
+    s.feed(CloseRequested(commit_wait_s=2 * MAX_POLL_S))
+    s.feed(Tick(), at=asked_at + MAX_POLL_S)
+    assert s.state() is S.LEADER_AWAITING_METADATA
+    effects = s.feed(Tick(), at=asked_at + 2 * MAX_POLL_S)
+    assert kinds(effects) == ["Unassign['t-0', 't-1']", "LOST['t-0', 't-1']"]
     s.finish_listeners()
-    s.answer(LeaveGroupRequest, LeaveGroupResponse())  # the poll-timeout leave's
+    s.answer(LeaveGroupRequest, LeaveGroupResponse())
     assert s.state() is S.CLOSED
 
 

@@ -53,6 +53,7 @@ from coopconsumer._coordinator import (
     diff_assignment,
     revoke_before_join,
 )
+from coopconsumer._coordinator._core import LEADER_SYNC_DELAY_S
 from coopconsumer._errors import (
     AssignorError,
     BrokerConnectionError,
@@ -407,9 +408,7 @@ def test_a_protocol_this_member_did_not_offer_is_fatal() -> None:
 
 
 def _lead(s: Script, *others: tuple[str, Sequence[str]]) -> list[Effect]:
-    return s.answer(
-        JoinGroupRequest, s.join_response(leader="m1", members=s.leader_members(*others))
-    )
+    return s.lead(s.leader_members(*others))
 
 
 def test_leader_assigns_every_member_and_sends_it_in_sync_group() -> None:
@@ -468,9 +467,7 @@ def test_cooperative_leader_refuses_an_assignment_that_moves_a_partition_directl
             )
         ),
     )
-    effects = s.answer(
-        JoinGroupRequest, s.join_response(leader="m1", members=[*s.leader_members(), m2])
-    )
+    effects = s.lead([*s.leader_members(), m2])
     (report,) = [e for e in effects if isinstance(e, ReportError)]
     assert isinstance(report.error, InvalidAssignmentError)
     assert s.sent(SyncGroupRequest) == []
@@ -482,6 +479,7 @@ def test_leader_waits_for_metadata_covering_the_group_subscription() -> None:
     assert needed[-1].topics == frozenset({"t", "other"})
     assert s.sent(SyncGroupRequest) == []
     s.feed(MetadataUpdate(metadata=ClusterMetadata.from_partition_counts({"t": 4, "other": 2})))
+    s.feed(Tick(), at=s.now + LEADER_SYNC_DELAY_S)
     request = s.request(SyncGroupRequest).request
     assert isinstance(request, SyncGroupRequest)
     got = {
@@ -1370,3 +1368,27 @@ def test_subscription_generation_follows_the_applied_assignment() -> None:
     s.finish_listeners()
     ((_, sub),) = subscriptions_in(s.request(JoinGroupRequest))
     assert (sub.generation_id, sub.owned_partitions) == (-1, ())
+
+
+def test_a_leader_alone_syncs_at_once_from_the_metadata_it_has() -> None:
+    """LEADER_SYNC_DELAY_S and the fresh metadata overlapping it let followers sync
+    first; a group of one has none, and its leader's metadata covers the group."""
+    s = Script()
+    s.subscribe()
+    effects = s.answer(JoinGroupRequest, s.join_response(leader="m1", members=s.leader_members()))
+    assert kinds(effects) == ["SyncGroup"]
+
+
+def test_a_leader_with_followers_syncs_after_the_delay() -> None:
+    s = Script()
+    s.subscribe()
+    s.answer(
+        JoinGroupRequest, s.join_response(leader="m1", members=s.leader_members(("m2", ("t",))))
+    )
+    assert (
+        kinds(s.feed(MetadataUpdate(metadata=ClusterMetadata.from_partition_counts({"t": 4}))))
+        == []
+    )
+    assert s.member.next_deadline == LEADER_SYNC_DELAY_S
+    assert kinds(s.feed(Tick(), at=LEADER_SYNC_DELAY_S / 2)) == []
+    assert kinds(s.feed(Tick(), at=LEADER_SYNC_DELAY_S)) == ["SyncGroup"]

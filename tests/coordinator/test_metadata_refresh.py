@@ -27,12 +27,14 @@ from coopconsumer._coordinator import (
     MemberState,
     MetadataNeeded,
     MetadataUpdate,
+    PollCalled,
     RequestFailed,
     ResponseReceived,
     Send,
     Subscribe,
     Tick,
 )
+from coopconsumer._coordinator._core import LEADER_SYNC_DELAY_S
 from coopconsumer._coordinator.kip848 import ConsumerMemberState
 from coopconsumer._errors import BrokerConnectionError
 from coopconsumer._protocol.messages import (
@@ -177,6 +179,8 @@ def test_the_leader_assigns_from_the_answer_that_covers_the_group() -> None:
     assert s.state() is S.LEADER_AWAITING_METADATA
     assert s.sent(SyncGroupRequest) == []
     s.feed(reply(covering, answer(t=4, other=2)))
+    s.feed(PollCalled())  # the application polls: no poll timeout at MAX_AGE_S
+    s.feed(Tick(), at=s.now + LEADER_SYNC_DELAY_S)
     assert s.state() is S.AWAITING_SYNC
     request = s.request(SyncGroupRequest).request
     assert isinstance(request, SyncGroupRequest)

@@ -123,7 +123,8 @@ EXPECTED: dict[tuple[MemberState, type], MemberState] = {
     (S.JOINING, CloseRequested): S.CLOSED,
     (S.JOINING, JoinGroupOutcome): S.AWAITING_SYNC,
     (S.LEADER_AWAITING_METADATA, Subscribe): S.LEADER_AWAITING_METADATA,
-    (S.LEADER_AWAITING_METADATA, MetadataUpdate): S.AWAITING_SYNC,
+    # The assignment is made; the SyncGroup waits for LEADER_SYNC_DELAY_S (a Tick).
+    (S.LEADER_AWAITING_METADATA, MetadataUpdate): S.LEADER_AWAITING_METADATA,
     (S.LEADER_AWAITING_METADATA, LeaveRequested): S.LEAVING,
     (S.LEADER_AWAITING_METADATA, CloseRequested): S.LEAVING,
     (S.LEADER_AWAITING_METADATA, HeartbeatOutcome): S.LEADER_AWAITING_METADATA,

@@ -35,7 +35,7 @@ from ..assignors._api import (
     Subscription,
 )
 from ..assignors._validation import check_assignment, validate_cooperative_assignment
-from ._core import COOPERATIVE_STICKY, PROTOCOL_TYPE, MemberCore, ms
+from ._core import COOPERATIVE_STICKY, LEADER_SYNC_DELAY_S, PROTOCOL_TYPE, MemberCore, ms
 from ._diff import revoke_before_join
 from ._effects import Observation, ReportError
 from ._error_actions import Api, ErrorAction, action_for
@@ -172,6 +172,10 @@ def join_outcome(m: MemberCore, event: JoinGroupOutcome, now: float) -> None:
             skip_assignment(m, response, join_started_counts, now)
             return
         m.leader_members = response.members
+        # No follower to let go first in a group of one.
+        alone = all(member.member_id == m.member_id for member in response.members)
+        m.leader_sync_at = now if alone else now + LEADER_SYNC_DELAY_S
+        m.leader_assignments = None
         leader_assign(m, now, metadata_refreshed=False)
         return
     m.assignment_snapshot = None
@@ -265,10 +269,14 @@ def leader_assign(m: MemberCore, now: float, *, metadata_refreshed: bool) -> Non
     m.group_topics = group_topics
     known = m.metadata.partition_counts if m.metadata is not None else {}
     missing = group_topics - frozenset(known)
-    if missing and not metadata_refreshed:
-        # Java refreshes metadata for the whole group subscription before assigning.
+    followers = any(member.member_id != m.member_id for member in m.leader_members)
+    if not metadata_refreshed and (missing or followers):
+        # A leader with followers assigns from fresh metadata of the whole group
+        # subscription, as librdkafka's leader always does, while it waits
+        # LEADER_SYNC_DELAY_S for them to sync first; alone, it refreshes only for
+        # topics it has no metadata for, as Java's does (docs/testing.md, issue 24).
         m.enter(MemberState.LEADER_AWAITING_METADATA)
-        want_metadata(m, group_topics | m.subscribed, now)
+        want_metadata(m, group_topics | m.subscribed, now, fresh=followers)
         return
     metadata = m.metadata or ClusterMetadata(partition_counts={})
     group_subscription = GroupSubscription(subscriptions=subscriptions)
@@ -295,6 +303,17 @@ def leader_assign(m: MemberCore, now: float, *, metadata_refreshed: bool) -> Non
     )
     m.assignment_snapshot = m.metadata_snapshot(group_topics)
     m.snapshot_unknown = frozenset()
+    m.leader_assignments = assignments
+    send_leader_sync(m, now)
+
+
+def send_leader_sync(m: MemberCore, now: float) -> None:
+    """The leader's SyncGroup, once its assignment is computed and ``leader_sync_at``
+    has come (``LEADER_SYNC_DELAY_S``)."""
+    assignments = m.leader_assignments
+    if assignments is None or now < m.leader_sync_at:
+        return
+    m.leader_assignments = None
     send_sync(m, assignments, now)
 
 

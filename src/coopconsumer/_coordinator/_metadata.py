@@ -90,14 +90,14 @@ class MetadataRefresh:
             return now
         return max(now, self.answered_at + self.retry_backoff_s)
 
-    def want(self, topics: frozenset[str] | None, now: float) -> None:
+    def want(self, topics: frozenset[str] | None, now: float, *, fresh: bool = False) -> None:
         if topics is None or self.topics is None:
             self.topics = None
         else:
             self.topics = self.topics | topics
         self.wanted = True
         if self.in_flight is None:
-            self.due_at = self.soonest(now)
+            self.due_at = now if fresh else self.soonest(now)
 
     def sent(self, request_id: int) -> None:
         self.wanted = False
@@ -132,10 +132,15 @@ class MetadataHost(Protocol):
     def log(self, level: int, message: str) -> None: ...
 
 
-def want_metadata(m: MetadataHost, topics: frozenset[str] | None, now: float) -> None:
+def want_metadata(
+    m: MetadataHost, topics: frozenset[str] | None, now: float, *, fresh: bool = False
+) -> None:
     """Metadata of ``topics`` is needed (None: every topic): ask now, unless a
-    request is in flight (its answer decides whether to ask again at once)."""
-    m.metadata_refresh.want(topics, now)
+    request is in flight (its answer decides whether to ask again at once). The same
+    topics are asked again no sooner than ``retry.backoff.ms`` after the last answer,
+    unless ``fresh`` (a leader about to assign asks once per JoinGroup answer: no loop
+    to guard against)."""
+    m.metadata_refresh.want(topics, now, fresh=fresh)
     refresh_metadata(m, now)
 
 

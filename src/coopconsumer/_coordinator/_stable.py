@@ -21,7 +21,7 @@ from ._effects import Observation
 from ._error_actions import Api, ErrorAction, action_for
 from ._fetch import drive_fetches
 from ._inputs import MetadataUpdate, PollCalled, Subscribe
-from ._join import enter_prepare, leader_assign, maybe_send_join
+from ._join import enter_prepare, leader_assign, maybe_send_join, send_leader_sync
 from ._leave import leave_if_pending, poll_expired
 from ._manual import drive_waiting_commits
 from ._metadata import want_metadata
@@ -154,7 +154,10 @@ def drive(m: MemberCore, now: float) -> None:
         session_lapsed(m, reason, now)
         return
     if m.heartbeating():
-        if now >= m.last_poll + ms(m.config.max_poll_interval_ms):
+        # An application waiting in close() or unsubscribe() for the SyncGroup answer
+        # is not failing to poll: the leave it asked for, bounded by its own deadline,
+        # must not turn into a poll-timeout leave that commits nothing.
+        if m.leave_pending is None and now >= m.last_poll + ms(m.config.max_poll_interval_ms):
             poll_expired(m, now)
             return
         if (
@@ -176,6 +179,8 @@ def drive(m: MemberCore, now: float) -> None:
             m.heartbeat_due = now + ms(m.config.heartbeat_interval_ms)
     if m.state is MemberState.JOINING:
         maybe_send_join(m, now)
+    elif m.state is MemberState.LEADER_AWAITING_METADATA:
+        send_leader_sync(m, now)
 
 
 def on_poll(m: MemberCore, event: PollCalled, now: float) -> None:

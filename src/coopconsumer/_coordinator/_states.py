@@ -47,9 +47,12 @@ class MemberState(enum.Enum):
     expiry its partitions are LOST and it rejoins as a new member (PREPARING_JOIN)."""
 
     LEADER_AWAITING_METADATA = "leader-awaiting-metadata"
-    """The leader's metadata lacks topics of the group subscription: it asked for
-    metadata (``MetadataNeeded``) and assigns when the next ``MetadataUpdate`` arrives
-    (Java's leader refreshes metadata before assigning)."""
+    """Elected leader, before its SyncGroup. With followers: it asked for fresh
+    metadata of the group subscription (``MetadataNeeded``, as librdkafka's leader
+    does), assigns when the ``MetadataUpdate`` answering it arrives, and sends SyncGroup
+    once ``LEADER_SYNC_DELAY_S`` has passed since its JoinGroup answer, so that the
+    followers sync first. Alone: only when its metadata lacks topics of the group
+    subscription (Java's rule), and it syncs as soon as it has assigned."""
 
     AWAITING_SYNC = "awaiting-sync"
     """A SyncGroup is in flight (the leader's carries every member's assignment); the

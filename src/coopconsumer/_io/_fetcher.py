@@ -9,6 +9,7 @@ our own wire client with the member id and generation, which librdkafka cannot s
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -126,6 +127,7 @@ class Fetcher:
         except confluent_kafka.KafkaException as exc:
             raise ConfigurationError(f"invalid fetcher configuration: {exc}") from exc
         self._assigned: set[TopicPartition] = set()
+        self._known_topics: set[str] = set()
         self._closed = False
 
     @property
@@ -152,10 +154,23 @@ class Fetcher:
         new = {tp: off for tp, off in starts.items() if tp not in self._assigned}
         if not new:
             return
+        for topic in sorted({tp.topic for tp in new} - self._known_topics):
+            self._ask_metadata(topic)
         self._call(
             "assign", self._consumer.incremental_assign, [_ck(tp, o) for tp, o in new.items()]
         )
         self._assigned.update(new)
+
+    def _ask_metadata(self, topic: str) -> None:
+        """Ask for ``topic``'s metadata without waiting for the answer. librdkafka looks
+        up a topic it was never asked about only at its next topic scan (once a second),
+        so a member's first partitions of a topic went unfetched for up to a second
+        after the rebalance gave them to it (issue 24); the answer fills librdkafka's
+        metadata cache, where the assigned partitions find their leaders."""
+        self._known_topics.add(topic)
+        # It times out at once, as asked: the request is on its way.
+        with contextlib.suppress(confluent_kafka.KafkaException):
+            self._consumer.list_topics(topic, timeout=0)
 
     def unassign(self, partitions: Iterable[TopicPartition]) -> None:
         """Stop fetching ``partitions``; records not yet returned for them are dropped."""

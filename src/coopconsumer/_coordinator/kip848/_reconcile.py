@@ -6,7 +6,9 @@ keeps the rest for later). The diff against what is owned is the classic one
 (``_diff.diff_assignment``). Revoke first: commit before revoke (``enable.auto.commit``),
 ``on_partitions_revoked``, Unassign when it returns; then Assign and
 ``on_partitions_assigned`` for what was added (called even when empty, as the classic
-member). Then ACKNOWLEDGING: the next heartbeat, sent at once, reports what is owned.
+member). Then ACKNOWLEDGING: the next heartbeat, sent at once, reports what is owned;
+when nothing was added it goes out as the empty ``on_partitions_assigned`` is invoked,
+not after it returns, since the partitions released wait for it.
 
 Pure: imports the core and the shared diff; never I/O, threads or clocks.
 """
@@ -63,16 +65,31 @@ def maybe_reconcile(m: MemberCore, now: float) -> None:
     if diff.revoked:
         m.revoke(diff.revoked)  # Unassign when its ListenerDone arrives
     else:
-        _assign(m)
+        _assign(m, now)
 
 
-def _assign(m: MemberCore) -> None:
+def _assign(m: MemberCore, now: float) -> None:
     added = m.to_add if m.to_add is not None else frozenset()
     m.to_add = None
     if added:
         m.owned |= added
         m.emit(Assign(partitions=added))
     m.invoke(ListenerKind.ASSIGNED, added)
+    if not added:
+        # Nothing added: what the member owns is final, and the partitions it released
+        # wait for this acknowledgement before the coordinator hands them on (issue
+        # 24); the empty on_partitions_assigned runs meanwhile (its ListenerDone only
+        # closes the invocation).
+        _acknowledge(m, now)
+
+
+def _acknowledge(m: MemberCore, now: float) -> None:
+    started = m.rebalance_started_at
+    m.rebalance_started_at = None
+    m.observe(Observation.REBALANCE_COMPLETED, now, None if started is None else now - started)
+    m.reconciled = frozenset(m.owned)
+    m.enter(ACKNOWLEDGING)
+    m.heartbeat_due = now
 
 
 def reconcile_listener_done(m: MemberCore, event: ListenerDone, now: float) -> None:
@@ -81,11 +98,6 @@ def reconcile_listener_done(m: MemberCore, event: ListenerDone, now: float) -> N
     if m.listeners:
         return
     if m.to_add is not None:
-        _assign(m)
+        _assign(m, now)
         return
-    started = m.rebalance_started_at
-    m.rebalance_started_at = None
-    m.observe(Observation.REBALANCE_COMPLETED, now, None if started is None else now - started)
-    m.reconciled = frozenset(m.owned)
-    m.enter(ACKNOWLEDGING)
-    m.heartbeat_due = now
+    _acknowledge(m, now)

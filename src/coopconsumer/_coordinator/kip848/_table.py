@@ -93,9 +93,9 @@ MANUAL = ConsumerMemberState.MANUAL
 _LIVE = tuple(s for s in ConsumerMemberState if s not in (CLOSED, FATAL))
 _HEARTBEAT = (JOINING, RECONCILING, ACKNOWLEDGING, STABLE)
 _IN_GROUP = (*_HEARTBEAT, FENCED, STALE)
-#: A heartbeat answer: reconcile, settle, be fenced (and rejoin), fail, or find the
-#: poll timeout expired.
-_HEARTBEAT_MOVES = (RECONCILING, STABLE, FENCED, JOINING, FATAL, STALE)
+#: A heartbeat answer: reconcile (acknowledging at once when nothing is added or
+#: revoked), settle, be fenced (and rejoin), fail, or find the poll timeout expired.
+_HEARTBEAT_MOVES = (RECONCILING, ACKNOWLEDGING, STABLE, FENCED, JOINING, FATAL, STALE)
 
 #: (states, input type, handler, next states), one line per handler and its states.
 _ROWS: tuple[
@@ -104,7 +104,7 @@ _ROWS: tuple[
     # The subscription and cluster metadata.
     ((UNSUBSCRIBED,), Subscribe, _heartbeat.subscribe_unsubscribed, (JOINING,)),
     (_IN_GROUP, Subscribe, _heartbeat.on_subscribe, (STALE,)),
-    (_LIVE, MetadataUpdate, _heartbeat.on_metadata, (RECONCILING, STALE)),
+    (_LIVE, MetadataUpdate, _heartbeat.on_metadata, (RECONCILING, ACKNOWLEDGING, STALE)),
     # The coordinator, timers and polls.
     (_LIVE, CoordinatorFound, _heartbeat.on_coordinator_found, (STALE,)),
     (_LIVE, CoordinatorUnavailable, _discovery.on_coordinator_unavailable, (FATAL,)),

@@ -174,6 +174,12 @@ class FakeGroupCoordinator:
         request is not processed)."""
         self._faults[api_key] = _Fault(error_code, count)
 
+    def faults_left(self, api_key: int) -> int:
+        """How many of the ``fail_next``/``drop_next`` requests of ``api_key`` are still
+        to come."""
+        fault = self._faults.get(api_key)
+        return 0 if fault is None else fault.remaining
+
     def drop_next(self, api_key: int, count: int = 1) -> None:
         """Process the next ``count`` requests of ``api_key`` but never answer them."""
         self._faults[api_key] = _Fault(None, count)

@@ -349,3 +349,27 @@ def test_static_leader_restarted_after_a_partition_change_misses_it_as_java() ->
     h.advance(30)
     assert stable(h)
     assert_exclusive_cover(h)
+
+
+def test_a_coordinator_that_keeps_refusing_heartbeats_is_asked_at_the_retry_backoff() -> None:
+    # A coordinator that answers NOT_COORDINATOR while a lookup keeps naming it (it is
+    # moving, or loading the group) was looked up and heartbeated again as fast as the
+    # answers came: hundreds of FindCoordinator and Heartbeat requests a second against
+    # the transactions proxy's move_coordinators, where librdkafka sent 2 and Java waits
+    # retry.backoff.ms (100 ms here) between lookups. The harness answers at once, so
+    # before the fix the 40 refusals were spent in one instant.
+    h = GroupHarness({"t": 2})
+    h.add_member("a", [CooperativeTestAssignor()])
+    h.advance(5)
+    assert stable(h)
+    h.fake.fail_next(HEARTBEAT, errors.NOT_COORDINATOR, count=40)
+    while h.fake.faults_left(HEARTBEAT) == 40:  # the next interval's heartbeat
+        h.advance(0.05)
+    left = h.fake.faults_left(HEARTBEAT)
+    h.advance(1.0)
+    refused = left - h.fake.faults_left(HEARTBEAT)
+    assert 8 <= refused <= 11  # one a retry.backoff.ms
+    h.advance(5.0)
+    assert h.fake.faults_left(HEARTBEAT) == 0
+    assert stable(h)  # the member stayed in its generation throughout
+    assert h.members["a"].owned == set(h.all_partitions())

@@ -83,6 +83,9 @@ from coopconsumer._types import TopicPartition
 
 # ---------------------------------------------------------------------- joining
 
+#: ConsumerMemberConfig's default retry.backoff.ms, in seconds.
+BACKOFF_S = 0.1
+
 
 def test_join_sends_epoch_zero_with_every_field() -> None:
     m = Member(server_assignor="uniform", client_rack="r1", group_instance_id="i-1")
@@ -330,7 +333,9 @@ def test_coordinator_errors_look_the_coordinator_up_again() -> None:
     request_id, _ = heartbeat(m.feed(Tick(), after=2.0))
     fx = m.answer(request_id, failed(errors.NOT_COORDINATOR))
     assert any(isinstance(e, FindCoordinator) for e in fx)
-    _, request = heartbeat(m.feed(CoordinatorFound(node_id=COORDINATOR)))
+    assert sends(m.feed(CoordinatorFound(node_id=COORDINATOR))) == []
+    # The failed heartbeat is retried after retry.backoff.ms (Java's failHeartbeat).
+    _, request = heartbeat(m.feed(Tick(), after=BACKOFF_S))
     assert request.subscribed_topic_names == ("t",)  # a new coordinator hears everything
     assert m.member.owned_partitions == tps("t-0")
 
@@ -340,7 +345,8 @@ def test_a_lost_connection_retries_with_every_field() -> None:
     m.stable(0)
     request_id, _ = heartbeat(m.feed(Tick(), after=2.0))
     m.feed(RequestFailed(request_id=request_id, error=BrokerConnectionError("gone")))
-    _, request = heartbeat(m.feed(CoordinatorFound(node_id=COORDINATOR)))
+    assert sends(m.feed(CoordinatorFound(node_id=COORDINATOR))) == []
+    _, request = heartbeat(m.feed(Tick(), after=BACKOFF_S))
     assert request.topic_partitions is not None
     assert m.state() is S.STABLE
 
@@ -592,3 +598,21 @@ def test_closing_a_manual_assignment_answers_a_commit_in_flight() -> None:
     assert done.token == "c"
     assert isinstance(done.error, CommitFailedError)
     assert m.state() is S.CLOSED
+
+
+def test_a_coordinator_that_keeps_refusing_is_heartbeated_at_the_retry_backoff() -> None:
+    # A moving coordinator answers NOT_COORDINATOR while lookups still name it: each
+    # lookup is answered at once, and the heartbeat after it used to leave at once too,
+    # hundreds of times a second (found with the transactions proxy). Java waits
+    # retry.backoff.ms after a failed heartbeat.
+    m = Member()
+    m.stable(0)
+    request_id, _ = heartbeat(m.feed(Tick(), after=2.0))
+    for _ in range(3):
+        fx = m.answer(request_id, failed(errors.NOT_COORDINATOR))
+        assert any(isinstance(e, FindCoordinator) for e in fx)
+        assert sends(m.feed(CoordinatorFound(node_id=COORDINATOR))) == []
+        assert sends(m.feed(Tick(), after=BACKOFF_S / 2)) == []
+        request_id, _ = heartbeat(m.feed(Tick(), after=BACKOFF_S / 2))
+    m.answer(request_id, ok(1))
+    assert m.state() is S.STABLE

@@ -105,6 +105,8 @@ class MemberBase(Generic[StateT]):
         self.live_node: int | None = None
         self.lookup = CoordinatorLookup.IDLE
         self.lookup_retry_at: float | None = None
+        #: No heartbeat before this (``heartbeat_failed``), whatever else wants one.
+        self.heartbeat_retry_at = 0.0
         self.metadata_refresh = metadata_refresh
 
         self.owned: set[TopicPartition] = set()
@@ -351,6 +353,22 @@ class MemberBase(Generic[StateT]):
         was the coordinator's, the connection is unproven until the next answer."""
         if node_id == self.coordinator_id:
             self.live_node = None
+
+    def heartbeat_failed(self, now: float) -> float:
+        """A heartbeat failed (no answer, or a coordinator error): the next one waits
+        ``retry.backoff.ms``, also when a lookup names the coordinator again at once, as
+        Java's ``Heartbeat.failHeartbeat``. Without it a coordinator that is moving (it
+        answers NOT_COORDINATOR while lookups still name it) was looked up and
+        heartbeated again as fast as the answers came. Returns when it is due."""
+        self.heartbeat_retry_at = now + self.config.retry_backoff_ms / 1000.0
+        return self.heartbeat_retry_at
+
+    def coordinator_found(self, node_id: int, now: float) -> None:
+        """A lookup named the coordinator (``CoordinatorFound``)."""
+        self.cancel(Api.FIND_COORDINATOR)  # a harness may answer before our lookup does
+        self.coordinator_id = node_id
+        self.lookup = CoordinatorLookup.KNOWN
+        self.lookup_retry_at = None
 
     def coordinator_dead(self, reason: str, now: float) -> None:
         """The coordinator is unknown now: forget it and look it up again."""

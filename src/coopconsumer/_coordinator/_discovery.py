@@ -34,12 +34,9 @@ from ._states import CoordinatorLookup
 def on_coordinator_found(m: MemberCore, event: CoordinatorFound, now: float) -> None:
     if event.node_id != m.live_node:
         m.live_node = None
-    m.cancel(Api.FIND_COORDINATOR)  # a harness may answer before our lookup does
-    m.coordinator_id = event.node_id
-    m.lookup = CoordinatorLookup.KNOWN
-    m.lookup_retry_at = None
+    m.coordinator_found(event.node_id, now)
     if m.heartbeating():
-        m.heartbeat_due = now
+        m.heartbeat_due = max(now, m.heartbeat_retry_at)
     drive(m, now)
 
 

@@ -199,6 +199,7 @@ def session_lapsed(m: MemberCore, reason: str, now: float) -> None:
 def heartbeat_outcome(m: MemberCore, event: HeartbeatOutcome, now: float) -> None:
     if event.error is not None or event.response is None:
         m.coordinator_dead(f"heartbeat failed: {event.error}", now)
+        m.heartbeat_due = m.heartbeat_failed(now)
         return
     # The coordinator saw the member no later than when this heartbeat left, so the
     # session counts from then, not from when the answer is read: a member stopped
@@ -221,6 +222,7 @@ def heartbeat_outcome(m: MemberCore, event: HeartbeatOutcome, now: float) -> Non
     action = action_for(Api.HEARTBEAT, code)
     if action is ErrorAction.FIND_COORDINATOR:
         m.coordinator_dead(f"{name} from Heartbeat", now)
+        m.heartbeat_due = m.heartbeat_failed(now)
     elif action is ErrorAction.REJOIN:
         m.session_ok_at = max(m.session_ok_at, sent_at)  # alive when the request left
         request_rejoin(m, "the group is rebalancing (REBALANCE_IN_PROGRESS from Heartbeat)", now)

@@ -41,7 +41,6 @@ from .._inputs import (
 )
 from .._manual import drive_waiting_commits
 from .._metadata import want_metadata
-from .._states import CoordinatorLookup
 from . import _reconcile
 from ._core import HeartbeatOutcome, MemberCore, SentFields
 from ._reconcile import maybe_reconcile
@@ -114,12 +113,9 @@ def on_metadata(m: MemberCore, event: MetadataUpdate, now: float) -> None:
 def on_coordinator_found(m: MemberCore, event: CoordinatorFound, now: float) -> None:
     if event.node_id != m.live_node:
         m.live_node = None
-    m.cancel(Api.FIND_COORDINATOR)
-    m.coordinator_id = event.node_id
-    m.lookup = CoordinatorLookup.KNOWN
-    m.lookup_retry_at = None
+    m.coordinator_found(event.node_id, now)
     if m.heartbeating():
-        m.heartbeat_due = now
+        m.heartbeat_due = max(now, m.heartbeat_retry_at)
     drive(m, now)
 
 
@@ -305,7 +301,7 @@ def heartbeat_outcome(m: MemberCore, event: HeartbeatOutcome, now: float) -> Non
         return
     if error is not None or response is None:
         m.coordinator_dead(f"ConsumerGroupHeartbeat failed: {error}", now)
-        m.heartbeat_due = now + ms(m.config.retry_backoff_ms)
+        m.heartbeat_due = m.heartbeat_failed(now)
         return
     code = response.error_code
     if code != errors.NONE:
@@ -343,7 +339,7 @@ def _heartbeat_error(m: MemberCore, code: int, message: str | None, now: float) 
         fence(m, f"encountered {name} from ConsumerGroupHeartbeat", now)
     elif action is ErrorAction.FIND_COORDINATOR:
         m.coordinator_dead(f"{name} from ConsumerGroupHeartbeat", now)
-        m.heartbeat_due = now
+        m.heartbeat_due = m.heartbeat_failed(now)
     elif action is ErrorAction.FATAL:
         m.fatal(
             errors.to_exception(code, api_key=Api.CONSUMER_GROUP_HEARTBEAT.value, message=message),

@@ -223,6 +223,7 @@ def test_committed_offsets_batched_form() -> None:
 
 def test_not_coordinator_looks_the_coordinator_up_and_fetches_again() -> None:
     s = in_state(S.STABLE)
+    s.feed(Tick(), at=s.now + 1.0)  # the coordinator was found a while ago
     _ask(s, "t-0")
     moved = OffsetFetchResponse(
         groups=(OffsetFetchResponseGroup(group_id="g", error_code=errors.NOT_COORDINATOR),)
@@ -299,7 +300,10 @@ def test_a_lost_connection_is_retried_until_the_deadline() -> None:
     s.feed(CoordinatorFound(node_id=1), at=asked_at + BACKOFF_S)
     late = _fetch_sent(s)
     (done,) = _done(s.feed(Tick(), at=asked_at + 1.0))
-    assert isinstance(done.error, BrokerConnectionError)
+    # The deadline's error is a timeout (Java's TimeoutException) naming the last failure.
+    assert isinstance(done.error, RequestTimeoutError)
+    assert isinstance(done.error.__cause__, BrokerConnectionError)
+    assert "reset" in str(done.error)
     # The answer that arrives after the deadline is dropped.
     after = s.feed(ResponseReceived(request_id=late.request_id, response=OffsetFetchResponse()))
     assert _done(after) == []

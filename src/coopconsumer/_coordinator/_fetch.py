@@ -5,7 +5,8 @@ coordinator (looked up first if unknown), is retried after ``retry.backoff.ms`` 
 errors Java's ``fetchCommittedOffsets`` retries (a coordinator loading or gone, a
 transaction still holding offsets under KIP-447's ``require_stable``, a lost
 connection), and ends in exactly one ``CommittedOffsetsDone``: the offsets, the error,
-or ``RequestTimeoutError`` at the request's deadline. Answers are read by
+or ``RequestTimeoutError`` at the request's deadline (naming, and caused by, the last
+retriable error). Answers are read by
 ``_protocol.queries.offset_fetch_answer``, the one reader of OffsetFetch.
 
 Shared by both group protocols (``_host.GroupHost``). Pure: imports only the core;
@@ -57,7 +58,7 @@ def drive_fetches(m: GroupHost, now: float) -> None:
     """Time out fetches past their deadline; send those whose retry is due."""
     for fetch_id, job in list(m.fetches.items()):
         if now >= job.deadline:
-            m.finish_fetch(fetch_id, error=job.last_error or _timed_out(job))
+            m.finish_fetch(fetch_id, error=_timed_out(job))
         else:
             _step(m, fetch_id, now)
 
@@ -130,14 +131,22 @@ def _retry(m: GroupHost, fetch_id: int, error: CoopConsumerError | None, now: fl
     job = m.fetches[fetch_id]
     retry_at = now + ms(m.config.retry_backoff_ms)
     if retry_at >= job.deadline:
-        m.finish_fetch(fetch_id, error=error or _timed_out(job))
+        job.last_error = error or job.last_error
+        m.finish_fetch(fetch_id, error=_timed_out(job))
         return
     job.last_error = error
     job.retry_at = retry_at
 
 
 def _timed_out(job: FetchJob) -> RequestTimeoutError:
-    return RequestTimeoutError(
-        f"no committed offsets for {len(job.partitions)} partition(s) within the timeout",
+    """The deadline's error, as Java's TimeoutException: it names the last retriable
+    error (an open transaction's UNSTABLE_OFFSET_COMMIT, a lost connection) and
+    carries it as its cause."""
+    last = job.last_error
+    error = RequestTimeoutError(
+        f"no committed offsets for {len(job.partitions)} partition(s) within the timeout"
+        + ("" if last is None else f"; the last attempt failed: {last}"),
         api_key=OffsetFetchRequest.API_KEY,
     )
+    error.__cause__ = last
+    return error

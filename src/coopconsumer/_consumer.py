@@ -86,6 +86,8 @@ _SLICE_S: Final = 0.05
 #: driver thread before it queues any, so a longer slice costs rebalances little and
 #: cuts an idle member's wake-ups fivefold (benchmarks/idle_cpu.py).
 _STABLE_SLICE_S: Final = 0.25
+#: The slice while a commit before revoking runs: how late its answer is seen.
+_REVOKE_COMMIT_SLICE_S: Final = 0.01
 #: close()'s default bound (Java's ``DEFAULT_CLOSE_TIMEOUT_MS``).
 _CLOSE_TIMEOUT_S: Final = 30.0
 #: librdkafka's logical offsets (``confluent_kafka.OFFSET_BEGINNING``/``OFFSET_END``),
@@ -99,13 +101,14 @@ _STOPPED_STATES: Final = frozenset(
 )
 #: Out of the group after an unsubscribe, in either group protocol.
 _UNJOINED_STATES: Final = frozenset({MemberState.UNJOINED, ConsumerMemberState.UNSUBSCRIBED})
-#: States in which nothing is queued for poll() until the application acts or a
-#: heartbeat answer starts a rebalance: poll() may use the longer slice.
+#: States in which nothing is queued for poll() until the application acts, or until a
+#: classic member has joined and synced a rebalance on the driver thread: poll() may
+#: use the longer slice. Not KIP-848's STABLE: a heartbeat answer there can carry a
+#: revocation that is queued at once, and the longer slice delayed it by up to 200 ms.
 _QUIET_STATES: Final = frozenset(
     {
         MemberState.STABLE,
         MemberState.MANUAL,
-        ConsumerMemberState.STABLE,
         ConsumerMemberState.MANUAL,
     }
 )
@@ -635,11 +638,14 @@ class Consumer:
         while True:
             if fetcher.client_errors:
                 self._report_client_errors()
-            slice_s = (
-                _STABLE_SLICE_S
-                if driver.state in _QUIET_STATES and not self._unpositioned
-                else _SLICE_S
-            )
+            if self._revoke_commit is not None:
+                # The revoked partitions are paused; their REVOKED callback runs as soon
+                # as the commit is answered, seen at the end of this slice.
+                slice_s = _REVOKE_COMMIT_SLICE_S
+            elif driver.state in _QUIET_STATES and not self._unpositioned:
+                slice_s = _STABLE_SLICE_S
+            else:
+                slice_s = _SLICE_S
             wait = slice_s if deadline is None else max(0.0, min(slice_s, deadline - now))
             # Unpositioned partitions are a subset of the assigned ones: comparing the
             # sizes says in O(1) whether the fetcher has anything to fetch.

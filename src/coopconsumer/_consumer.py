@@ -1041,18 +1041,9 @@ class Consumer:
             )
 
     def _wait(self, future: Future[Any], timeout_s: float) -> Any:
-        deadline = time.monotonic() + timeout_s
-        while True:
-            remaining = deadline - time.monotonic()
-            try:
-                return future.result(timeout=max(0.0, min(remaining, 0.1)))
-            except TimeoutError:
-                if self._driver.failure is not None:
-                    raise self._driver.failure from None
-                if remaining <= 0:
-                    raise RequestTimeoutError(
-                        f"no answer within {timeout_s:.1f}s (default.api.timeout.ms)"
-                    ) from None
+        return self._driver.wait_answer(
+            future, timeout_s, f"no answer within {timeout_s:.1f}s (default.api.timeout.ms)"
+        )
 
     # ------------------------------------------------------------------ offsets
 

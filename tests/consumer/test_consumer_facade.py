@@ -27,6 +27,7 @@ from coopconsumer import (
     OffsetAndMetadata,
     RebalanceInProgressError,
     RebalanceListener,
+    RequestTimeoutError,
     TopicPartition,
 )
 from coopconsumer._io._driver import DriverFailedError
@@ -130,6 +131,21 @@ def test_subscribe_poll_commit_close(cluster: FakeCluster) -> None:
     consumer.close()  # idempotent
     with pytest.raises(Exception, match="closed"):
         consumer.poll(0)
+
+
+def test_committed_at_its_deadline_is_a_timeout_caused_by_the_last_answer(
+    cluster: FakeCluster,
+) -> None:
+    # The lookup's own RequestTimeoutError (a TimeoutError) is raised as it is, at once: the
+    # facade must not take it for "no answer yet" and replace it with a bare one.
+    cluster.coordinator.fail_next(9, errors.UNSTABLE_OFFSET_COMMIT, count=1_000)
+    consumer, _ = cluster.consumer(settings())
+    with pytest.raises(RequestTimeoutError) as info:
+        consumer.committed(TPS, timeout=0.5)
+    cause = info.value.__cause__
+    assert isinstance(cause, KafkaError)
+    assert cause.code == errors.UNSTABLE_OFFSET_COMMIT
+    consumer.close()
 
 
 def test_successor_starts_from_committed_offsets_and_reset_policy(cluster: FakeCluster) -> None:

@@ -25,7 +25,7 @@ from confluent_kafka import Consumer as KafkaConsumer
 from confluent_kafka import KafkaException, Producer
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 
-from coopconsumer import Consumer, KafkaError, TopicPartition
+from coopconsumer import Consumer, KafkaError, RequestTimeoutError, TopicPartition
 from coopconsumer._protocol import decode_response, encode_request
 from coopconsumer._protocol import errors as kerr
 from coopconsumer._protocol.messages import (
@@ -445,11 +445,13 @@ def test_offsets_of_an_unfinished_transaction_are_unstable(proxied: Transactiona
         "isolation.level": "read_committed",
     }
     requests_before = proxied.proxy.stats.requests.get(OFFSET_FETCH, 0)
-    with Consumer(config) as consumer, pytest.raises(KafkaError) as unstable:
+    with Consumer(config) as consumer, pytest.raises(RequestTimeoutError) as unstable:
         consumer.committed([TopicPartition(topic, 0)], timeout=1.5)
-    # coopconsumer retried (every retry.backoff.ms) until the timeout, then reported the
-    # last answer.
-    assert unstable.value.code == kerr.UNSTABLE_OFFSET_COMMIT
+    # coopconsumer retried (every retry.backoff.ms) until the timeout, then reported a
+    # timeout caused by the last answer.
+    cause = unstable.value.__cause__
+    assert isinstance(cause, KafkaError)
+    assert cause.code == kerr.UNSTABLE_OFFSET_COMMIT
     assert proxied.proxy.stats.requests[OFFSET_FETCH] - requests_before >= 3
     producer.commit_transaction(10)
     assert committed_offset(proxied, group, topic, 10) == 42

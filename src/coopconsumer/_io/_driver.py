@@ -31,6 +31,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future
+from concurrent.futures import wait as wait_futures
 from typing import Any, Final, Protocol
 
 from .._coordinator import (
@@ -391,19 +392,27 @@ class Driver:
         self._client.wakeup()
 
     def _wait(self, future: Future[None], timeout_s: float, what: str) -> None:
+        self.wait_answer(future, timeout_s, f"{what} did not answer within {timeout_s:.1f}s")
+
+    def wait_answer(self, future: Future[Any], timeout_s: float, timeout_message: str) -> Any:
+        """The outcome of ``future`` (a command of this driver), waited for from another thread.
+
+        Raises the driver's failure if its thread stopped, and RequestTimeoutError with
+        ``timeout_message`` when nothing answered within ``timeout_s``. The future's own
+        error is raised as it is, also when it is itself a RequestTimeoutError.
+        """
         deadline = self._clock() + timeout_s
         while True:
             remaining = deadline - self._clock()
-            try:
-                future.result(timeout=max(0.0, min(remaining, 0.1)))
-                return
-            except TimeoutError:
-                if self._failure is not None:
-                    raise self._failure from None
-                if remaining <= 0:
-                    raise RequestTimeoutError(
-                        f"{what} did not answer within {timeout_s:.1f}s"
-                    ) from None
+            # Completion first, outcome after: a future whose error is a TimeoutError must
+            # not be taken for one that has not answered yet.
+            done, _ = wait_futures((future,), timeout=max(0.0, min(remaining, 0.1)))
+            if done:
+                return future.result()
+            if self._failure is not None:
+                raise self._failure from None
+            if remaining <= 0:
+                raise RequestTimeoutError(timeout_message)
 
     # ------------------------------------------------------------------ the loop
 

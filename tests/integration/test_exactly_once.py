@@ -15,6 +15,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import Counter
+from collections.abc import Iterator
 from typing import Any
 
 import confluent_kafka
@@ -27,7 +28,12 @@ from coopconsumer import (
     TransactionalProcessor,
     TransactionStats,
 )
-from coopconsumer.testing import EmbeddedBroker, unique_name
+from coopconsumer.testing import (
+    EmbeddedBroker,
+    TransactionalBroker,
+    embedded_broker,
+    unique_name,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -403,4 +409,66 @@ def test_kip848_member_epoch_fences_transactions(
     commits = [r for r in mock_broker.requests() if r.api_key == TXN_OFFSET_COMMIT]
     assert commits, "no TxnOffsetCommit reached the broker"
     missing, duplicated = exactly_once(read_committed(mock_broker, sink, 500), 500)
+    assert (missing, duplicated) == ([], [])
+
+
+# ---------------------------------------------------------------- static membership (KIP-345)
+
+FENCED_INSTANCE_ID = 82
+
+
+@pytest.fixture(scope="module")
+def proxied() -> Iterator[TransactionalBroker]:
+    """Tansu behind coopconsumer's transactions proxy, which fences TxnOffsetCommit by
+    generation, member id and group instance id as Kafka does (docs/testing.md)."""
+    with embedded_broker("tansu", transactions=True) as broker:
+        assert isinstance(broker, TransactionalBroker)
+        yield broker
+
+
+def test_a_static_member_commits_with_its_instance_id_and_a_fenced_instance_aborts(
+    proxied: TransactionalBroker, unique_group: str
+) -> None:
+    """KIP-447 on a static member (KIP-345): its TxnOffsetCommits carry its member id,
+    generation and group.instance.id, and FENCED_INSTANCE_ID (the answer a zombie gets
+    once a replacement took its instance id) aborts the transaction, whose records are
+    processed again and appear once. The fence itself is injected: Tansu hands a static
+    member that joins again the same member id (Kafka makes a new one), so it cannot fence
+    the zombie of a restarted static member (docs/testing.md, Transactions)."""
+    source, sink = unique_name("eos-in"), unique_name("eos-out")
+    proxied.create_topic(source, PARTITIONS)
+    proxied.create_topic(sink, PARTITIONS)
+    produce_inputs(proxied, source, 0, 300)
+    processor = TransactionalProcessor(
+        consumer_config(proxied, unique_group, **{"group.instance.id": "static-1"}),
+        {"transactional.id": unique_name("txn")},
+        copy_to(sink),
+        topics=[source],
+    )
+    with processor:
+        wait_for(
+            lambda: processor.step(0.2) == 0 and processor.stats().records_processed >= 300,
+            60,
+            "the static member to commit its first records",
+        )
+        identity = processor.group_metadata()
+        proxied.proxy.push_request_errors(TXN_OFFSET_COMMIT, [FENCED_INSTANCE_ID])
+        produce_inputs(proxied, source, 300, 100)
+        wait_for(
+            lambda: processor.step(0.2) >= 0 and processor.stats().records_processed >= 400,
+            60,
+            "the member to process the fenced batch again",
+        )
+        processor.step(0.2)
+        stats = processor.stats()
+    commits = [r for r in proxied.proxy.txn_offset_commits if r.group_id == unique_group]
+    assert {(r.member_id, r.group_instance_id) for r in commits} == {
+        (identity.member_id, "static-1")
+    }
+    assert {r.generation_id for r in commits} == {identity.generation_id}
+    assert min(r.api_version for r in commits) >= 3  # KIP-447's fields are on the wire
+    assert [r.error_code for r in commits].count(FENCED_INSTANCE_ID) == 1
+    assert stats.aborts == {"group generation fenced": 1}
+    assert stats.records_replayed > 0
+    missing, duplicated = exactly_once(read_committed(proxied, sink, 400), 400)
     assert (missing, duplicated) == ([], [])

@@ -45,6 +45,7 @@ assignment: no group membership, see ``MemberState.MANUAL``), ``PollCalled`` (at
 (unsubscribe), ``CloseRequested``, and ``Tick`` at ``next_deadline``.
 """
 
+from .._transition_table import IllegalTransition as IllegalTransition
 from ._core import MemberConfig as MemberConfig
 from ._diff import AssignmentDiff as AssignmentDiff
 from ._diff import diff_assignment as diff_assignment
@@ -70,7 +71,6 @@ from ._effects import Unassign as Unassign
 from ._error_actions import Api as Api
 from ._error_actions import ErrorAction as ErrorAction
 from ._error_actions import action_for as action_for
-from ._errors import IllegalTransition as IllegalTransition
 from ._inputs import AssignmentChange as AssignmentChange
 from ._inputs import AssignRequested as AssignRequested
 from ._inputs import CloseRequested as CloseRequested

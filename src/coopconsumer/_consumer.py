@@ -16,7 +16,6 @@ from __future__ import annotations
 import logging
 import re
 import threading
-import time
 import weakref
 from collections.abc import Iterable, Mapping
 from concurrent.futures import Future
@@ -30,6 +29,7 @@ from ._coordinator import (
     Assign,
     AssignmentChange,
     AssignRequested,
+    AutoCommitDue,
     CloseRequested,
     CommitBeforeRevoke,
     Fatal,
@@ -39,31 +39,28 @@ from ._coordinator import (
     LeaveRequested,
     ListenerDone,
     ListenerKind,
-    MemberConfig,
     MemberState,
     OffsetAndMetadata,
     ReportError,
     Subscribe,
     Unassign,
 )
-from ._coordinator.kip848 import ConsumerGroupMember, ConsumerMemberState
+from ._coordinator.kip848 import ConsumerMemberState
 from ._errors import (
-    CommitFailedError,
     ConfigurationError,
     CoopConsumerError,
     IllegalStateError,
     KafkaError,
-    RebalanceInProgressError,
     RequestTimeoutError,
 )
 from ._io._client import ClientConfig, KafkaClient
 from ._io._driver import AppWork, ClientLike, CommittedOffsets, Driver
-from ._io._kip848 import consumer_protocol_member
+from ._io._member_factory import member_for
 from ._listener import ListenerInvoker, RebalanceListener, RebalanceListenerLike
 from ._metrics import CoordinatorMetrics, FetchMetrics
 from ._protocol import errors
 from ._types import ConsumerGroupMetadata, TopicPartition
-from .assignors import RebalanceProtocol, load_assignors
+from .assignors import RebalanceProtocol
 
 if TYPE_CHECKING:
     # A record returned by poll()/consume(): confluent-kafka's Message (topic(),
@@ -294,15 +291,15 @@ def _abandon(driver: Driver, fetcher: FetcherLike) -> None:
 
 @attrs.define(kw_only=True)
 class _RevokeCommit:
-    """The commit before revoking while it runs (``Consumer._step_revoke_commit``)."""
+    """The commit before revoking while it runs (``Consumer._step_revoke_commit``); the
+    member retries and times it (``RetriedCommitRequested``)."""
 
     offsets: Mapping[TopicPartition, OffsetAndMetadata]
+    #: Every partition being revoked: held paused until the commit is over.
+    revoking: frozenset[TopicPartition]
     #: Partitions this commit paused in the fetcher (not those the application paused).
-    paused: frozenset[TopicPartition]
-    deadline: float
-    #: The commit in flight; None while waiting to retry at ``retry_at``.
-    future: Future[None] | None
-    retry_at: float
+    paused: set[TopicPartition]
+    future: Future[None]
 
 
 class Consumer:
@@ -378,8 +375,8 @@ class Consumer:
         self._api_timeout_s = cfg.default_api_timeout_ms / 1000.0
         self._retry_backoff_s = cfg.connection.retry_backoff_ms / 1000.0
         self._auto_commit = cfg.enable_auto_commit
-        self._auto_commit_interval_s = cfg.auto_commit_interval_ms / 1000.0
-        self._next_auto_commit = time.monotonic() + self._auto_commit_interval_s
+        # Set by the member's AutoCommitDue; the commit is made by the next poll().
+        self._auto_commit_due = False
         self._last_auto_commit: dict[TopicPartition, int] = {}
         # The commit before revoking, while it runs (see _start_revoke_commit), and the
         # app work queued behind it.
@@ -387,12 +384,12 @@ class Consumer:
         self._held_work: list[AppWork] = []
         self._owner = threading.get_ident()
         try:
-            member: GroupMember | ConsumerGroupMember
-            if cfg.group_protocol == "consumer":
-                member = consumer_protocol_member(cfg)
-                self._rebalance_protocol = RebalanceProtocol.COOPERATIVE
-            else:
-                member = self._classic_member(cfg)
+            member = member_for(cfg)
+            self._rebalance_protocol = (
+                member.protocol
+                if isinstance(member, GroupMember)
+                else RebalanceProtocol.COOPERATIVE
+            )
             self._driver = Driver(
                 member,
                 client,
@@ -407,31 +404,6 @@ class Consumer:
         # A consumer dropped without close() must not leave a thread heartbeating for
         # a member nobody polls: stop the driver when the object is collected.
         self._finalizer = weakref.finalize(self, _abandon, self._driver, fetcher)
-
-    def _classic_member(self, cfg: ConsumerConfig) -> GroupMember:
-        """group.protocol=classic: the JoinGroup/SyncGroup member and its assignors."""
-        assignors = load_assignors(list(cfg.partition_assignment_strategy))  # type: ignore[arg-type]
-        member = GroupMember(
-            MemberConfig(
-                group_id=cfg.require_group_id(),
-                session_timeout_ms=cfg.session_timeout_ms,
-                heartbeat_interval_ms=cfg.heartbeat_interval_ms,
-                max_poll_interval_ms=cfg.max_poll_interval_ms,
-                retry_backoff_ms=cfg.connection.retry_backoff_ms,
-                request_timeout_ms=cfg.connection.request_timeout_ms,
-                metadata_max_age_ms=cfg.metadata_max_age_ms,
-                group_instance_id=cfg.group_instance_id,
-                client_rack=cfg.client_rack,
-                enable_auto_commit=cfg.enable_auto_commit,
-                # KIP-447: as Java (whatever the isolation level), start after the
-                # offsets of open transactions are settled, so a partition's next owner
-                # never reads past work a transaction may still commit.
-                require_stable=True,
-            ),
-            assignors,
-        )
-        self._rebalance_protocol = member.protocol
-        return member
 
     # ------------------------------------------------------------------ subscription
 
@@ -499,14 +471,15 @@ class Consumer:
         self._check_usable()
         if self._driver.state in _MANUAL_STATES:
             self._commit_removed(frozenset(self._assigned))
-        deadline = time.monotonic() + self._api_timeout_s
+        driver = self._driver
+        deadline = driver.clock() + self._api_timeout_s
         # Half the time may go to waiting for a rebalance under way to reach the
         # SyncGroup answer, so that the member commits before leaving (its decision).
         leave = LeaveRequested(commit_wait_s=self._api_timeout_s / 2)
-        self._driver.request(leave, max(0.0, deadline - time.monotonic()))
+        driver.request(leave, max(0.0, deadline - driver.clock()))
         self._run_until(
-            lambda: self._driver.state in (*_UNJOINED_STATES, *_STOPPED_STATES),
-            max(0.0, deadline - time.monotonic()),
+            lambda: driver.state in (*_UNJOINED_STATES, *_STOPPED_STATES),
+            max(0.0, deadline - driver.clock()),
             "leaving the group",
         )
         self._raise_pending()
@@ -628,9 +601,9 @@ class Consumer:
         driver.note_poll()
         if driver.has_app_work or self._unpositioned or self._revoke_commit is not None:
             self._run_app_work()
-        now = time.monotonic()
-        if self._auto_commit and now >= self._next_auto_commit:
-            self._auto_commit_async(now)
+        if self._auto_commit_due:
+            self._auto_commit_async()
+        now = driver.clock()
         if self._fatal is not None or self._errors or self._invoker.has_error:
             self._raise_pending()
         deadline = None if timeout is None or timeout < 0 else now + timeout
@@ -652,7 +625,7 @@ class Consumer:
             if len(self._assigned) > len(self._unpositioned):
                 messages = fetcher.consume(count, wait)
                 if messages:
-                    self._fetch_metrics.records_consumed(len(messages), time.monotonic())
+                    self._fetch_metrics.records_consumed(len(messages), driver.clock())
                     return messages
             else:
                 fetcher.serve_events()
@@ -669,12 +642,12 @@ class Consumer:
             ):
                 self._run_app_work()
                 self._raise_pending()
-            now = time.monotonic()
+            now = driver.clock()
             if deadline is not None and now >= deadline:
                 return []
             driver.note_poll()
-            if self._auto_commit and now >= self._next_auto_commit:
-                self._auto_commit_async(now)
+            if self._auto_commit_due:
+                self._auto_commit_async()
 
     def _report_client_errors(self) -> None:
         """Hand the client errors librdkafka reported to ``error_cb`` (confluent-kafka's
@@ -702,7 +675,7 @@ class Consumer:
         if (
             self._unpositioned
             and not (self._closing or self._closed)
-            and time.monotonic() >= self._next_position_retry
+            and self._driver.clock() >= self._next_position_retry
         ):
             self._position(frozenset(self._unpositioned))
         while True:
@@ -749,6 +722,8 @@ class Consumer:
             self._drop(item.partitions)
         elif isinstance(item, CommitBeforeRevoke):
             self._start_revoke_commit(item.partitions)
+        elif isinstance(item, AutoCommitDue):
+            self._auto_commit_due = True
         elif isinstance(item, ReportError):
             self._errors.append(item.error)
         elif isinstance(item, Fatal) and self._fatal is None:
@@ -760,6 +735,14 @@ class Consumer:
             self._fetcher.assign(starts)
             for tp in starts.keys() & self._paused:
                 self._fetcher.pause([tp])
+            commit = self._revoke_commit
+            if commit is not None:
+                # A lookup answered while the commit before revoking runs: a partition
+                # being revoked must not return records its commit did not take.
+                held = (starts.keys() & commit.revoking) - self._paused - commit.paused
+                if held:
+                    self._fetcher.pause(held)
+                    commit.paused |= held
 
     def _drop(self, partitions: frozenset[TopicPartition]) -> None:
         for tp in partitions:
@@ -799,7 +782,7 @@ class Consumer:
             log.warning(
                 "fetching committed offsets of %d partition(s) failed: %s", len(wanted), exc
             )
-            self._next_position_retry = time.monotonic() + self._retry_backoff_s
+            self._next_position_retry = self._driver.clock() + self._retry_backoff_s
             return
         self._start_fetching({tp: committed.get(tp) for tp in wanted})
         self._flush_starts()
@@ -837,119 +820,74 @@ class Consumer:
                 )
             )
 
-    def _commit_manual_before_close(self, deadline: float) -> None:
+    def _commit_manual_before_close(self, timeout_s: float) -> None:
+        """``close()`` of a manually assigned consumer with auto-commit: commit the
+        consumed positions and wait, the member retrying until ``timeout_s`` (Java's
+        ``maybeAutoCommitOffsetsSync``). Raises only when the driver failed."""
         offsets = self._uncommitted(frozenset(self._assigned))
-        error = self._commit_sync(offsets, deadline)
-        if error is not None:
+        if not offsets:
+            return
+        driver = self._driver
+        future = driver.commit_retried(offsets, timeout_s, "auto-commit at close")
+        try:
+            # The member answers at its deadline at the latest; the margin covers one
+            # turn of the driver's loop.
+            driver.wait_answer(future, timeout_s + _SLICE_S, "auto-commit at close: no answer")
+        except CoopConsumerError as exc:
+            if driver.failure is not None:
+                raise
             log.warning(
                 "auto-commit of %d manually assigned partition(s) at close failed: %s",
                 len(offsets),
-                error,
+                exc,
             )
-
-    def _commit_sync(
-        self, offsets: Mapping[TopicPartition, OffsetAndMetadata], deadline: float
-    ) -> CoopConsumerError | None:
-        """Commit ``offsets`` and wait; returns None when committed, else the error.
-
-        For ``close()`` of a manually assigned consumer only, a call that blocks until
-        its own deadline anyway (a rebalance's commit runs in the background:
-        ``_start_revoke_commit``). Retried after ``retry.backoff.ms`` while the failure
-        is one a retry can cure, until ``deadline``; not retried:
-        ``RebalanceInProgressError`` and ``CommitFailedError``. Raises only when the
-        driver failed.
-        """
-        if not offsets:
-            return None
-        while True:
-            try:
-                self._wait(self._driver.commit(offsets), max(0.0, deadline - time.monotonic()))
-            except CoopConsumerError as exc:
-                if self._driver.failure is not None:
-                    raise
-                if (
-                    not exc.retriable
-                    or isinstance(exc, RebalanceInProgressError | CommitFailedError)
-                    or time.monotonic() + self._retry_backoff_s >= deadline
-                ):
-                    return exc
-                log.info("auto-commit at close failed, retrying: %s", exc)
-                time.sleep(self._retry_backoff_s)
-                continue
-            self._last_auto_commit.update({tp: om.offset for tp, om in offsets.items()})
-            return None
+            return
+        self._last_auto_commit.update({tp: om.offset for tp, om in offsets.items()})
 
     def _start_revoke_commit(self, partitions: frozenset[TopicPartition]) -> None:
         """Java's auto-commit in ``onJoinPrepare``: the consumed positions of the
         partitions about to be revoked are committed before ``on_partitions_revoked``
         runs, so the next owner starts after every record this member returned.
 
-        Without blocking ``poll()``: the commit runs in the background and the app work
-        queued behind it (the REVOKED callback first) waits for it, while ``poll()``
-        keeps its timeout and records of the other partitions keep flowing. Every
-        partition being revoked is paused meanwhile, so no record of theirs is
-        returned after their positions were taken: also those the commit leaves out
-        because they have no position yet (librdkafka's position() stays
-        OFFSET_INVALID until a partition returns its first record), whose records
-        would otherwise flow uncommitted until the REVOKED callback and be read again
-        by their next owner. See ``_step_revoke_commit`` for the retries."""
+        Without blocking ``poll()``: the member runs the commit (retries and deadline:
+        ``RetriedCommitRequested``) and the app work queued behind it (the REVOKED
+        callback first) waits for it, while ``poll()`` keeps its timeout and records of
+        the other partitions keep flowing. Every partition being revoked is paused
+        meanwhile, so no record of theirs is returned after their positions were
+        taken: also those the commit leaves out because they have no position yet
+        (librdkafka's position() stays OFFSET_INVALID until a partition returns its
+        first record), whose records would otherwise flow uncommitted until the
+        REVOKED callback and be read again by their next owner, and those a
+        committed-offset lookup starts meanwhile (``_flush_starts``)."""
         offsets = self._consumed_offsets(partitions)
         if not offsets:
             return  # nothing returned by any of them: nothing to commit or hold
         paused = (partitions & self._fetcher.assigned) - self._paused
         if paused:
             self._fetcher.pause(paused)
-        now = time.monotonic()
         self._revoke_commit = _RevokeCommit(
             offsets=offsets,
-            paused=paused,
-            deadline=now + self._api_timeout_s,
-            future=self._driver.commit(offsets),
-            retry_at=now,
+            revoking=partitions,
+            paused=set(paused),
+            future=self._driver.commit_retried(
+                offsets, self._api_timeout_s, "auto-commit before revoking"
+            ),
         )
 
     def _step_revoke_commit(self) -> bool:
-        """Move the commit before revoking on; True once it is over.
+        """True once the commit before revoking is over (its future is answered).
 
-        Retried after ``retry.backoff.ms`` while the failure is one a retry can cure
-        (coordinator moved or unavailable, a lost connection, a timeout) until
-        ``default.api.timeout.ms``, as Java retries the commit of ``onJoinPrepare``. Not
-        retried: ``RebalanceInProgressError`` (the member itself holds the rebalance up
-        until this commit is done; Kafka does not answer it to a member of the current
-        generation that has not rejoined, librdkafka's mock does) and
-        ``CommitFailedError`` (the generation is gone). A commit that cannot be made is
-        logged and the partitions are given up anyway: their next owner starts from the
-        last committed offset, so records may be processed twice, none lost. Raises
-        only when the driver failed."""
+        A commit that could not be made is logged and the partitions are given up
+        anyway: their next owner starts from the last committed offset, so records may
+        be processed twice, none lost. Raises only when the driver failed."""
         commit = self._revoke_commit
         assert commit is not None
-        now = time.monotonic()
-        error: BaseException | None = None
-        if commit.future is None:
-            if now < commit.retry_at:
-                return False
-            commit.future = self._driver.commit(commit.offsets)
         if not commit.future.done():
-            if now < commit.deadline:
-                return False
-            error = RequestTimeoutError(
-                f"no answer within {self._api_timeout_s:.1f}s (default.api.timeout.ms)"
-            )
-        else:
-            error = commit.future.exception()
-            if error is not None and self._driver.failure is not None:
-                self._end_revoke_commit()
-                raise self._driver.failure
-            if (
-                isinstance(error, CoopConsumerError)
-                and error.retriable
-                and not isinstance(error, RebalanceInProgressError | CommitFailedError)
-                and now + self._retry_backoff_s < commit.deadline
-            ):
-                log.info("auto-commit before revoking failed, retrying: %s", error)
-                commit.future = None
-                commit.retry_at = now + self._retry_backoff_s
-                return False
+            return False
+        error = commit.future.exception()
+        if error is not None and self._driver.failure is not None:
+            self._end_revoke_commit()
+            raise self._driver.failure
         if error is None:
             self._last_auto_commit.update({tp: om.offset for tp, om in commit.offsets.items()})
         else:
@@ -972,8 +910,8 @@ class Consumer:
         if still:
             self._fetcher.resume(still)
 
-    def _auto_commit_async(self, now: float) -> None:
-        self._next_auto_commit = now + self._auto_commit_interval_s
+    def _auto_commit_async(self) -> None:
+        self._auto_commit_due = False
         self._commit_uncommitted_async(frozenset(self._assigned))
 
     def _commit_removed(self, partitions: frozenset[TopicPartition]) -> None:
@@ -1024,13 +962,13 @@ class Consumer:
 
     def _run_until(self, done: Any, timeout_s: float, what: str) -> None:
         """Run queued app work until ``done()`` (a published driver condition)."""
-        deadline = time.monotonic() + timeout_s
         driver = self._driver
+        deadline = driver.clock() + timeout_s
         while True:
             self._run_app_work()
             if self._fatal is not None or done():
                 return
-            remaining = deadline - time.monotonic()
+            remaining = deadline - driver.clock()
             if remaining <= 0:
                 raise RequestTimeoutError(f"{what} did not complete within {timeout_s:.1f}s")
             # A commit before revoking is watched every slice (its future is not one
@@ -1303,14 +1241,14 @@ class Consumer:
         documents (``partitions-revoked-latency-avg`` for the code's
         ``partition-revoked-latency-avg``); iteration lists the code names only.
         """
-        return self._metrics.snapshot(time.monotonic()).to_dict()
+        return self._metrics.snapshot(self._driver.clock()).to_dict()
 
     def fetch_metrics(self) -> dict[str, float]:
         """The ``consumer-fetch-manager-metrics`` group, by Java's metric names:
         ``records-consumed-rate``, ``records-consumed-total`` and ``records-lag-max``
         (see docs/metrics.md). A ``dict`` measured at one instant; also a source for
         ``coopconsumer.metrics_export``. Safe to call from any thread; asks no broker."""
-        return self._fetch_metrics.snapshot(time.monotonic()).to_dict()
+        return self._fetch_metrics.snapshot(self._driver.clock()).to_dict()
 
     def records_lag(self) -> dict[TopicPartition, int]:
         """Per assigned partition, the records after this consumer's position as of
@@ -1363,8 +1301,8 @@ class Consumer:
         self._closing = True
         self._finalizer.detach()
         timeout_s = _CLOSE_TIMEOUT_S if timeout is None else max(0.0, timeout)
-        deadline = time.monotonic() + timeout_s
         driver = self._driver
+        deadline = driver.clock() + timeout_s
         stopped = False
         try:
             if driver.failure is None and driver.alive:
@@ -1372,18 +1310,18 @@ class Consumer:
                     if self._auto_commit and driver.state in _MANUAL_STATES:
                         # No group to leave, so no revocation commits for us: commit
                         # here, as Java's close() does (maybeAutoCommitOffsetsSync).
-                        self._commit_manual_before_close(time.monotonic() + timeout_s / 2)
+                        self._commit_manual_before_close(timeout_s / 2)
                     driver.submit(CloseRequested(commit_wait_s=timeout_s / 2))
                     self._run_until(
                         lambda: driver.state in _STOPPED_STATES,
-                        max(0.0, deadline - time.monotonic()),
+                        max(0.0, deadline - driver.clock()),
                         "close",
                     )
                 except CoopConsumerError as exc:
                     log.warning("close: leaving the group did not complete: %s", exc)
         finally:
             try:
-                stopped = driver.stop(max(0.1, deadline - time.monotonic()))
+                stopped = driver.stop(max(0.1, deadline - driver.clock()))
             finally:
                 self._closed = True
                 self._assigned.clear()

@@ -9,9 +9,11 @@ states)``) into that mapping and refuses a pair written twice; ``moves`` and
 hand. docs/architecture.md draws each table from the same rows
 (``docs/gen_architecture.py``).
 
-The broker session (``_session``) is built on it. The group members' own copy
-(``_coordinator/_tables.py``, ``_coordinator/_errors.py``) has the same interface and
-is meant to become this module (issue 22, item 3).
+Every state machine of the package is built on it: the two group members
+(``_coordinator``), the broker session (``_session``), and the admin side's
+machines whose inputs an owner dispatches itself (a reassignment's moves, the healer's
+chunks, the test cluster's replicas and partitions): their rows name no handler
+(``build_moves``) and each move is checked with ``check_move``.
 
 Pure: imports only the package's exception hierarchy and attrs; no I/O, threads or
 clocks.
@@ -28,13 +30,33 @@ import attrs
 
 from ._errors import CoopConsumerError
 
-__all__ = ["IllegalTransition", "Row", "Transition", "build", "moves", "predecessors"]
+__all__ = [
+    "IllegalTransition",
+    "MoveRow",
+    "Outside",
+    "Row",
+    "Transition",
+    "build",
+    "build_moves",
+    "check_move",
+    "moves",
+    "predecessors",
+]
 
 S = TypeVar("S", bound=enum.Enum)
 
 #: A row as a table writes it: the states it serves, the input type, the handler
 #: (``handler(machine, input, now)``) and the states the handler may move it to.
 Row = tuple[Iterable[S], type, Callable[[Any, Any, float], None], Iterable[S]]
+#: A row of a machine whose owner dispatches the inputs itself (one input may move many
+#: of its objects): the states it serves, the input type and the states one move may
+#: reach from there. A state may list itself: unlike a dispatching machine's, such a
+#: machine checks every move, staying included.
+MoveRow = tuple[Iterable[S], type, Iterable[S]]
+
+
+class Outside:
+    """The input type of a machine that is handling no input: no row allows a move."""
 
 
 class IllegalTransition(CoopConsumerError):
@@ -49,7 +71,8 @@ class IllegalTransition(CoopConsumerError):
       machine to ``target``, which that row does not allow. The machine is left
       part-way through the handler and must be discarded.
 
-    ``machine`` names the machine in the message ("member", "connection").
+    ``machine`` names the machine in the message ("member", "connection", "move",
+    "chunk", "replica", "partition").
     """
 
     def __init__(
@@ -79,12 +102,25 @@ class Transition(Generic[S]):
     """One row: the handler of a ``(state, input type)`` pair and the states it may
     move the machine to."""
 
-    handler: Callable[[Any, Any, float], None]
+    #: None in a table whose owner dispatches the inputs itself (``build_moves``).
+    handler: Callable[[Any, Any, float], None] | None
     next_states: frozenset[S]
 
 
 def build(rows: Iterable[Row[S]]) -> Mapping[tuple[S, type], Transition[S]]:
     """The table of ``rows``; ``AssertionError`` for a pair written twice."""
+    return _build(rows)
+
+
+def build_moves(rows: Iterable[MoveRow[S]]) -> Mapping[tuple[S, type], Transition[S]]:
+    """The table of a machine whose owner dispatches the inputs (rows without a
+    handler); ``AssertionError`` for a pair written twice."""
+    return _build((states, t, None, targets) for states, t, targets in rows)
+
+
+def _build(
+    rows: Iterable[tuple[Iterable[S], type, Callable[[Any, Any, float], None] | None, Iterable[S]]],
+) -> Mapping[tuple[S, type], Transition[S]]:
     table: dict[tuple[S, type], Transition[S]] = {}
     for states, input_type, handler, next_states in rows:
         targets = frozenset(next_states)
@@ -96,13 +132,32 @@ def build(rows: Iterable[Row[S]]) -> Mapping[tuple[S, type], Transition[S]]:
     return MappingProxyType(table)
 
 
+def check_move(
+    transitions: Mapping[tuple[S, type], Transition[S]],
+    state: S,
+    input_type: type,
+    target: S,
+    *,
+    machine: str,
+    detail: str = "",
+) -> None:
+    """``IllegalTransition`` unless the row of ``(state, input_type)`` lists ``target``
+    (a machine built with ``build_moves``: staying is checked too)."""
+    row = transitions.get((state, input_type))
+    if row is None or target not in row.next_states:
+        raise IllegalTransition(state, input_type, detail, target=target, machine=machine)
+
+
 def moves(
     transitions: Mapping[tuple[S, type], Transition[S]],
     states: Iterable[S],
     input_types: Iterable[type],
+    *,
+    loops: bool = False,
 ) -> dict[tuple[S, S], tuple[type, ...]]:
     """Every move the table allows, ``(from, to) -> input types`` that may cause it, in
-    the order of ``states`` and ``input_types``."""
+    the order of ``states`` and ``input_types``; a row listing its own state is a move
+    only with ``loops`` (for a dispatching machine, staying is no move)."""
     ordered = list(states)
     inputs = list(input_types)
     found: dict[tuple[S, S], list[type]] = {}
@@ -112,7 +167,7 @@ def moves(
             if row is None:
                 continue
             for target in ordered:
-                if target in row.next_states and target is not source:
+                if target in row.next_states and (loops or target is not source):
                     found.setdefault((source, target), []).append(input_type)
     return {edge: tuple(kinds) for edge, kinds in found.items()}
 
@@ -122,8 +177,13 @@ def predecessors(
     states: Iterable[S],
     input_types: Iterable[type],
     state: S,
+    *,
+    loops: bool = False,
 ) -> frozenset[S]:
-    """The states from which one input may move a machine to ``state``."""
+    """The states from which one input may move a machine to ``state`` (``loops``: as
+    ``moves``)."""
     return frozenset(
-        source for (source, target) in moves(transitions, states, input_types) if target is state
+        source
+        for (source, target) in moves(transitions, states, input_types, loops=loops)
+        if target is state
     )

@@ -24,7 +24,7 @@ import pytest
 from _consumer_fakes import FakeCluster
 
 from coopconsumer import Consumer, RebalanceListener, TopicPartition
-from coopconsumer._coordinator import MemberState
+from coopconsumer._coordinator import CommitBeforeRevoke, MemberState
 from coopconsumer._coordinator.kip848 import ConsumerMemberState
 from coopconsumer._protocol import errors
 
@@ -359,3 +359,30 @@ def test_no_record_of_a_revoked_partition_flows_while_its_commit_runs(
 
     until(all_read, both, "every partition read to its end by its owner")
     assert processed.twice() == []
+
+
+def test_a_lookup_answered_while_the_commit_before_revoking_runs_starts_its_partition_paused(
+    cluster: FakeCluster,
+) -> None:
+    # The window next to the one above: a partition being revoked whose committed
+    # offset was still being looked up when the commit before revoking began is not in
+    # the fetcher then, so that commit could not pause it; the lookup's answer, applied
+    # by a poll() while the commit runs, started it fetching, and its records flowed
+    # uncommitted until the REVOKED callback. Driven step by step on the poll() side
+    # (no poll, so the commit stays running for the consumer).
+    a, _ = cluster.consumer(settings())
+    fetcher = cluster.fetchers[-1]
+    p0, p1 = TopicPartition(TOPIC, 0), TopicPartition(TOPIC, 1)
+    a._assigned |= {p0, p1}
+    fetcher.assign({p0: 0})
+    assert [m.offset() for m in fetcher.consume(1, 0.0)] == [0]
+    a._unpositioned.add(p1)  # its lookup is in flight
+    a._do(CommitBeforeRevoke(partitions=frozenset({p0, p1})))
+    assert a._revoke_commit is not None
+    a._start_fetching({p1: None})  # the lookup's answer: no committed offset, earliest
+    a._flush_starts()
+    assert p1 in fetcher.assigned
+    assert fetcher.consume(10, 0.0) == []  # neither partition being revoked flows
+    until(lambda: a._revoke_commit is None, a._run_app_work, "the commit to end")
+    assert fetcher.consume(1, 0.0) != []  # resumed when it ends (no REVOKED here)
+    a.close()

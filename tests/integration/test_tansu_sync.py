@@ -36,6 +36,7 @@ from coopconsumer._protocol.messages import (
 from coopconsumer._types import TopicPartition
 from coopconsumer.assignors import Assignment, Subscription
 from coopconsumer.testing import EmbeddedBroker
+from integration._lookup import find_coordinator
 
 pytestmark = [pytest.mark.integration]
 
@@ -67,7 +68,7 @@ class Member:
         )
         self.group = group
         self.topic = topic
-        self.coordinator = self.client.find_coordinator(group)
+        self.coordinator = find_coordinator(self.client, group)
         self.member_id = ""
         self.generation = -1
         self.leader = ""

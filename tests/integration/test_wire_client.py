@@ -47,6 +47,7 @@ from coopconsumer._protocol.messages import (
     SyncGroupResponse,
 )
 from coopconsumer.testing import EmbeddedBroker
+from integration._lookup import find_coordinator
 
 pytestmark = pytest.mark.integration
 
@@ -118,7 +119,7 @@ def assignment_v0(topic: str, partitions: list[int]) -> bytes:
 def test_negotiated_versions_match_what_the_broker_advertises(
     broker: EmbeddedBroker, client: KafkaClient, unique_group: str
 ) -> None:
-    coordinator = client.find_coordinator(unique_group)
+    coordinator = find_coordinator(client, unique_group)
     advertised = client.api_versions(coordinator)
     # The harness probed ApiVersions v0 independently of our client.
     for key, (low, high) in broker.api_versions.items():
@@ -176,7 +177,7 @@ class Member:
         self.client = new_client(broker)
         self.group = group
         self.topic = topic
-        self.coordinator = self.client.find_coordinator(group)
+        self.coordinator = find_coordinator(self.client, group)
         self.member_id = ""
         self.generation = -1
         self.join: JoinGroupResponse | None = None
@@ -479,7 +480,7 @@ def test_offset_commit_then_fetch_returns_the_committed_offsets(
     broker: EmbeddedBroker, client: KafkaClient, unique_topic: str, unique_group: str
 ) -> None:
     broker.create_topic(unique_topic, partitions=3)
-    coordinator = client.find_coordinator(unique_group)
+    coordinator = find_coordinator(client, unique_group)
     v_commit = client.negotiated_version(coordinator, OffsetCommitRequest)
     v_fetch = client.negotiated_version(coordinator, OffsetFetchRequest)
     offsets = {0: 5, 1: 0, 2: 42}

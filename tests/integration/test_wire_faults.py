@@ -11,6 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from coopconsumer._coordinator import MemberState
 from coopconsumer._errors import (
     BrokerConnectionError,
     KafkaError,
@@ -28,6 +29,7 @@ from coopconsumer._protocol.messages import (
     MetadataRequest,
 )
 from coopconsumer.testing import EmbeddedBroker
+from integration._lookup import find_coordinator, member_lookup, wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -75,7 +77,7 @@ def other_broker(client: KafkaClient, node_id: int) -> int:
 def test_moved_coordinator_answers_not_coordinator_and_lookup_finds_the_new_one(
     mock_broker: EmbeddedBroker, client: KafkaClient, unique_group: str
 ) -> None:
-    first = client.find_coordinator(unique_group)
+    first = find_coordinator(client, unique_group)
     target = other_broker(client, first)
     mock_broker.set_coordinator(unique_group, target)
     stale: HeartbeatResponse = client.request(first, heartbeat(unique_group))
@@ -88,15 +90,14 @@ def test_moved_coordinator_answers_not_coordinator_and_lookup_finds_the_new_one(
         raise_for_error(stale, broker=client.broker_name(first))
     assert info.value.code == errors.NOT_COORDINATOR
     assert info.value.retriable
-    assert client.find_coordinator(unique_group) == target
+    assert find_coordinator(client, unique_group) == target
     moved: JoinGroupResponse = client.request(target, join_request(unique_group))
     assert moved.error_code in (0, errors.MEMBER_ID_REQUIRED)
 
 
-def test_find_coordinator_retries_injected_retriable_errors(
-    mock_broker: EmbeddedBroker, client: KafkaClient, unique_group: str
+def test_the_member_lookup_retries_injected_retriable_errors(
+    mock_broker: EmbeddedBroker, unique_group: str
 ) -> None:
-    client.metadata(topics=())
     mock_broker.push_request_errors(
         FIND_COORDINATOR,
         [
@@ -108,34 +109,32 @@ def test_find_coordinator_retries_injected_retriable_errors(
     mock_broker.clear_requests()
     mock_broker.start_request_tracking()
     try:
-        node = client.find_coordinator(unique_group)
-        lookups = [r for r in mock_broker.requests() if r.api_key == FIND_COORDINATOR]
+        with member_lookup(mock_broker.bootstrap, unique_group) as (driver, member):
+            assert wait_until(lambda: member.coordinator_id is not None), driver.failure
+            lookups = [r for r in mock_broker.requests() if r.api_key == FIND_COORDINATOR]
     finally:
         mock_broker.stop_request_tracking()
-    assert node in client.brokers()
     assert len(lookups) == 4  # three injected failures, then the answer
 
 
-def test_find_coordinator_raises_a_non_retriable_injected_error(
-    mock_broker: EmbeddedBroker, client: KafkaClient, unique_group: str
+def test_the_member_lookup_is_fatal_for_a_non_retriable_injected_error(
+    mock_broker: EmbeddedBroker, unique_group: str
 ) -> None:
-    client.metadata(topics=())
     mock_broker.push_request_errors(FIND_COORDINATOR, [errors.GROUP_AUTHORIZATION_FAILED])
-    with pytest.raises(KafkaError) as info:
-        client.find_coordinator(unique_group)
-    assert info.value.code == errors.GROUP_AUTHORIZATION_FAILED
-    assert info.value.api_key == FIND_COORDINATOR
-    assert not info.value.retriable
+    with member_lookup(mock_broker.bootstrap, unique_group) as (driver, _):
+        assert driver.wait_for(lambda: driver.state is MemberState.FATAL, 15.0)
+        assert driver.take_app_work()  # the Fatal for poll()
 
 
-def test_find_coordinator_single_key_form_below_v4(
+def test_the_member_lookup_single_key_form_below_v4(
     mock_broker: EmbeddedBroker, unique_group: str
 ) -> None:
     mock_broker.set_api_version(FIND_COORDINATOR, 0, 3)
+    with member_lookup(mock_broker.bootstrap, unique_group) as (driver, member):
+        assert wait_until(lambda: member.coordinator_id is not None), driver.failure
     with new_client(mock_broker) as kafka:
-        node = kafka.find_coordinator(unique_group)
+        node = find_coordinator(kafka, unique_group)
         assert kafka.negotiated_version(node, FindCoordinatorRequest) == 3
-        assert node in kafka.brokers()
 
 
 # --------------------------------------------------------------------------- error codes
@@ -144,7 +143,7 @@ def test_find_coordinator_single_key_form_below_v4(
 def test_injected_error_codes_come_back_in_responses(
     mock_broker: EmbeddedBroker, client: KafkaClient, unique_group: str
 ) -> None:
-    node = client.find_coordinator(unique_group)
+    node = find_coordinator(client, unique_group)
     mock_broker.push_request_errors(
         HEARTBEAT, [errors.REBALANCE_IN_PROGRESS, errors.ILLEGAL_GENERATION]
     )
@@ -160,7 +159,7 @@ def test_injected_error_codes_come_back_in_responses(
 def test_dropped_connection_fails_the_request_then_the_client_reconnects(
     mock_broker: EmbeddedBroker, client: KafkaClient, unique_group: str
 ) -> None:
-    node = client.find_coordinator(unique_group)
+    node = find_coordinator(client, unique_group)
     mock_broker.push_request_errors(HEARTBEAT, [DROP_CONNECTION])
     with pytest.raises(BrokerConnectionError) as info:
         client.request(node, heartbeat(unique_group))
@@ -175,7 +174,7 @@ def test_removed_api_is_an_unsupported_version_error(
 ) -> None:
     mock_broker.set_api_version(HEARTBEAT, -1, -1)
     with new_client(mock_broker) as kafka:
-        node = kafka.find_coordinator(unique_group)
+        node = find_coordinator(kafka, unique_group)
         with pytest.raises(KafkaError) as info:
             kafka.request(node, heartbeat(unique_group))
         assert info.value.code == errors.UNSUPPORTED_VERSION

@@ -3,6 +3,7 @@ lookup with retries, reconnect backoff, wakeup and file-descriptor hygiene."""
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import os
 import random
@@ -13,6 +14,7 @@ from typing import Any
 import pytest
 from _fake_broker import FakeBroker, FakeConn, ManualClock
 
+from coopconsumer._coordinator import GroupMember, MemberConfig, MemberState, Subscribe
 from coopconsumer._errors import (
     BrokerConnectionError,
     ConfigurationError,
@@ -28,6 +30,8 @@ from coopconsumer._io import (
     find_coordinator_request,
     raise_for_error,
 )
+from coopconsumer._io._driver import Driver
+from coopconsumer._metrics import CoordinatorMetrics
 from coopconsumer._protocol import RequestHeader, encode
 from coopconsumer._protocol._schema import Request
 from coopconsumer._protocol.messages import (
@@ -36,9 +40,11 @@ from coopconsumer._protocol.messages import (
     FindCoordinatorResponseCoordinator,
     HeartbeatRequest,
     HeartbeatResponse,
+    JoinGroupRequest,
     JoinGroupResponse,
     MetadataRequest,
 )
+from coopconsumer.assignors import load_assignors
 
 WAIT_S = 10.0
 HEARTBEAT = HeartbeatRequest.API_KEY
@@ -135,8 +141,32 @@ def test_negotiated_version_connects_first(fake: FakeBroker) -> None:
 # --------------------------------------------------------------------------- coordinator
 
 
+# The group member looks its coordinator up itself (_coordinator/_discovery.py): these
+# run that lookup through the driver and this client against the fake broker.
+
+
+@contextlib.contextmanager
+def member_lookup(fake: FakeBroker) -> Iterator[tuple[Driver, GroupMember, threading.Event]]:
+    """A subscribed member on a driver thread; the event is set by its first JoinGroup,
+    sent to the coordinator it found (and left unanswered)."""
+    joined = threading.Event()
+    fake.versions[JoinGroupRequest.API_KEY] = (0, 9)
+    fake.on(JoinGroupRequest.API_KEY, lambda conn, header, request: joined.set())
+    client = make_client(fake.bootstrap, retry_backoff_ms=1, retry_backoff_max_ms=5)
+    member = GroupMember(
+        MemberConfig(group_id="grp", retry_backoff_ms=1), load_assignors(["range"])
+    )
+    driver = Driver(member, client, CoordinatorMetrics(), request_timeout_ms=5_000)
+    driver.start()
+    try:
+        driver.request(Subscribe(topics=frozenset({"orders"})), WAIT_S)
+        yield driver, member, joined
+    finally:
+        driver.stop(WAIT_S)
+
+
 @pytest.mark.parametrize("max_version", [3, 6])
-def test_find_coordinator_retries_retriable_codes(fake: FakeBroker, max_version: int) -> None:
+def test_the_member_lookup_retries_retriable_codes(fake: FakeBroker, max_version: int) -> None:
     fake.versions[FIND_COORDINATOR] = (0, max_version)
     answers = [15, 14, 16, 0]  # not available, loading, not coordinator, found
 
@@ -149,14 +179,16 @@ def test_find_coordinator_retries_retriable_codes(fake: FakeBroker, max_version:
         conn.reply(header, fake.coordinator_response(header, request, error_code=answers.pop(0)))
 
     fake.on(FIND_COORDINATOR, flaky)
-    with make_client(fake.bootstrap, retry_backoff_ms=1, retry_backoff_max_ms=5) as client:
-        assert client.find_coordinator("grp") == 7
+    with member_lookup(fake) as (driver, member, joined):
+        assert joined.wait(WAIT_S), driver.failure
+        # Node 7's coordinator connection (Java's Integer.MAX_VALUE - node id).
+        assert member.coordinator_id == 2**31 - 1 - 7
         assert answers == []
         versions = {v for k, v in fake.received_keys() if k == FIND_COORDINATOR}
         assert versions == {max_version}
 
 
-def test_find_coordinator_raises_non_retriable_codes_at_once(fake: FakeBroker) -> None:
+def test_the_member_lookup_is_fatal_for_an_authorization_error(fake: FakeBroker) -> None:
     calls: list[int] = []
 
     def denied(conn: FakeConn, header: RequestHeader, request: Request) -> None:
@@ -165,30 +197,10 @@ def test_find_coordinator_raises_non_retriable_codes_at_once(fake: FakeBroker) -
         conn.reply(header, fake.coordinator_response(header, request, error_code=30))
 
     fake.on(FIND_COORDINATOR, denied)
-    with make_client(fake.bootstrap) as client, pytest.raises(KafkaError) as info:
-        client.find_coordinator("grp")
-    assert info.value.code == 30  # GROUP_AUTHORIZATION_FAILED
-    assert info.value.api_key == FIND_COORDINATOR
+    with member_lookup(fake) as (driver, _, joined):
+        assert driver.wait_for(lambda: driver.state is MemberState.FATAL, WAIT_S)
+        assert not joined.is_set()
     assert len(calls) == 1
-
-
-def test_find_coordinator_gives_up_at_its_timeout(fake: FakeBroker) -> None:
-    def never(conn: FakeConn, header: RequestHeader, request: Request) -> None:
-        assert isinstance(request, FindCoordinatorRequest)
-        conn.reply(header, fake.coordinator_response(header, request, error_code=15))
-
-    fake.on(FIND_COORDINATOR, never)
-    with make_client(fake.bootstrap, retry_backoff_ms=5) as client:
-        # Learn the cluster and negotiate up front, so that the timeout below is spent
-        # on retries and a slow first connection cannot turn it into a RequestTimeoutError.
-        client.metadata()
-        node_id = client.least_loaded_node()
-        assert node_id is not None
-        client.negotiated_version(node_id, FindCoordinatorRequest)
-        with pytest.raises(KafkaError) as info:
-            client.find_coordinator("grp", timeout_ms=500)
-        assert info.value.code == 15
-        assert info.value.retriable
 
 
 def test_coordinator_gets_a_connection_of_its_own(fake: FakeBroker) -> None:

@@ -28,8 +28,11 @@ The driver's contract, effect by effect (execute each batch in order):
   changes; ``starts`` are start offsets the application gave (manual assignment).
   ``set_assigned_partitions`` is the running size of their union.
 - ``CommitBeforeRevoke(partitions)``: with ``enable.auto.commit``, commit the consumed
-  offsets of ``partitions`` (``CommitRequested``) before running the REVOKED callback
-  that follows; the member accepts commits in the state that emitted it.
+  offsets of ``partitions`` (``RetriedCommitRequested``: the member retries and times
+  it) before running the REVOKED callback that follows; the member accepts commits in
+  the state that emitted it.
+- ``AutoCommitDue()``: with ``enable.auto.commit``, at the next ``poll()`` commit the
+  consumed offsets not committed yet (``CommitRequested``).
 - ``CommitDone(token, error)``: complete the commit identified by ``token``.
 - ``CommittedOffsetsDone(token, offsets, error)``: complete the committed-offsets
   request identified by ``token``.
@@ -41,10 +44,12 @@ The driver's contract, effect by effect (execute each batch in order):
 
 Inputs the driver feeds besides answers: ``Subscribe``, ``AssignRequested`` (manual
 assignment: no group membership, see ``MemberState.MANUAL``), ``PollCalled`` (at every
-``poll()``), ``CommitRequested``, ``CommittedOffsetsRequested``, ``LeaveRequested``
-(unsubscribe), ``CloseRequested``, and ``Tick`` at ``next_deadline``.
+``poll()``), ``CommitRequested``, ``RetriedCommitRequested``,
+``CommittedOffsetsRequested``, ``LeaveRequested`` (unsubscribe), ``CloseRequested``,
+and ``Tick`` at ``next_deadline``.
 """
 
+from .._transition_table import IllegalTransition as IllegalTransition
 from ._core import MemberConfig as MemberConfig
 from ._diff import AssignmentDiff as AssignmentDiff
 from ._diff import diff_assignment as diff_assignment
@@ -52,6 +57,7 @@ from ._diff import revoke_before_join as revoke_before_join
 from ._effects import AddBrokers as AddBrokers
 from ._effects import AddCoordinator as AddCoordinator
 from ._effects import Assign as Assign
+from ._effects import AutoCommitDue as AutoCommitDue
 from ._effects import CommitBeforeRevoke as CommitBeforeRevoke
 from ._effects import CommitDone as CommitDone
 from ._effects import CommittedOffsetsDone as CommittedOffsetsDone
@@ -70,7 +76,6 @@ from ._effects import Unassign as Unassign
 from ._error_actions import Api as Api
 from ._error_actions import ErrorAction as ErrorAction
 from ._error_actions import action_for as action_for
-from ._errors import IllegalTransition as IllegalTransition
 from ._inputs import AssignmentChange as AssignmentChange
 from ._inputs import AssignRequested as AssignRequested
 from ._inputs import CloseRequested as CloseRequested
@@ -87,6 +92,7 @@ from ._inputs import OffsetAndMetadata as OffsetAndMetadata
 from ._inputs import PollCalled as PollCalled
 from ._inputs import RequestFailed as RequestFailed
 from ._inputs import ResponseReceived as ResponseReceived
+from ._inputs import RetriedCommitRequested as RetriedCommitRequested
 from ._inputs import Subscribe as Subscribe
 from ._inputs import Tick as Tick
 from ._member import GroupMember as GroupMember
@@ -100,6 +106,7 @@ __all__ = [
     "AssignRequested",
     "AssignmentChange",
     "AssignmentDiff",
+    "AutoCommitDue",
     "CloseRequested",
     "CommitBeforeRevoke",
     "CommitDone",
@@ -132,6 +139,7 @@ __all__ = [
     "ReportError",
     "RequestFailed",
     "ResponseReceived",
+    "RetriedCommitRequested",
     "Send",
     "Subscribe",
     "Tick",

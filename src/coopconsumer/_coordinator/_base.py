@@ -28,6 +28,7 @@ from collections.abc import Mapping
 from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 from .._errors import CoopConsumerError, ProtocolError
+from .._transition_table import IllegalTransition
 from .._types import TopicPartition
 from ._effects import (
     CommitBeforeRevoke,
@@ -46,7 +47,6 @@ from ._effects import (
     Unassign,
 )
 from ._error_actions import Api
-from ._errors import IllegalTransition
 from ._inputs import ListenerDone, RequestFailed, ResponseReceived
 from ._jobs import FetchJob, WaitingCommit
 from ._metadata import MetadataRefresh
@@ -147,7 +147,9 @@ class MemberBase(Generic[StateT]):
         if target is self._state:
             return
         if target not in self._allowed:
-            raise IllegalTransition(self._input_state, self._input_type, target=target)
+            raise IllegalTransition(
+                self._input_state, self._input_type, target=target, machine="member"
+            )
         self._state = target
         if target is self._closed_state or target is self._fatal_state:
             self.metadata_refresh.stop()

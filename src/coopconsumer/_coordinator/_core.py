@@ -125,10 +125,11 @@ class MemberConfig:
     The rebalance timeout sent in JoinGroup is ``max_poll_interval_ms`` (as Java).
     ``metadata_max_age_ms`` is how often the member refreshes the metadata of the
     topics it wants (``_metadata.py``).
-    ``enable_auto_commit`` only makes the member emit ``CommitBeforeRevoke`` before
-    each REVOKED listener. ``require_stable`` (KIP-447; Java sets it for
-    ``isolation.level=read_committed``) makes offset fetches wait out transactions
-    that still hold offsets (UNSTABLE_OFFSET_COMMIT is retried).
+    ``enable_auto_commit`` makes the member emit ``CommitBeforeRevoke`` before each
+    REVOKED listener; ``auto_commit_interval_ms`` (None: no timer) makes it emit
+    ``AutoCommitDue`` at that interval (``_own_commits.py``). ``require_stable``
+    (KIP-447; Java sets it for ``isolation.level=read_committed``) makes offset fetches
+    wait out transactions that still hold offsets (UNSTABLE_OFFSET_COMMIT is retried).
     """
 
     group_id: str
@@ -141,6 +142,9 @@ class MemberConfig:
     group_instance_id: str | None = None
     client_rack: str | None = None
     enable_auto_commit: bool = False
+    auto_commit_interval_ms: int | None = attrs.field(
+        default=None, validator=attrs.validators.optional(positive)
+    )
     require_stable: bool = False
 
     def __attrs_post_init__(self) -> None:

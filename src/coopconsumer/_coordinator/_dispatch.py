@@ -17,11 +17,11 @@ Pure: no sockets, threads or clocks.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping
-from typing import Any, Protocol
+from collections.abc import Collection, Mapping
+from typing import Any
 
+from .._transition_table import IllegalTransition, Transition
 from ._effects import Effect
-from ._errors import IllegalTransition
 from ._host import GroupHost
 from ._inputs import (
     ConnectionLost,
@@ -34,24 +34,14 @@ from ._inputs import (
 )
 from ._metadata import answered_directly, refresh_metadata
 
-__all__ = ["Row", "dispatch"]
-
-
-class Row(Protocol):
-    """A row of a transition table."""
-
-    @property
-    def handler(self) -> Callable[[Any, Any, float], None]: ...
-
-    @property
-    def next_states(self) -> frozenset[Any]: ...
+__all__ = ["dispatch"]
 
 
 def dispatch(
     core: GroupHost,
     event: object,
     now: float,
-    transitions: Mapping[tuple[Any, type], Row],
+    transitions: Mapping[tuple[Any, type], Transition[Any]],
     ignored: Collection[tuple[Any, type]],
 ) -> list[Effect]:
     """Handle ``event`` at ``now``; return the effects to execute, in order."""
@@ -84,6 +74,7 @@ def dispatch(
         if answered is not None:
             core.pending.pop(answered, None)
     if row is not None:
+        assert row.handler is not None  # a member's rows all name one
         core.begin(type(routed), row.next_states)
         row.handler(core, routed, now)
     return core.fx

@@ -21,6 +21,7 @@ __all__ = [
     "AddBrokers",
     "AddCoordinator",
     "Assign",
+    "AutoCommitDue",
     "CommitBeforeRevoke",
     "CommitDone",
     "CommittedOffsetsDone",
@@ -211,6 +212,14 @@ class CommitBeforeRevoke:
 
 
 @attrs.frozen(kw_only=True)
+class AutoCommitDue:
+    """Only with ``enable_auto_commit``: ``auto.commit.interval.ms`` has passed; the
+    ``poll()`` thread commits the consumed offsets not committed yet (Java's
+    auto-commit in ``poll()``). At most one is outstanding until the next
+    ``PollCalled``."""
+
+
+@attrs.frozen(kw_only=True)
 class CommitDone:
     """The commit identified by ``token`` finished: ``error`` is None on success,
     else ``RebalanceInProgressError`` (retriable), ``CommitFailedError`` (generation
@@ -296,6 +305,7 @@ Effect = (
     | Assign
     | Unassign
     | CommitBeforeRevoke
+    | AutoCommitDue
     | CommitDone
     | CommittedOffsetsDone
     | Observe

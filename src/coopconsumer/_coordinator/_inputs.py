@@ -36,6 +36,7 @@ __all__ = [
     "PollCalled",
     "RequestFailed",
     "ResponseReceived",
+    "RetriedCommitRequested",
     "Subscribe",
     "Tick",
 ]
@@ -174,6 +175,20 @@ class CommitRequested:
 
     offsets: Mapping[TopicPartition, OffsetAndMetadata] = attrs.field(converter=_offsets)
     token: object
+
+
+@attrs.frozen(kw_only=True)
+class RetriedCommitRequested:
+    """Commit ``offsets`` and retry what a retry can cure until ``timeout_s`` from now
+    (the commit before revoking, and at the close of a manual assignment); the answer
+    is exactly one ``CommitDone(token, error)``: None, the last failure, or
+    ``RequestTimeoutError`` when an attempt was still unanswered at the deadline.
+    ``purpose`` names the commit in the log line of a retry."""
+
+    offsets: Mapping[TopicPartition, OffsetAndMetadata] = attrs.field(converter=_offsets)
+    token: object
+    timeout_s: float
+    purpose: str = "commit"
 
 
 def _partitions(values: Iterable[TopicPartition]) -> frozenset[TopicPartition]:

@@ -21,6 +21,7 @@ from ..assignors._api import ConsumerPartitionAssignor, RebalanceProtocol
 from ._core import MemberConfig, MemberCore
 from ._dispatch import dispatch
 from ._effects import Effect
+from ._own_commits import OwnCommits, earliest
 from ._states import MemberState
 from ._table import IGNORED, TRANSITIONS
 
@@ -41,6 +42,7 @@ class GroupMember:
         self, config: MemberConfig, assignors: Sequence[ConsumerPartitionAssignor]
     ) -> None:
         self._core = MemberCore(config, assignors)
+        self._commits = OwnCommits.for_config(config)
 
     # ------------------------------------------------------------------ properties
 
@@ -114,10 +116,11 @@ class GroupMember:
     def next_deadline(self) -> float | None:
         """When to feed the next ``Tick`` (None: no timer is armed). After a ``Tick`` at
         ``now`` it is always later than ``now`` or None, so a driver never spins."""
-        return self._core.next_deadline
-
-    # ------------------------------------------------------------------ entry point
+        return earliest(self._core.next_deadline, self._commits.next_deadline)
 
     def handle(self, event: object, now: float) -> list[Effect]:
         """Process one input at monotonic time ``now``; return the effects to execute."""
+        return self._commits.handle(event, now, self._table)
+
+    def _table(self, event: object, now: float) -> list[Effect]:
         return dispatch(self._core, event, now, TRANSITIONS, IGNORED)

@@ -20,7 +20,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final
 
-from . import _commit, _discovery, _fetch, _join, _leave, _manual, _stable, _sync, _tables
+from .. import _transition_table
+from . import _commit, _discovery, _fetch, _join, _leave, _manual, _stable, _sync
 from ._core import MemberCore
 from ._inputs import (
     AssignRequested,
@@ -62,8 +63,8 @@ __all__ = [
 
 #: A phase handler: ``handler(member, input, now)``; it emits effects on the member.
 Handler = Callable[[MemberCore, Any, float], None]
-#: One row of the table, as ``_tables.Transition`` holds it.
-Transition = _tables.Transition[MemberState]
+#: One row of the table, as the table kit's ``Transition`` holds it.
+Transition = _transition_table.Transition[MemberState]
 
 
 #: The state of a new member.
@@ -234,7 +235,7 @@ _ROWS: tuple[tuple[Iterable[MemberState], type, Handler, Iterable[MemberState]],
 
 
 #: The transition table (see the module docstring).
-TRANSITIONS: Mapping[tuple[MemberState, type], Transition] = _tables.build(_ROWS)
+TRANSITIONS: Mapping[tuple[MemberState, type], Transition] = _transition_table.build(_ROWS)
 
 #: Pairs that are legal and do nothing.
 IGNORED: frozenset[tuple[MemberState, type]] = frozenset(
@@ -295,9 +296,9 @@ REJECTED: frozenset[tuple[MemberState, type]] = frozenset(
 def moves() -> dict[tuple[MemberState, MemberState], tuple[type, ...]]:
     """Every move the table allows, ``(from, to) -> input types`` that may cause it,
     in ``MemberState`` and ``INPUT_TYPES`` order."""
-    return _tables.moves(TRANSITIONS, MemberState, INPUT_TYPES)
+    return _transition_table.moves(TRANSITIONS, MemberState, INPUT_TYPES)
 
 
 def predecessors(state: MemberState) -> frozenset[MemberState]:
     """The states from which one input may move a member to ``state``."""
-    return _tables.predecessors(TRANSITIONS, MemberState, INPUT_TYPES, state)
+    return _transition_table.predecessors(TRANSITIONS, MemberState, INPUT_TYPES, state)

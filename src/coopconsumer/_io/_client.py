@@ -2,10 +2,11 @@
 
 Keeps one ``BrokerConnection`` per broker node, all driven by one ``selectors`` loop in
 ``poll()``; learns the cluster from Metadata (bootstrap servers first), reconnects with
-exponential backoff and jitter, finds group coordinators, and offers blocking
-conveniences (``request``, ``metadata``, ``find_coordinator``) for tests, tools and admin
-code. Response error codes are data, not exceptions: callers map them to actions
-(``raise_for_error`` is there for simple callers).
+exponential backoff and jitter, gives group coordinators connections of their own, and
+offers blocking conveniences (``request``, ``request_any``, ``metadata``) for tools,
+tests and admin code (the group member looks its coordinator up itself). Response
+error codes are data, not exceptions: callers map them to actions (``raise_for_error``
+is there for simple callers).
 
 Every connection is secured as ``ClientConfig.security`` says (TLS, SASL): the TLS
 context and the SASL setup are built once, when the client is created, so a bad
@@ -35,8 +36,6 @@ from .._errors import (
     AuthenticationError,
     BrokerConnectionError,
     ConfigurationError,
-    CoopConsumerError,
-    KafkaError,
     RequestTimeoutError,
 )
 from .._protocol import errors
@@ -45,7 +44,6 @@ from .._protocol.cluster import BrokerInfo, ClusterSnapshot, PartitionInfo, Topi
 from .._protocol.messages import (
     ALL_REQUESTS,
     FindCoordinatorRequest,
-    FindCoordinatorResponse,
     MetadataRequest,
 )
 from .._protocol.queries import (
@@ -75,17 +73,6 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
-
-#: FindCoordinator answers worth retrying after a backoff (Java's
-#: ``AbstractCoordinator.lookupCoordinator`` retries these; the last one because a
-#: coordinator may move between our lookup and its answer).
-COORDINATOR_RETRIABLE: Final = frozenset(
-    {
-        errors.COORDINATOR_NOT_AVAILABLE,
-        errors.COORDINATOR_LOAD_IN_PROGRESS,
-        errors.NOT_COORDINATOR,
-    }
-)
 
 #: Coordinator connections get the node id ``_COORDINATOR_ID_BASE - node_id``, as in
 #: Java's AbstractCoordinator (``Integer.MAX_VALUE - nodeId``).
@@ -305,8 +292,8 @@ class KafkaClient:
     """A Kafka wire client for the whole cluster, driven by one thread.
 
     Only ``wakeup()`` may be called from another thread. ``send`` and ``poll`` are the
-    non-blocking core; ``request``, ``request_any``, ``metadata``, ``find_coordinator``
-    and ``negotiated_version`` block (by polling) until done or timed out.
+    non-blocking core; ``request``, ``request_any``, ``metadata`` and
+    ``negotiated_version`` block (by polling) until done or timed out.
 
     Errors: I/O problems come back as ``BrokerConnectionError``, ``RequestTimeoutError``
     or ``ProtocolError`` on the request's ``PendingRequest``; error codes inside a
@@ -326,9 +313,6 @@ class KafkaClient:
         self._rng = rng if rng is not None else random.Random()
         self._reconnect_backoff = ExponentialBackoff(
             config.reconnect_backoff_ms, config.reconnect_backoff_max_ms, rng=self._rng
-        )
-        self._retry_backoff = ExponentialBackoff(
-            config.retry_backoff_ms, config.retry_backoff_max_ms, rng=self._rng
         )
         security = config.security
         # Built once: a bad certificate, key or password fails here, at construction.
@@ -697,59 +681,6 @@ class KafkaClient:
             "no broker answered Metadata within the timeout", api_key=MetadataRequest.API_KEY
         )
 
-    def find_coordinator(self, group_id: str, *, timeout_ms: float | None = None) -> int:
-        """The node id of ``group_id``'s coordinator; its address is learned too.
-
-        Retries COORDINATOR_NOT_AVAILABLE, COORDINATOR_LOAD_IN_PROGRESS, NOT_COORDINATOR
-        and connection errors with exponential backoff (``retry_backoff_ms`` ..
-        ``retry_backoff_max_ms``) until ``timeout_ms`` (default ``request_timeout_ms``);
-        then raises the last error. Other error codes raise ``KafkaError`` at once.
-        Uses the batched ``coordinator_keys`` form on v4+ (KIP-699), ``key`` below.
-        """
-        timeout_s = (self._config.request_timeout_ms if timeout_ms is None else timeout_ms) / 1000.0
-        deadline = self._clock() + timeout_s
-        attempts = 0
-        while True:
-            try:
-                return self._find_coordinator_once(group_id, deadline)
-            except CoopConsumerError as exc:
-                retriable = isinstance(exc, BrokerConnectionError) or (
-                    isinstance(exc, KafkaError) and exc.code in COORDINATOR_RETRIABLE
-                )
-                delay_s = self._retry_backoff.delay_ms(attempts) / 1000.0
-                attempts += 1
-                if not retriable or self._clock() + delay_s >= deadline:
-                    raise
-                log.debug("find_coordinator(%r) retry in %.3fs: %s", group_id, delay_s, exc)
-                self._sleep_polling(self._clock() + delay_s)
-
-    def _find_coordinator_once(self, group_id: str, deadline: float) -> int:
-        if self._cluster is None:
-            self.metadata(topics=(), timeout_ms=max(1.0, (deadline - self._clock()) * 1000))
-        node_id = self.least_loaded_node()
-        if node_id is None:
-            raise BrokerConnectionError("no broker known to ask for the coordinator")
-        remaining_ms = max(1.0, (deadline - self._clock()) * 1000.0)
-        version = self.negotiated_version(node_id, FindCoordinatorRequest, timeout_ms=remaining_ms)
-        remaining_ms = max(1.0, (deadline - self._clock()) * 1000.0)
-        response: FindCoordinatorResponse = self.request(
-            node_id,
-            find_coordinator_request(group_id, version),
-            timeout_ms=remaining_ms,
-            api_version=version,
-        )
-        answer = coordinator_answer(response, group_id, version)
-        if answer.error_code != 0:
-            raise errors.to_exception(
-                answer.error_code,
-                api_key=FindCoordinatorRequest.API_KEY,
-                api_version=version,
-                broker=self._nodes[node_id].broker,
-                message=answer.error_message,
-            )
-        self.add_broker(answer.node_id, answer.host, answer.port)
-        return answer.node_id
-
     def close(self) -> None:
         """Close every connection; outstanding requests fail with
         ``BrokerConnectionError`` and their callbacks run. Idempotent."""
@@ -938,13 +869,6 @@ class KafkaClient:
             if self._closed:
                 raise BrokerConnectionError("client is closed", broker=future.broker)
             self.poll(max(0.0, future.deadline - self._clock()))
-
-    def _sleep_polling(self, until: float) -> None:
-        while not self._closed:
-            remaining = until - self._clock()
-            if remaining <= 0:
-                return
-            self.poll(remaining)
 
     def _await_ready(self, node_id: int, timeout_ms: float | None) -> None:
         if self._closed:

@@ -10,8 +10,8 @@ the negotiated version) and their answers go back to the member, which reads the
 brokers a Metadata answer named reachable (the member times its metadata refreshes and
 reads their answers; docs/architecture.md, "Threads and what crosses between them");
 listener and fetcher work (``InvokeListener``, ``Assign``, ``Unassign``,
-``CommitBeforeRevoke``, ``ReportError``, ``Fatal``) is queued *in order* for the thread
-that calls ``poll()``, and ``CommitDone`` completes the caller's future.
+``CommitBeforeRevoke``, ``AutoCommitDue``, ``ReportError``, ``Fatal``) is queued *in
+order* for the thread that calls ``poll()``, and ``CommitDone`` completes the caller's future.
 
 The driver thread is the only one that touches the client (it closes it on exit). An
 exception from ``handle()`` or from executing an effect ends the loop and is queued as a
@@ -38,6 +38,7 @@ from .._coordinator import (
     AddBrokers,
     AddCoordinator,
     Assign,
+    AutoCommitDue,
     CommitBeforeRevoke,
     CommitDone,
     CommitRequested,
@@ -60,6 +61,7 @@ from .._coordinator import (
     ReportError,
     RequestFailed,
     ResponseReceived,
+    RetriedCommitRequested,
     Send,
     Tick,
     Unassign,
@@ -80,9 +82,19 @@ log = logging.getLogger("coopconsumer.driver")
 trace = logging.getLogger("coopconsumer.driver.trace")
 
 #: Work the driver hands to the ``poll()`` thread, in the order the member emitted it.
-AppWork = InvokeListener | Assign | Unassign | CommitBeforeRevoke | ReportError | Fatal
+AppWork = (
+    InvokeListener | Assign | Unassign | CommitBeforeRevoke | AutoCommitDue | ReportError | Fatal
+)
 
-_APP_WORK_TYPES: Final = (InvokeListener, Assign, Unassign, CommitBeforeRevoke, ReportError, Fatal)
+_APP_WORK_TYPES: Final = (
+    InvokeListener,
+    Assign,
+    Unassign,
+    CommitBeforeRevoke,
+    AutoCommitDue,
+    ReportError,
+    Fatal,
+)
 #: Longest sleep of the loop: bounds the delay of anything not announced by wakeup().
 _MAX_WAIT_S: Final = 1.0
 #: Shortest sleep of the loop (poll returns early anyway when something happens).
@@ -187,8 +199,9 @@ class Driver:
     """Runs one ``GroupMember`` on a background thread.
 
     Thread-safe methods (for the application thread): ``start``, ``submit``,
-    ``request``, ``note_poll``, ``commit``, ``fetch_committed``, ``take_app_work``,
-    ``wait_for``, ``stop`` and the read-only properties. Everything else runs on the
+    ``request``, ``note_poll``, ``commit``, ``commit_retried``, ``fetch_committed``,
+    ``take_app_work``, ``wait_for``, ``wait_answer``, ``clock``, ``stop`` and the
+    read-only properties. Everything else runs on the
     driver thread.
     """
 
@@ -336,6 +349,29 @@ class Driver:
 
         self._command(run, future)
         return future
+
+    def commit_retried(
+        self, offsets: Mapping[TopicPartition, OffsetAndMetadata], timeout_s: float, purpose: str
+    ) -> Future[None]:
+        """Commit ``offsets``, the member retrying what a retry can cure until
+        ``timeout_s`` (``RetriedCommitRequested``); the future completes with its one
+        ``CommitDone``."""
+        future: Future[None] = Future()
+        request = RetriedCommitRequested(
+            offsets=offsets, token=future, timeout_s=timeout_s, purpose=purpose
+        )
+
+        def run() -> None:
+            self._commit_futures.add(future)
+            self._feed(request)
+
+        self._command(run, future)
+        return future
+
+    def clock(self) -> float:
+        """The driver's clock (monotonic seconds): the application thread's waits on
+        the driver (a ``poll()`` timeout, ``close()``'s bound) count on it too."""
+        return self._clock()
 
     def fetch_committed(
         self, partitions: Iterable[TopicPartition], timeout_s: float

@@ -152,6 +152,7 @@ class SessionCore(Generic[TicketT]):
             if key in self.ignored:
                 return
             raise IllegalTransition(self._state, type(event), machine="connection")
+        assert row.handler is not None  # the session's rows all name one
         self._frames.append((self._state, type(event), row.next_states))
         try:
             row.handler(self, event, now)

@@ -83,6 +83,9 @@ class ConsumerMemberConfig:
     client_rack: str | None = None
     server_assignor: str | None = None
     enable_auto_commit: bool = False
+    auto_commit_interval_ms: int | None = attrs.field(
+        default=None, validator=attrs.validators.optional(positive)
+    )
     require_stable: bool = False
 
     def __attrs_post_init__(self) -> None:

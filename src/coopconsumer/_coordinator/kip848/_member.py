@@ -16,6 +16,7 @@ from __future__ import annotations
 from ..._types import ConsumerGroupMetadata, TopicPartition
 from .._dispatch import dispatch
 from .._effects import Effect
+from .._own_commits import OwnCommits, earliest
 from ._core import ConsumerMemberConfig, MemberCore
 from ._states import ConsumerMemberState
 from ._table import IGNORED, TRANSITIONS
@@ -34,6 +35,7 @@ class ConsumerGroupMember:
 
     def __init__(self, config: ConsumerMemberConfig) -> None:
         self._core = MemberCore(config)
+        self._commits = OwnCommits.for_config(config)
 
     @property
     def state(self) -> ConsumerMemberState:
@@ -100,8 +102,11 @@ class ConsumerGroupMember:
     @property
     def next_deadline(self) -> float | None:
         """When to feed the next ``Tick`` (None: no timer is armed)."""
-        return self._core.next_deadline
+        return earliest(self._core.next_deadline, self._commits.next_deadline)
 
     def handle(self, event: object, now: float) -> list[Effect]:
         """Process one input at monotonic time ``now``; return the effects to execute."""
+        return self._commits.handle(event, now, self._table)
+
+    def _table(self, event: object, now: float) -> list[Effect]:
         return dispatch(self._core, event, now, TRANSITIONS, IGNORED)

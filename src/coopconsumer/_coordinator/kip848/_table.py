@@ -14,7 +14,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final
 
-from .. import _discovery, _fetch, _tables
+from ... import _transition_table
+from .. import _discovery, _fetch
 from .. import _manual as _shared_manual
 from .._inputs import (
     AssignRequested,
@@ -49,8 +50,8 @@ __all__ = [
 
 #: A phase handler: ``handler(member, input, now)``; it emits effects on the member.
 Handler = Callable[[MemberCore, Any, float], None]
-#: One row of the table, as ``_tables.Transition`` holds it.
-Transition = _tables.Transition[ConsumerMemberState]
+#: One row of the table, as the table kit's ``Transition`` holds it.
+Transition = _transition_table.Transition[ConsumerMemberState]
 
 
 #: The state of a new member.
@@ -149,7 +150,7 @@ _ROWS: tuple[
 
 
 #: The transition table (see the module docstring).
-TRANSITIONS: Mapping[tuple[ConsumerMemberState, type], Transition] = _tables.build(_ROWS)
+TRANSITIONS: Mapping[tuple[ConsumerMemberState, type], Transition] = _transition_table.build(_ROWS)
 
 #: Pairs that are legal and do nothing.
 IGNORED: frozenset[tuple[ConsumerMemberState, type]] = frozenset(
@@ -211,9 +212,9 @@ REJECTED: frozenset[tuple[ConsumerMemberState, type]] = frozenset(
 def moves() -> dict[tuple[ConsumerMemberState, ConsumerMemberState], tuple[type, ...]]:
     """Every move the table allows, ``(from, to) -> input types`` that may cause it,
     in ``ConsumerMemberState`` and ``INPUT_TYPES`` order."""
-    return _tables.moves(TRANSITIONS, ConsumerMemberState, INPUT_TYPES)
+    return _transition_table.moves(TRANSITIONS, ConsumerMemberState, INPUT_TYPES)
 
 
 def predecessors(state: ConsumerMemberState) -> frozenset[ConsumerMemberState]:
     """The states from which one input may move a member to ``state``."""
-    return _tables.predecessors(TRANSITIONS, ConsumerMemberState, INPUT_TYPES, state)
+    return _transition_table.predecessors(TRANSITIONS, ConsumerMemberState, INPUT_TYPES, state)

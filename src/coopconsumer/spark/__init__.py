@@ -22,17 +22,30 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from ._consume import ConsumeJob as ConsumeJob
     from ._consume import MemberStats as MemberStats
+    from ._consume import MemberStatus as MemberStatus
     from ._consume import run_consume_job as run_consume_job
+    from ._consume import start_consume_job as start_consume_job
     from ._writer import KafkaWriter as KafkaWriter
 
 _WHERE = {
+    "ConsumeJob": "._consume",
     "MemberStats": "._consume",
+    "MemberStatus": "._consume",
     "run_consume_job": "._consume",
+    "start_consume_job": "._consume",
     "KafkaWriter": "._writer",
 }
 
-__all__ = ["KafkaWriter", "MemberStats", "run_consume_job"]
+__all__ = [
+    "ConsumeJob",
+    "KafkaWriter",
+    "MemberStats",
+    "MemberStatus",
+    "run_consume_job",
+    "start_consume_job",
+]
 
 
 def __getattr__(name: str) -> Any:

@@ -171,9 +171,11 @@ def test_members_run_until_stopped_and_report_while_running(
         # Both members report while they run, between them own every partition, and
         # have rebalanced (the first join at least).
         wait_until(
-            lambda: len(s := running(job)) == 2
-            and assigned_everything(s, unique_topic)
-            and all(m.stats.records > 0 for m in s.values()),
+            lambda: (
+                len(s := running(job)) == 2
+                and assigned_everything(s, unique_topic)
+                and all(m.stats.records > 0 for m in s.values())
+            ),
             "two members own all partitions and consume",
             job,
         )
@@ -229,9 +231,11 @@ def test_a_lost_worker_is_a_rebalance_and_its_members_come_back_nothing_lost(
     )
     try:
         wait_until(
-            lambda: len(s := running(job)) == 3
-            and assigned_everything(s, unique_topic)
-            and len(ledgers(tmp_path)) == 3,
+            lambda: (
+                len(s := running(job)) == 3
+                and assigned_everything(s, unique_topic)
+                and len(ledgers(tmp_path)) == 3
+            ),
             "three members consume",
             job,
         )
@@ -269,9 +273,11 @@ def test_a_lost_worker_is_a_rebalance_and_its_members_come_back_nothing_lost(
         # attempts and join (another cooperative rebalance).
         restore_workers(spark_cluster, spark)
         wait_until(
-            lambda: len(s := running(job)) == 3
-            and all(s[m].stats.attempt >= 1 for m in killed)
-            and assigned_everything(s, unique_topic),
+            lambda: (
+                len(s := running(job)) == 3
+                and all(s[m].stats.attempt >= 1 for m in killed)
+                and assigned_everything(s, unique_topic)
+            ),
             "the killed members rejoin",
             job,
         )
@@ -303,6 +309,7 @@ def test_a_lost_worker_is_a_rebalance_and_its_members_come_back_nothing_lost(
     rows = {(row.member, row.attempt): row for row in final}
     assert {m for m, a in rows if a == 0} == set(survivors)
     assert all(any(m == k and a >= 1 for m, a in rows) for k in killed)
-    assert sum(row.records for row in final) + sum(
-        per_attempt[n].total() for n in killed_files
-    ) == everything.total()
+    assert (
+        sum(row.records for row in final) + sum(per_attempt[n].total() for n in killed_files)
+        == everything.total()
+    )

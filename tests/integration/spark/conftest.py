@@ -18,12 +18,15 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
+import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 import pytest
+from confluent_kafka import Producer
 
-from coopconsumer.testing import SparkStandaloneCluster, spark_standalone_cluster
+from coopconsumer.testing import EmbeddedBroker, SparkStandaloneCluster, spark_standalone_cluster
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -31,6 +34,8 @@ if TYPE_CHECKING:
 #: Workers of the test cluster and task slots on each.
 WORKERS = 2
 CORES_PER_WORKER = 2
+#: Partitions of the Spark tests' topics.
+PARTITIONS = 4
 
 
 @pytest.fixture(scope="session")
@@ -68,3 +73,48 @@ def restore_workers(cluster: SparkStandaloneCluster, spark: SparkSession) -> Non
         if index not in cluster.worker_indexes:
             cluster.start_worker(index)
     cluster.wait_for_executors(spark, WORKERS)
+
+
+def job_config(
+    broker: EmbeddedBroker, group: str, *, session_timeout_ms: int = 2000
+) -> dict[str, object]:
+    """A consume job's configuration for the test brokers. Tansu holds a JoinGroup for
+    max(1 s, session.timeout.ms / 2) (docs/testing.md); a member that vanished is
+    noticed after the session timeout."""
+    return {
+        "bootstrap.servers": broker.bootstrap,
+        "group.id": group,
+        "session.timeout.ms": session_timeout_ms,
+        "heartbeat.interval.ms": 500,
+        "max.poll.interval.ms": 30000,
+    }
+
+
+class GrowingTopic:
+    """Produces ``v0, v1, ...`` round-robin over :data:`PARTITIONS` partitions from a
+    thread, paced at ``per_second``, until :meth:`finish`."""
+
+    def __init__(self, bootstrap: str, topic: str, per_second: float) -> None:
+        self._producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+        self._topic = topic
+        self._interval = 1.0 / per_second
+        self._stop = threading.Event()
+        self.produced = 0
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        i = 0
+        while not self._stop.is_set():
+            self._producer.produce(self._topic, value=f"v{i}".encode(), partition=i % PARTITIONS)
+            i += 1
+            self._producer.poll(0)
+            time.sleep(self._interval)
+        assert self._producer.flush(30) == 0
+        self.produced = i
+
+    def finish(self) -> int:
+        """Stop producing; return how many records were produced (all acknowledged)."""
+        self._stop.set()
+        self._thread.join(60)
+        return self.produced

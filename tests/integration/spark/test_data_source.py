@@ -17,7 +17,6 @@ import collections
 import itertools
 import json
 import sys
-import threading
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -30,13 +29,13 @@ from pyspark import cloudpickle
 from coopconsumer import Consumer, TopicPartition
 from coopconsumer.spark import register_data_source
 from coopconsumer.testing import EmbeddedBroker
+from integration.spark.conftest import PARTITIONS, GrowingTopic
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 cloudpickle.register_pickle_by_value(sys.modules[__name__])  # type: ignore[no-untyped-call]
 
-PARTITIONS = 4
 PATIENCE_S = 120.0
 
 
@@ -150,34 +149,6 @@ def test_bad_options_are_refused_before_anything_runs(
         source(spark, tansu_broker, unique_topic, startingOffsets="group").collect()
     with pytest.raises(errors, match="minPartitions"):
         source(spark, tansu_broker, unique_topic, minPartitions="0").collect()
-
-
-class GrowingTopic:
-    """Produces round-robin from a thread until :meth:`finish`."""
-
-    def __init__(self, bootstrap: str, topic: str, per_second: float) -> None:
-        self._producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
-        self._topic = topic
-        self._interval = 1.0 / per_second
-        self._stop = threading.Event()
-        self.produced = 0
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        i = 0
-        while not self._stop.is_set():
-            self._producer.produce(self._topic, value=f"v{i}".encode(), partition=i % PARTITIONS)
-            i += 1
-            self._producer.poll(0)
-            time.sleep(self._interval)
-        assert self._producer.flush(30) == 0
-        self.produced = i
-
-    def finish(self) -> int:
-        self._stop.set()
-        self._thread.join(60)
-        return self.produced
 
 
 def offsets_of(progress_offsets: str | dict[str, Any] | None, topic: str) -> dict[int, int]:

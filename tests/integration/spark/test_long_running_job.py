@@ -19,41 +19,32 @@ from __future__ import annotations
 import collections
 import os
 import sys
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
-from confluent_kafka import Message, Producer
+from confluent_kafka import Message
 from pyspark import TaskContext, cloudpickle
 
 from coopconsumer import Consumer, TopicPartition
 from coopconsumer.spark import ConsumeJob, MemberStatus, start_consume_job
 from coopconsumer.testing import EmbeddedBroker, SparkStandaloneCluster
-from integration.spark.conftest import restore_workers
+from integration.spark.conftest import (
+    PARTITIONS,
+    GrowingTopic,
+    job_config,
+    restore_workers,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 cloudpickle.register_pickle_by_value(sys.modules[__name__])  # type: ignore[no-untyped-call]
 
-PARTITIONS = 4
 #: Joins, task launches and a lost member's session timeout on a busy two-core machine.
 PATIENCE_S = 120.0
-
-
-def job_config(broker: EmbeddedBroker, group: str) -> dict[str, object]:
-    # Tansu holds a JoinGroup for max(1 s, session.timeout.ms / 2) (docs/testing.md);
-    # a killed member is noticed after session.timeout.ms.
-    return {
-        "bootstrap.servers": broker.bootstrap,
-        "group.id": group,
-        "session.timeout.ms": 3000,
-        "heartbeat.interval.ms": 500,
-        "max.poll.interval.ms": 30000,
-    }
 
 
 class LedgerSink:
@@ -89,36 +80,6 @@ def attempt_of(name: str) -> tuple[int, int, int]:
     """(member, attempt, pid) of a ledger file name."""
     parts = name.removesuffix(".txt").split("-")
     return int(parts[1]), int(parts[3]), int(parts[5])
-
-
-class GrowingTopic:
-    """Produces ``v0, v1, ...`` round-robin over the partitions from a thread, paced,
-    until :meth:`finish`; :attr:`produced` counts what was acknowledged."""
-
-    def __init__(self, bootstrap: str, topic: str, per_second: float) -> None:
-        self._producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
-        self._topic = topic
-        self._interval = 1.0 / per_second
-        self._stop = threading.Event()
-        self.produced = 0
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        i = 0
-        while not self._stop.is_set():
-            self._producer.produce(self._topic, value=f"v{i}".encode(), partition=i % PARTITIONS)
-            i += 1
-            self._producer.poll(0)
-            time.sleep(self._interval)
-        assert self._producer.flush(30) == 0
-        self.produced = i
-
-    def finish(self) -> int:
-        """Stop producing; return how many records were produced (all acknowledged)."""
-        self._stop.set()
-        self._thread.join(60)
-        return self.produced
 
 
 def wait_until(condition: Callable[[], bool], what: str, job: ConsumeJob) -> None:
@@ -160,7 +121,7 @@ def test_members_run_until_stopped_and_report_while_running(
     topic = GrowingTopic(tansu_broker.bootstrap, unique_topic, per_second=200)
     job = start_consume_job(
         spark,
-        job_config(tansu_broker, unique_group),
+        job_config(tansu_broker, unique_group, session_timeout_ms=3000),
         [unique_topic],
         LedgerSink(tmp_path),
         members=2,
@@ -222,7 +183,7 @@ def test_a_lost_worker_is_a_rebalance_and_its_members_come_back_nothing_lost(
     topic = GrowingTopic(tansu_broker.bootstrap, unique_topic, per_second=150)
     job = start_consume_job(
         spark,
-        job_config(tansu_broker, unique_group),
+        job_config(tansu_broker, unique_group, session_timeout_ms=3000),
         [unique_topic],
         LedgerSink(tmp_path, pace_s=0.05),
         members=3,

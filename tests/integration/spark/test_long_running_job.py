@@ -274,3 +274,41 @@ def test_a_lost_worker_is_a_rebalance_and_its_members_come_back_nothing_lost(
         sum(row.records for row in final) + sum(per_attempt[n].total() for n in killed_files)
         == everything.total()
     )
+
+
+class StuckSink:
+    """Never returns from its first batch (a sink stuck on a dead service)."""
+
+    def __call__(self, batch: list[Message]) -> None:
+        time.sleep(3600)
+
+
+def test_stop_cancels_members_that_do_not_stop_in_time(
+    spark: SparkSession, tansu_broker: EmbeddedBroker, unique_topic: str, unique_group: str
+) -> None:
+    from coopconsumer import RequestTimeoutError
+
+    tansu_broker.create_topic(unique_topic, partitions=PARTITIONS)
+    topic = GrowingTopic(tansu_broker.bootstrap, unique_topic, per_second=50)
+    job = start_consume_job(
+        spark,
+        job_config(tansu_broker, unique_group),
+        [unique_topic],
+        StuckSink(),
+        members=2,
+        report_interval_s=0.5,
+    )
+    try:
+        wait_until(lambda: len(running(job)) == 2, "two members run", job)
+    finally:
+        topic.finish()
+    time.sleep(2.0)  # both take a batch and get stuck in the sink
+    with pytest.raises(RequestTimeoutError, match=r"job group coopconsumer-.* was cancelled"):
+        job.stop(timeout_s=5.0)
+    assert job.done  # the cancelled Spark job ended; the cluster's slots are free again
+    with pytest.raises(Exception, match="cancelled"):
+        job.wait(0)
+    # Nothing was committed: the stuck batches are delivered again to the next run.
+    assert all(
+        o is None for o in committed_offsets(tansu_broker, unique_group, unique_topic).values()
+    )

@@ -5,13 +5,14 @@
 
 Needs the ``spark`` extra and Java 17. A producer thread writes shop events to a new
 topic for ``--seconds`` seconds while a streaming query reads them with the
-``coopconsumer`` data source (``spark.readStream.format("coopconsumer")``) and counts
-events per action. The query names a consumer group (``kafka.group.id``), so after
-every micro-batch the source commits the batch's end offsets to that group -- which
-Spark's own Kafka source never does. A *lag check* then reads the group the way
-``kafka-consumer-groups --describe`` or a lag exporter does (committed offsets against
-the high watermarks, with a plain ``coopconsumer.Consumer`` that never joins the
-group) and prints it once a second. Once the producer stops, the lag falls to 0.
+``coopconsumer`` data source (``spark.readStream.format("coopconsumer")``) into a
+memory table, counted per action at the end. The query names a consumer group
+(``kafka.group.id``), so after every micro-batch the source commits the batch's end
+offsets to that group -- which Spark's own Kafka source never does. A *lag check*
+then reads the group the way ``kafka-consumer-groups --describe`` or a lag exporter
+does (committed offsets against the high watermarks, with a plain
+``coopconsumer.Consumer`` that never joins the group) and prints it once a second.
+Once the producer stops, the lag falls to 0.
 
 By default it starts an embedded Tansu broker and a Spark standalone cluster (a master
 and two workers, each its own process, from the installed pyspark package). Exits 0
@@ -162,15 +163,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             .option("maxOffsetsPerTrigger", "1000")
             .load()
         )
-        counts = (
-            events.select(F.get_json_object(F.col("value").cast("string"), "$.action").alias("a"))
-            .groupBy("a")
-            .count()
+        # Stateless: each micro-batch appends (offset, action) rows to a memory table.
+        actions = events.select(
+            "partition",
+            "offset",
+            F.get_json_object(F.col("value").cast("string"), "$.action").alias("action"),
         )
         query = (
-            counts.writeStream.outputMode("complete")
+            actions.writeStream.outputMode("append")
             .format("memory")
-            .queryName("action_counts")
+            .queryName("actions")
             .option("checkpointLocation", checkpoint)
             .trigger(processingTime="1 second")
             .start()
@@ -203,7 +205,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                 caught_up = True
                 break
             time.sleep(1.0)
-        rows = {r.a: r["count"] for r in spark.sql("SELECT * FROM action_counts").collect()}
+        rows = {
+            r.action: r.events
+            for r in spark.sql(
+                "SELECT action, COUNT(DISTINCT partition, offset) AS events FROM actions "
+                "GROUP BY action"
+            ).collect()
+        }
         print("events per action:", json.dumps(rows, sort_keys=True))
         counted = sum(rows.values())
 

@@ -304,7 +304,16 @@ def _control_server(spark: SparkSession, host: str | None, port: int) -> Control
     conf = spark.sparkContext.getConf()
     advertised = host or conf.get("spark.driver.host") or "127.0.0.1"
     bind = host or conf.get("spark.driver.bindAddress") or advertised
-    return ControlServer(bind, port, secrets.token_urlsafe(24), advertised_host=advertised)
+    token = secrets.token_urlsafe(24)
+    try:
+        return ControlServer(bind, port, token, advertised_host=advertised)
+    except OSError as exc:
+        if host is not None:
+            raise ConfigurationError(f"control_host {host!r}, port {port}: {exc}") from exc
+        # A driver host that is a name for a proxy or a service (Kubernetes) may not be
+        # an address of this machine: listen on every interface instead.
+        log.warning("consume job: cannot listen on %s (%s); listening on all interfaces", bind, exc)
+        return ControlServer("", port, token, advertised_host=advertised)
 
 
 def _start(

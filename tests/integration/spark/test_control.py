@@ -115,3 +115,15 @@ def test_an_unreachable_driver_does_not_stop_the_member() -> None:
     member.report({"records": 1})  # dropped, logged
     assert member.poll() is False  # no new attempt before the reconnect interval
     assert time.monotonic() - started < 2.0
+
+
+def test_a_server_on_every_interface_advertises_the_given_host() -> None:
+    server = ControlServer("", 0, "t", advertised_host="127.0.0.1")
+    try:
+        assert server.address.host == "127.0.0.1"
+        member = ControlClient(server.address, member=3, attempt=1)
+        assert member.poll() is False
+        eventually(lambda: len(server.board.reports()) == 1, "the member is seen")
+        member.close()
+    finally:
+        server.close()

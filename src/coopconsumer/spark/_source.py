@@ -393,6 +393,7 @@ class _StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._last_trigger_ms = 0
         self._available_now: PartitionOffsets | None = None
         self._committed: PartitionOffsets = {}
+        self._initial: dict[str, Any] | None = None
 
     def __getstate__(self) -> dict[str, Any]:
         return {"options": self.options}  # what read() needs, never a client
@@ -412,6 +413,10 @@ class _StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return dict(self._latest)
 
     def initialOffset(self) -> dict[str, Any]:
+        # Resolved once: Spark may ask again before the first batch is in its offset
+        # log, and the group's offsets (startingOffsets=group) move once we commit.
+        if self._initial is not None:
+            return self._initial
         marks = self._kafka().watermarks()
         start = _resolve(
             self.options.starting,
@@ -421,7 +426,8 @@ class _StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             unlisted=self.options.fallback,
         )
         self._last_trigger_ms = int(time.time() * 1000)
-        return offsets_to_json(start)
+        self._initial = offsets_to_json(start)
+        return self._initial
 
     def getDefaultReadLimit(self) -> ReadLimit:
         if self.options.max_offsets_per_trigger is not None:

@@ -1,4 +1,4 @@
-"""``coopconsumer.spark.run_consume_job`` on a local Spark (``local[2,2]``).
+"""``coopconsumer.spark.run_consume_job`` on the standalone cluster (conftest.py).
 
 The end-offset and no-failure tests run on both embedded brokers (``broker``), the
 others on Tansu.

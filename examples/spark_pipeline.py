@@ -1,9 +1,13 @@
 """A PySpark pipeline: Kafka -> Parquet -> aggregate -> Kafka, with coopconsumer.spark.
 
-    python examples/spark_pipeline.py                     # starts an embedded Tansu broker
-    python examples/spark_pipeline.py --bootstrap host:9092
+    python examples/spark_pipeline.py                     # embedded Tansu, own Spark cluster
+    python examples/spark_pipeline.py --bootstrap host:9092 --master spark://host:7077
 
-Needs the ``spark`` extra (pyspark, pandas, pyarrow) and Java 17 for local Spark. Steps:
+Needs the ``spark`` extra (pyspark, pandas, pyarrow) and Java 17. By default it starts a
+Spark standalone cluster -- a master and two workers, each its own process, from the
+installed pyspark package (``coopconsumer.testing.spark_standalone_cluster``) -- so the
+consume job's members run in executors of separate worker processes; ``--master``
+takes any master URL instead (``local[2]`` runs everything in one JVM). Steps:
 
 1. produce sample shop events (JSON: user, action, amount) to a new topic;
 2. consume the topic up to its current end with ``run_consume_job``: ``--members``
@@ -15,7 +19,7 @@ Needs the ``spark`` extra (pyspark, pandas, pyarrow) and Java 17 for local Spark
 4. produce the aggregate to a second topic with ``KafkaWriter`` (idempotent producer,
    every delivery awaited) and read it back with a coopconsumer ``Consumer``.
 
-Runs Spark as ``local[2]``. Exits 0 when every event reached the Parquet files, the
+Exits 0 when every event reached the Parquet files, the
 aggregate accounts for every event, and every aggregate row was read back from Kafka;
 1 otherwise.
 """
@@ -37,7 +41,13 @@ from typing import TYPE_CHECKING, Any
 from confluent_kafka import Message, Producer
 
 from coopconsumer import Consumer
-from coopconsumer.testing import EmbeddedBroker, embedded_broker, external_broker, unique_name
+from coopconsumer.testing import (
+    EmbeddedBroker,
+    embedded_broker,
+    external_broker,
+    spark_standalone_cluster,
+    unique_name,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -105,24 +115,36 @@ class ParquetSink:
             os.replace(temporary, target)
 
 
-def start_spark() -> SparkSession:
-    # Workers must run this interpreter; everything stays on the loopback interface.
+def start_spark(stack: ExitStack, master: str | None) -> SparkSession:
+    """A session on ``master``, or on a standalone cluster started here (stopped by
+    ``stack``). Executors run this interpreter; everything stays on loopback."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     from pyspark.sql import SparkSession
 
-    spark = (
-        SparkSession.builder.master("local[2]")
-        .appName("coopconsumer-spark-pipeline")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.driver.memory", "512m")
-        .config("spark.driver.host", "127.0.0.1")
-        .getOrCreate()
-    )
+    settings = {
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.shuffle.partitions": "2",
+        "spark.driver.memory": "512m",
+        "spark.driver.host": "127.0.0.1",
+    }
+    cluster = None
+    if master:
+        settings["spark.master"] = master
+    else:
+        print("starting a Spark standalone cluster (a master, two workers)", flush=True)
+        cluster = stack.enter_context(spark_standalone_cluster(2))
+        settings.update(cluster.session_config())
+    builder = SparkSession.builder.appName("coopconsumer-spark-pipeline")
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    stack.callback(spark.stop)
     spark.sparkContext.setLogLevel("ERROR")
+    if cluster is not None:
+        cluster.wait_for_executors(spark, 2)  # both workers take part in the job
     return spark
 
 
@@ -150,6 +172,7 @@ def read_back(bootstrap: str, topic: str, expected: int, timeout_s: float) -> di
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--bootstrap", help="an existing cluster (default: embedded Tansu)")
+    parser.add_argument("--master", help="a Spark master URL (default: a standalone cluster)")
     parser.add_argument("--records", type=int, default=5000, help="events to produce")
     parser.add_argument("--users", type=int, default=50)
     parser.add_argument("--partitions", type=int, default=4)
@@ -179,8 +202,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         produce_events(broker.bootstrap, events_topic, args.records, args.users)
         print(f"produced {args.records} events to {events_topic}", flush=True)
 
-        spark = start_spark()
-        stack.callback(spark.stop)
+        spark = start_spark(stack, args.master)
 
         # 1. Kafka -> Parquet: the consume job.
         config = {

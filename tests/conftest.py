@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -28,14 +29,39 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 _HERE = Path(__file__).resolve().parent
 #: Tests that start a Spark session: kept on one xdist worker so the session-scoped
-#: SparkSession (a JVM) starts once, not once per worker.
+#: Spark cluster and session (several JVMs) start once, not once per worker.
 _SPARK = (_HERE / "integration" / "spark", _HERE / "test_examples.py")
+
+
+def _is_spark(path: Path, name: str) -> bool:
+    return any(path == p or path.is_relative_to(p) for p in _SPARK) and (
+        path.name != "test_examples.py" or "spark" in name
+    )
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
-        path = item.path.resolve()
-        if any(path == p or path.is_relative_to(p) for p in _SPARK) and (
-            path.name != "test_examples.py" or "spark" in item.name
-        ):
+        if _is_spark(item.path.resolve(), item.name):
             item.add_marker(pytest.mark.xdist_group("spark"))
+
+
+@pytest.hookimpl(tryfirst=True, optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--dist loadgroup`` that puts the Spark tests in one group by their path.
+
+    xdist's own loadgroup finds a test's group in a ``@group`` suffix that its workers
+    append to ``item._nodeid``; since pytest 9.2 the node id no longer comes from that
+    attribute, so the suffix never reaches the scheduler and the ``xdist_group`` mark
+    above is lost: every worker would start its own Spark cluster."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadGroupScheduling  # type: ignore[import-untyped]
+
+    class SparkGroupScheduling(LoadGroupScheduling):  # type: ignore[misc]
+        def _split_scope(self, nodeid: str) -> str:
+            file, _, rest = nodeid.partition("::")
+            if _is_spark((config.rootpath / file).resolve(), rest):
+                return "spark"
+            return str(super()._split_scope(nodeid))
+
+    return SparkGroupScheduling(config, log)

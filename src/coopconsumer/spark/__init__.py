@@ -22,17 +22,36 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from ._consume import ConsumeJob as ConsumeJob
     from ._consume import MemberStats as MemberStats
+    from ._consume import MemberStatus as MemberStatus
     from ._consume import run_consume_job as run_consume_job
+    from ._consume import start_consume_job as start_consume_job
+    from ._source import CoopConsumerDataSource as CoopConsumerDataSource
+    from ._source import register_data_source as register_data_source
     from ._writer import KafkaWriter as KafkaWriter
 
 _WHERE = {
+    "ConsumeJob": "._consume",
     "MemberStats": "._consume",
+    "MemberStatus": "._consume",
     "run_consume_job": "._consume",
+    "start_consume_job": "._consume",
     "KafkaWriter": "._writer",
+    "CoopConsumerDataSource": "._source",
+    "register_data_source": "._source",
 }
 
-__all__ = ["KafkaWriter", "MemberStats", "run_consume_job"]
+__all__ = [
+    "ConsumeJob",
+    "CoopConsumerDataSource",
+    "KafkaWriter",
+    "MemberStats",
+    "MemberStatus",
+    "register_data_source",
+    "run_consume_job",
+    "start_consume_job",
+]
 
 
 def __getattr__(name: str) -> Any:

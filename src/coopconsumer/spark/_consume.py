@@ -1,64 +1,49 @@
-"""The consume job of ``coopconsumer.spark``: N Spark tasks, each a group member.
+"""The consume job of ``coopconsumer.spark``, driver side: N Spark tasks, each a member.
 
-Driver side, :func:`run_consume_job`: validate the configuration, read the end offsets
-of the topics (``_io._fetcher.end_offsets``), run one Spark task per member and turn
-their statistics into a DataFrame. Executor side, ``_Member``: a cooperative-sticky
-:class:`coopconsumer.Consumer` that hands batches to the sink, commits each batch only
-after the sink returned, and stops once the group's committed offsets reached the end
-offsets of every partition.
+:func:`run_consume_job` (bounded: up to the end offsets read at the start) and
+:func:`start_consume_job` (long-running: until :meth:`ConsumeJob.stop`) validate the
+configuration, start the control channel (``_control``), run one Spark task per member
+(``_member``) in a background thread and return, or give access to, the members'
+statistics. The members report while they run; :meth:`ConsumeJob.statistics` is the
+driver's live view.
 
-Imports pyspark, the public ``Consumer`` and the end-offset helper of ``_io``; never
-``confluent_kafka`` itself.
+Imports pyspark lazily, the public ``Consumer``'s config parser and the end-offset
+helper of ``_io``; never ``confluent_kafka`` itself.
 """
 
 from __future__ import annotations
 
 import functools
 import logging
-import math
+import secrets
+import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any, ClassVar, Final
+from collections.abc import Iterable, Mapping
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 
 from .._config import ConsumerConfig
-from .._consumer import Consumer
-from .._errors import (
-    BrokerConnectionError,
-    CommitFailedError,
-    ConfigurationError,
-    CoopConsumerError,
-    KafkaError,
-    RebalanceInProgressError,
-    RequestTimeoutError,
-)
+from .._errors import ConfigurationError, RequestTimeoutError
 from .._io._fetcher import end_offsets
-from .._listener import RebalanceListener
-from .._metrics import max_reading
-from .._types import TopicPartition
 from ..assignors import RebalanceProtocol, load_assignors, select_rebalance_protocol
+from ._control import ControlServer, MemberState
+from ._member import AtLeastOnceDelivery, MemberStats, Plan, Sink, run_task
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-    from .._io._fetcher import Record as Message
-
-__all__ = ["MemberStats", "Sink", "run_consume_job"]
+__all__ = [
+    "ConsumeJob",
+    "MemberStats",
+    "MemberStatus",
+    "Sink",
+    "run_consume_job",
+    "start_consume_job",
+]
 
 log = logging.getLogger("coopconsumer.spark")
-
-#: The sink: called on the executor with each batch of records (confluent-kafka
-#: ``Message`` objects); its return value is ignored.
-Sink = Callable[["list[Message]"], object]
-
-#: How often an idle member asks the group coordinator for the committed offsets.
-_CHECK_INTERVAL_S: Final = 0.5
-#: consume() calls in a row that raised before the member gives up (a fatal error is
-#: raised by every call; one the group reported only once).
-_MAX_CONSECUTIVE_ERRORS: Final = 5
-#: How often the member samples ``rebalance-latency-max`` (a windowed metric).
-_SAMPLE_INTERVAL_S: Final = 1.0
 
 #: The classic protocol's assignor setting (not set with group.protocol=consumer).
 _STRATEGY: Final = "partition.assignment.strategy"
@@ -71,74 +56,15 @@ _DEFAULTS: Final[dict[str, tuple[str, object]]] = {
 }
 
 
-def _partition_names(partitions: Iterable[TopicPartition]) -> tuple[str, ...]:
-    return tuple(str(tp) for tp in sorted(partitions))
-
-
-@attrs.frozen(kw_only=True)
-class MemberStats:
-    """What one member attempt of :func:`run_consume_job` did: one row of its result.
-
-    ``member`` is the member's index (its Spark partition, ``0 .. members-1``) and
-    ``attempt`` Spark's attempt number of that task (0 first, 1 for the first retry).
-    ``records`` were handed to the sink in ``batches`` calls; ``skipped`` records were
-    fetched but not handed over because they lie at or past the end offsets of the job.
-    ``rebalances`` is the ``rebalance-total`` metric (successful rebalances this member
-    took part in, the first join included). ``rebalance_latency_avg_ms`` is the mean
-    over all of them (``rebalance-latency-total / rebalance-total``) and
-    ``rebalance_latency_max_ms`` the largest ``rebalance-latency-max`` sampled during the
-    run (NaN without a rebalance). ``failed_commits`` counts offsets of batches the sink
-    took that could not be committed: refused (e.g. ``CommitFailedError``) or abandoned
-    because their partitions were lost; those records are delivered again.
-    ``assigned`` are the partitions the member owned when it stopped (``"topic-3"``),
-    ``member_id`` its last group member id, ``seconds`` the attempt's wall time.
-    """
-
-    #: The DataFrame schema of :meth:`as_row`'s tuples, in Spark DDL.
-    SCHEMA: ClassVar[str] = (
-        "member INT, attempt INT, member_id STRING, records LONG, skipped LONG, "
-        "batches LONG, rebalances LONG, rebalance_latency_avg_ms DOUBLE, "
-        "rebalance_latency_max_ms DOUBLE, failed_commits LONG, assigned ARRAY<STRING>, "
-        "seconds DOUBLE"
-    )
-
-    member: int
-    attempt: int
-    member_id: str
-    records: int
-    skipped: int
-    batches: int
-    rebalances: int
-    rebalance_latency_avg_ms: float
-    rebalance_latency_max_ms: float
-    failed_commits: int
-    assigned: tuple[str, ...]
-    seconds: float
-
-    def as_row(self) -> tuple[Any, ...]:
-        """The values in :attr:`SCHEMA` order (``assigned`` as a list)."""
-        return (
-            self.member,
-            self.attempt,
-            self.member_id,
-            self.records,
-            self.skipped,
-            self.batches,
-            self.rebalances,
-            self.rebalance_latency_avg_ms,
-            self.rebalance_latency_max_ms,
-            self.failed_commits,
-            list(self.assigned),
-            self.seconds,
-        )
-
-
 def _given(config: Mapping[str, object], *names: str) -> bool:
     return any(isinstance(k, str) and k.strip() in names for k in config)
 
 
-def _job_config(config: Mapping[str, object]) -> tuple[dict[str, object], ConsumerConfig]:
-    """The members' configuration: ``config`` plus the job's required settings."""
+def _job_config(
+    config: Mapping[str, object], *, bounded: bool = True
+) -> tuple[dict[str, object], ConsumerConfig]:
+    """The members' configuration: ``config`` plus the job's required settings. A
+    long-running job (``bounded=False``) takes any ``auto.offset.reset``."""
     if not isinstance(config, Mapping):
         raise ConfigurationError(f"config must be a mapping, not {type(config).__name__}")
     merged = dict(config)
@@ -158,7 +84,7 @@ def _job_config(config: Mapping[str, object]) -> tuple[dict[str, object], Consum
             "the consume job commits each batch after the sink returned: "
             "enable.auto.commit must be false"
         )
-    if parsed.auto_offset_reset != "earliest":
+    if bounded and parsed.auto_offset_reset != "earliest":
         raise ConfigurationError(
             "the consume job reads every record up to the end offsets: auto.offset.reset "
             f"must be 'earliest', not {parsed.auto_offset_reset!r}"
@@ -195,6 +121,282 @@ def _positive(name: str, value: object, *, integer: bool = False) -> None:
         raise ConfigurationError(f"{name} must be a positive {what}: {value!r}")
 
 
+@attrs.frozen(kw_only=True)
+class MemberStatus:
+    """One member attempt of a running consume job, as its last report showed it.
+
+    ``state`` is ``"running"`` (reporting), ``"finished"`` (stopped and left the
+    group) or ``"gone"`` (its connection to the driver closed without a last report:
+    the task failed or its executor was lost; Spark runs it again as a new attempt).
+    ``stats`` are its :class:`MemberStats` so far; ``records_lag`` the records after
+    its positions in the partitions it owns (librdkafka's last fetch; None when not
+    known) and ``generation_id`` its group generation, both as of the report
+    (None/-1 in a last report); ``reported_at`` when the driver received it
+    (``time.time()``).
+    """
+
+    state: MemberState
+    stats: MemberStats
+    records_lag: int | None
+    generation_id: int
+    reported_at: float
+
+
+class ConsumeJob:
+    """A running consume job (:func:`start_consume_job`; :func:`run_consume_job` waits
+    for one). The Spark job runs in a background thread of the driver; this object
+    watches and stops it. Usable as a context manager, which stops the job on exit.
+    """
+
+    def __init__(
+        self,
+        spark: SparkSession,
+        plan: Plan,
+        members: int,
+        server: ControlServer,
+        group_id: str,
+    ) -> None:
+        from pyspark import InheritableThread
+
+        self._spark = spark
+        self._plan = plan
+        self._members = members
+        self._server = server
+        self._group_id = group_id
+        self._job_group = f"coopconsumer-{group_id}-{secrets.token_hex(4)}"
+        self._rows: list[tuple[Any, ...]] | None = None
+        self._error: BaseException | None = None
+        self._done = threading.Event()
+        self._thread = InheritableThread(target=self._run, name=f"{self._job_group}-driver")
+        self._thread.daemon = True
+        self._thread.start()
+
+    def _run(self) -> None:
+        context = self._spark.sparkContext
+        try:
+            context.setJobGroup(
+                self._job_group,
+                f"coopconsumer consume job, group {self._group_id}",
+                interruptOnCancel=True,
+            )
+            self._rows = (
+                context.parallelize(range(self._members), self._members)
+                .mapPartitionsWithIndex(functools.partial(run_task, self._plan))
+                .collect()
+            )
+        except BaseException as exc:
+            self._error = exc
+        finally:
+            self._done.set()
+
+    @property
+    def group_id(self) -> str:
+        """The consumer group the members belong to."""
+        return self._group_id
+
+    @property
+    def job_group(self) -> str:
+        """The Spark job group of the job's tasks (what ``cancelJobGroup`` takes)."""
+        return self._job_group
+
+    @property
+    def members(self) -> int:
+        """How many members (Spark tasks) the job runs."""
+        return self._members
+
+    @property
+    def done(self) -> bool:
+        """Whether the Spark job has ended (every member stopped, or it failed)."""
+        return self._done.is_set()
+
+    def statistics(self) -> list[MemberStatus]:
+        """The members' statistics as they last reported them (every few seconds,
+        between batches), by member and attempt. A member attempt that has not reported
+        yet is left out. Safe to call from any thread, while the job runs or after."""
+        statuses = []
+        for report in self._server.board.reports():
+            if not report.stats:
+                continue
+            stats = dict(report.stats)
+            lag = stats.pop("records_lag", None)
+            generation = stats.pop("generation_id", -1)
+            statuses.append(
+                MemberStatus(
+                    state=report.state,
+                    stats=MemberStats.from_dict(stats),
+                    records_lag=None if lag is None else int(lag),
+                    generation_id=int(generation),
+                    reported_at=report.received_at,
+                )
+            )
+        return statuses
+
+    def stop(self, timeout_s: float = 60.0) -> DataFrame:
+        """Ask every member to stop, wait for the job, return :meth:`wait`'s DataFrame.
+
+        Each member finishes the batch in hand (its sink returns and the batch is
+        committed), commits what is pending, leaves the group and reports; members
+        whose tasks have not started yet stop as soon as they start. If the job has not
+        ended within ``timeout_s`` (a sink that does not return), its Spark job group
+        is cancelled (the tasks are killed; what they committed stands, what they
+        handed to the sink without committing is delivered again to the next run) and
+        ``RequestTimeoutError`` is raised. Raises the job's own failure as
+        :meth:`wait` does. Idempotent once the job has ended.
+        """
+        self._server.request_stop()
+        if not self._done.wait(timeout_s):
+            self._spark.sparkContext.cancelJobGroup(self._job_group)
+            self._done.wait(30.0)
+            self._server.close()
+            raise RequestTimeoutError(
+                f"consume job of group {self._group_id}: members did not stop within "
+                f"{timeout_s:.0f}s; its Spark job group {self._job_group} was cancelled"
+            )
+        return self.wait()
+
+    def wait(self, timeout_s: float | None = None) -> DataFrame:
+        """Wait until the job ends and return one row of :class:`MemberStats` per member
+        attempt that finished, sorted by member and attempt (:attr:`MemberStats.SCHEMA`;
+        already computed: using it runs nothing). A long-running job ends only after
+        :meth:`stop` (from another thread) or when it fails.
+
+        Raises ``RequestTimeoutError`` if it is still running after ``timeout_s``
+        seconds (None: wait for ever; the job keeps running), and Spark's exception
+        when a task failed beyond its retries (a sink exception, a bounded job's
+        timeout).
+        """
+        if not self._done.wait(timeout_s):
+            raise RequestTimeoutError(
+                f"consume job of group {self._group_id} still running after {timeout_s}s"
+            )
+        self._server.close()
+        if self._error is not None:
+            raise self._error
+        rows = sorted(self._rows or [], key=lambda row: (row[0], row[1]))
+        return self._spark.createDataFrame(rows, schema=MemberStats.SCHEMA)
+
+    def __enter__(self) -> ConsumeJob:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        if exc is None:
+            self.stop()
+            return
+        try:
+            self.stop()
+        except Exception as error:  # the block's own exception matters more
+            log.warning("consume job of group %s: stop failed: %s", self._group_id, error)
+
+    def __repr__(self) -> str:
+        state = "done" if self.done else "running"
+        return f"ConsumeJob(group={self._group_id!r}, members={self._members}, {state})"
+
+
+def _control_server(spark: SparkSession, host: str | None, port: int) -> ControlServer:
+    """The job's control channel, listening where Spark's own driver endpoint does
+    (``spark.driver.bindAddress``, advertised as ``spark.driver.host``) unless
+    ``host`` names an address."""
+    conf = spark.sparkContext.getConf()
+    advertised = host or conf.get("spark.driver.host") or "127.0.0.1"
+    bind = host or conf.get("spark.driver.bindAddress") or advertised
+    token = secrets.token_urlsafe(24)
+    try:
+        return ControlServer(bind, port, token, advertised_host=advertised)
+    except OSError as exc:
+        if host is not None:
+            raise ConfigurationError(f"control_host {host!r}, port {port}: {exc}") from exc
+        # A driver host that is a name for a proxy or a service (Kubernetes) may not be
+        # an address of this machine: listen on every interface instead.
+        log.warning("consume job: cannot listen on %s (%s); listening on all interfaces", bind, exc)
+        return ControlServer("", port, token, advertised_host=advertised)
+
+
+def _start(
+    spark: SparkSession,
+    config: Mapping[str, object],
+    topics: Iterable[str] | str,
+    sink: Sink,
+    *,
+    bounded: bool,
+    members: int | None,
+    batch_size: int,
+    poll_timeout_s: float,
+    timeout_s: float | None,
+    report_interval_s: float,
+    control_host: str | None,
+    control_port: int,
+) -> ConsumeJob:
+    merged, parsed = _job_config(config, bounded=bounded)
+    names = _topic_names(topics)
+    if not callable(sink):
+        raise ConfigurationError(f"sink must be callable, not {sink!r}")
+    _positive("batch_size", batch_size, integer=True)
+    _positive("poll_timeout_s", poll_timeout_s)
+    _positive("report_interval_s", report_interval_s)
+    if timeout_s is not None:
+        _positive("timeout_s", timeout_s)
+    if members is not None:
+        _positive("members", members, integer=True)
+    if isinstance(control_port, bool) or not isinstance(control_port, int):
+        raise ConfigurationError(f"control_port must be an int, not {control_port!r}")
+
+    from pyspark import cloudpickle
+
+    try:
+        cloudpickle.dumps(sink)  # type: ignore[no-untyped-call]
+    except Exception as exc:
+        raise ConfigurationError(f"sink must be picklable to run on executors: {exc}") from exc
+
+    started = time.time()
+    ends = end_offsets(
+        parsed.fetcher_config(), names, timeout_s=parsed.default_api_timeout_ms / 1000.0
+    )
+    context = spark.sparkContext
+    count = members if members is not None else max(1, min(context.defaultParallelism, len(ends)))
+    if count > context.defaultParallelism:
+        log.warning(
+            "consume job: %d members but the application has about %d task slots; the "
+            "members without a slot start only when a slot is free%s",
+            count,
+            context.defaultParallelism,
+            " (in a bounded job: after the others finished)"
+            if bounded
+            else " (an executor is added, or another member ends)",
+        )
+    server = _control_server(spark, control_host, control_port)
+    try:
+        plan = Plan(
+            config=merged,
+            topics=names,
+            delivery=functools.partial(AtLeastOnceDelivery, sink),
+            batch_size=batch_size,
+            poll_timeout_s=float(poll_timeout_s),
+            ends=ends if bounded else None,
+            deadline=None if timeout_s is None else started + timeout_s,
+            timeout_s=None if timeout_s is None else float(timeout_s),
+            control=server.address,
+            report_interval_s=float(report_interval_s),
+        )
+        log.info(
+            "consume job: %d member(s), group %s, %d partition(s)%s",
+            count,
+            parsed.group_id,
+            len(ends),
+            f", {sum(max(0, h - lo) for lo, h in ends.values())} record(s) to the end offsets"
+            if bounded
+            else ", until stopped",
+        )
+        return ConsumeJob(spark, plan, count, server, parsed.require_group_id())
+    except BaseException:
+        server.close()
+        raise
+
+
 def run_consume_job(
     spark: SparkSession,
     config: Mapping[str, object],
@@ -205,6 +407,7 @@ def run_consume_job(
     batch_size: int = 500,
     poll_timeout_s: float = 0.2,
     timeout_s: float = 600.0,
+    report_interval_s: float = 2.0,
 ) -> DataFrame:
     """Consume ``topics`` up to their current end offsets with ``members`` Spark tasks,
     each a member of the consumer group ``config["group.id"]``; return their statistics.
@@ -242,8 +445,9 @@ def run_consume_job(
 
     Run at most as many members as the application has executor cores: tasks that do
     not get a core wait, and join after the others have finished the work. Needs a
-    classic (not Spark Connect) session; executors need this package and network access
-    to the brokers.
+    classic (not Spark Connect) session; executors need this package, network access
+    to the brokers and to the driver (members report to it every
+    ``report_interval_s`` seconds; see :func:`start_consume_job`).
 
     Returns a DataFrame (already computed: the job ran exactly once) with one row per
     member attempt that finished, in :attr:`MemberStats.SCHEMA`; a failed attempt has
@@ -256,295 +460,83 @@ def run_consume_job(
     ``RequestTimeoutError`` naming the partitions whose committed offsets are short of
     the end offsets.
     """
-    merged, parsed = _job_config(config)
-    names = _topic_names(topics)
-    if not callable(sink):
-        raise ConfigurationError(f"sink must be callable, not {sink!r}")
-    _positive("batch_size", batch_size, integer=True)
-    _positive("poll_timeout_s", poll_timeout_s)
     _positive("timeout_s", timeout_s)
-    if members is not None:
-        _positive("members", members, integer=True)
-
-    from pyspark import cloudpickle
-
-    try:
-        cloudpickle.dumps(sink)  # type: ignore[no-untyped-call]
-    except Exception as exc:
-        raise ConfigurationError(f"sink must be picklable to run on executors: {exc}") from exc
-
-    started = time.time()
-    ends = end_offsets(
-        parsed.fetcher_config(), names, timeout_s=parsed.default_api_timeout_ms / 1000.0
-    )
-    context = spark.sparkContext
-    count = members if members is not None else max(1, min(context.defaultParallelism, len(ends)))
-    if count > context.defaultParallelism:
-        log.warning(
-            "consume job: %d members but the application has about %d task slots; the "
-            "members without a slot start only after the others finished",
-            count,
-            context.defaultParallelism,
-        )
-    plan = _Plan(
-        config=merged,
-        topics=names,
-        ends=ends,
-        sink=sink,
+    job = _start(
+        spark,
+        config,
+        topics,
+        sink,
+        bounded=True,
+        members=members,
         batch_size=batch_size,
-        poll_timeout_s=float(poll_timeout_s),
-        deadline=started + timeout_s,
-        timeout_s=float(timeout_s),
+        poll_timeout_s=poll_timeout_s,
+        timeout_s=timeout_s,
+        report_interval_s=report_interval_s,
+        control_host=None,
+        control_port=0,
     )
-    log.info(
-        "consume job: %d member(s), group %s, %d partition(s), %d record(s) to the end offsets",
-        count,
-        parsed.group_id,
-        len(ends),
-        sum(max(0, high - low) for low, high in ends.values()),
+    return job.wait()
+
+
+def start_consume_job(
+    spark: SparkSession,
+    config: Mapping[str, object],
+    topics: Iterable[str] | str,
+    sink: Sink,
+    *,
+    members: int | None = None,
+    batch_size: int = 500,
+    poll_timeout_s: float = 0.2,
+    report_interval_s: float = 2.0,
+    control_host: str | None = None,
+    control_port: int = 0,
+) -> ConsumeJob:
+    """Start a long-running consume job: ``members`` Spark tasks, each a member of the
+    consumer group ``config["group.id"]``, consume ``topics`` until
+    :meth:`ConsumeJob.stop`. Returns at once; the job runs in a background thread.
+
+    Each member is what :func:`run_consume_job` runs -- a cooperative-sticky
+    :class:`coopconsumer.Consumer` that hands each batch to ``sink`` on its executor
+    and commits the batch's offsets only after the sink returned -- except that it has
+    no end offsets: it consumes whatever arrives, from the group's committed offsets
+    (``auto.offset.reset`` for partitions without, ``earliest`` unless ``config`` says
+    otherwise), until the driver tells it to stop. ``enable.auto.commit=true`` and
+    assignors without COOPERATIVE support are refused (``ConfigurationError``).
+
+    Spark's scheduling becomes the group's membership: a task that fails, or whose
+    executor is lost, leaves the group (a cooperative rebalance moves only its
+    partitions to the others) and Spark runs it again -- on a free slot, or when one
+    appears -- where it rejoins (another cooperative rebalance). Members beyond the
+    application's free task slots wait, and join when an executor is added (dynamic
+    allocation requests executors for such waiting tasks). The members keep the
+    partitions they own through all of these.
+
+    Every ``report_interval_s`` seconds, between batches, each member sends its
+    statistics to the driver over a TCP connection (the driver listens on
+    ``control_host``, default ``spark.driver.host``, port ``control_port``, default any
+    free one; executors must be able to reach it, as they reach the driver's own
+    endpoints). :meth:`ConsumeJob.statistics` shows them; a member that cannot reach
+    the driver keeps consuming and retries.
+
+    Delivery is at-least-once, as in :func:`run_consume_job`: a member that fails or
+    whose executor is lost delivers again, through whichever member takes its
+    partitions, the records its sink took after its last commit. Stopping is graceful:
+    each member finishes its batch, commits and leaves the group.
+
+    Raises ``ConfigurationError`` for invalid arguments and ``KafkaError`` if a topic
+    does not exist (nothing started).
+    """
+    return _start(
+        spark,
+        config,
+        topics,
+        sink,
+        bounded=False,
+        members=members,
+        batch_size=batch_size,
+        poll_timeout_s=poll_timeout_s,
+        timeout_s=None,
+        report_interval_s=report_interval_s,
+        control_host=control_host,
+        control_port=control_port,
     )
-    rows = (
-        context.parallelize(range(count), count)
-        .mapPartitionsWithIndex(functools.partial(_run_task, plan))
-        .collect()
-    )
-    rows.sort(key=lambda row: (row[0], row[1]))
-    return spark.createDataFrame(rows, schema=MemberStats.SCHEMA)
-
-
-@attrs.frozen(kw_only=True)
-class _Plan:
-    """Everything a member task needs; pickled to the executors."""
-
-    config: dict[str, object]
-    topics: tuple[str, ...]
-    #: (low, high) watermarks per partition when the job started.
-    ends: dict[TopicPartition, tuple[int, int]]
-    sink: Sink
-    batch_size: int
-    poll_timeout_s: float
-    #: Wall-clock (``time.time()``) end of the job, shared by every attempt.
-    deadline: float
-    timeout_s: float
-
-
-def _run_task(plan: _Plan, index: int, _items: Iterator[int]) -> Iterator[tuple[Any, ...]]:
-    from pyspark import TaskContext
-
-    context = TaskContext.get()
-    attempt = context.attemptNumber() if context is not None else 0
-    yield _Member(plan, index, attempt).run().as_row()
-
-
-def _reached(committed: int | None, low: int, high: int) -> bool:
-    """Whether a partition is done: committed at its end, or empty (nothing to read)."""
-    return high <= low or (committed is not None and committed >= high)
-
-
-class _Member(RebalanceListener):
-    """One member attempt. Also its own rebalance listener: offsets of batches the sink
-    took but that are not committed yet (``_pending``) are committed when their
-    partitions are revoked, and forgotten when they are lost."""
-
-    def __init__(self, plan: _Plan, index: int, attempt: int) -> None:
-        self._plan = plan
-        self._index = index
-        self._attempt = attempt
-        self._ends = {tp: high for tp, (_low, high) in plan.ends.items()}
-        self._pending: dict[TopicPartition, int] = {}
-        self._consumer: Consumer | None = None
-        self._records = 0
-        self._skipped = 0
-        self._batches = 0
-        self._failed_commits = 0
-        self._latency_max = math.nan
-        self._short: list[str] = []
-
-    # ------------------------------------------------------------------ listener
-
-    def on_partitions_assigned(self, partitions: frozenset[TopicPartition]) -> None:
-        pass
-
-    def on_partitions_revoked(self, partitions: frozenset[TopicPartition]) -> None:
-        # Still a member of the generation (KIP-429: a cooperative revocation runs after
-        # SyncGroup), so the offsets of what the sink took can be committed before the
-        # next owner starts: a hand-over between live members repeats nothing.
-        offsets = {tp: self._pending.pop(tp) for tp in partitions if tp in self._pending}
-        if offsets and self._consumer is not None:
-            try:
-                self._consumer.commit(offsets)
-            except CoopConsumerError as exc:
-                # Raising here would surface from the next consume(): log instead.
-                self._failed_commits += 1
-                log.warning(
-                    "member %d: commit before revoking %s failed (%s); their records are "
-                    "consumed again by the next owner",
-                    self._index,
-                    ", ".join(_partition_names(offsets)),
-                    exc,
-                )
-
-    def on_partitions_lost(self, partitions: frozenset[TopicPartition]) -> None:
-        # Another member may own them already: a commit would fail; the next owner
-        # consumes these records again (at-least-once).
-        dropped = [tp for tp in partitions if self._pending.pop(tp, None) is not None]
-        if dropped:
-            self._failed_commits += 1
-            log.warning(
-                "member %d: lost %s before committing what the sink took; their records "
-                "are consumed again by the next owner",
-                self._index,
-                ", ".join(_partition_names(dropped)),
-            )
-
-    # ------------------------------------------------------------------ run
-
-    def run(self) -> MemberStats:
-        started = time.monotonic()
-        consumer = Consumer(self._plan.config)
-        self._consumer = consumer
-        try:
-            consumer.subscribe(list(self._plan.topics), listener=self)
-            self._loop(consumer)
-            metrics = consumer.metrics()
-            assigned = consumer.assignment()
-            member_id = consumer.group_metadata().member_id
-        except BaseException:
-            try:
-                consumer.close()
-            except Exception as exc:  # the original error matters more
-                log.warning("member %d: close after a failure failed: %s", self._index, exc)
-            raise
-        consumer.close()
-        rebalances = int(metrics["rebalance-total"])
-        latency_max = max_reading(self._latency_max, metrics["rebalance-latency-max"])
-        return MemberStats(
-            member=self._index,
-            attempt=self._attempt,
-            member_id=member_id,
-            records=self._records,
-            skipped=self._skipped,
-            batches=self._batches,
-            rebalances=rebalances,
-            rebalance_latency_avg_ms=(
-                metrics["rebalance-latency-total"] / rebalances if rebalances else math.nan
-            ),
-            rebalance_latency_max_ms=latency_max if rebalances else math.nan,
-            failed_commits=self._failed_commits,
-            assigned=_partition_names(assigned),
-            seconds=time.monotonic() - started,
-        )
-
-    def _loop(self, consumer: Consumer) -> None:
-        plan = self._plan
-        next_check = 0.0
-        next_sample = time.monotonic() + _SAMPLE_INTERVAL_S
-        errors = 0  # consume() calls in a row that raised
-        while True:
-            if time.time() >= plan.deadline:
-                if not self._all_committed(consumer):  # also names what is missing
-                    raise RequestTimeoutError(
-                        f"consume job timed out after {plan.timeout_s:.0f}s (member "
-                        f"{self._index}, attempt {self._attempt}): committed offsets short of "
-                        f"the end offsets: {', '.join(self._short) or 'unknown'}"
-                    )
-                return
-            try:
-                messages = consumer.consume(plan.batch_size, plan.poll_timeout_s)
-            except CoopConsumerError as exc:
-                # An error the group reported (e.g. a failed SyncGroup): the consumer
-                # rejoins by itself and carries on. A fatal one is raised by every call.
-                errors += 1
-                if errors >= _MAX_CONSECUTIVE_ERRORS:
-                    raise
-                log.warning("member %d: %s (the consumer carries on)", self._index, exc)
-                continue
-            errors = 0
-            batch = self._take(consumer, messages)
-            if batch:
-                plan.sink(batch)
-                self._batches += 1
-                self._records += len(batch)
-                for message in batch:
-                    tp = TopicPartition(message.topic(), message.partition())  # type: ignore[arg-type]
-                    self._pending[tp] = message.offset() + 1  # type: ignore[operator]
-                done = [tp for tp, offset in self._pending.items() if offset >= self._ends[tp]]
-                if done:
-                    consumer.pause(done)
-            if self._pending:
-                self._commit(consumer)
-            now = time.monotonic()
-            if now >= next_sample:
-                next_sample = now + _SAMPLE_INTERVAL_S
-                self._latency_max = max_reading(
-                    self._latency_max, consumer.metrics()["rebalance-latency-max"]
-                )
-            if not batch and not self._pending and now >= next_check:
-                next_check = now + _CHECK_INTERVAL_S
-                if self._all_committed(consumer):
-                    return
-
-    def _take(self, consumer: Consumer, messages: list[Message]) -> list[Message]:
-        """The records before the end offsets; pause the partitions that went past."""
-        ends = self._ends
-        kept: list[Message] = []
-        past: set[TopicPartition] = set()
-        for message in messages:
-            tp = TopicPartition(message.topic(), message.partition())  # type: ignore[arg-type]
-            offset: int = message.offset()  # type: ignore[assignment]
-            if offset < ends.get(tp, 0):
-                kept.append(message)
-            else:
-                # A partition created after the job started has no end offset: none of
-                # its records belong to the job.
-                past.add(tp)
-        if past:
-            self._skipped += len(messages) - len(kept)
-            consumer.pause(past)
-        return kept
-
-    def _commit(self, consumer: Consumer) -> None:
-        offsets = dict(self._pending)
-        try:
-            consumer.commit(offsets)
-        except RebalanceInProgressError:
-            # Retried after the next consume(), which completes the rebalance (and
-            # commits for revoked partitions in on_partitions_revoked).
-            return
-        except CommitFailedError as exc:
-            # The generation is gone and the partitions may have moved: these records
-            # are consumed again from the last commit (at-least-once).
-            self._failed_commits += 1
-            log.warning(
-                "member %d: commit failed, records will be redelivered: %s", self._index, exc
-            )
-            self._forget(offsets)
-            return
-        except (KafkaError, BrokerConnectionError, RequestTimeoutError) as exc:
-            if not exc.retriable:
-                raise
-            log.info("member %d: commit failed, retrying: %s", self._index, exc)
-            return
-        self._forget(offsets)
-
-    def _forget(self, offsets: Mapping[TopicPartition, int]) -> None:
-        """Drop ``offsets`` (committed, or given up) from what awaits a commit; an entry
-        that no longer holds the same offset is left alone."""
-        for tp, offset in offsets.items():
-            if self._pending.get(tp) == offset:
-                del self._pending[tp]
-
-    def _all_committed(self, consumer: Consumer) -> bool:
-        try:
-            committed = consumer.committed(self._plan.ends.keys())
-        except CoopConsumerError as exc:
-            if not exc.retriable:
-                raise
-            log.info("member %d: reading committed offsets failed: %s", self._index, exc)
-            return False
-        self._short = [
-            f"{tp} at {committed.get(tp)} of {high}"
-            for tp, (low, high) in sorted(self._plan.ends.items())
-            if not _reached(committed.get(tp), low, high)
-        ]
-        return not self._short

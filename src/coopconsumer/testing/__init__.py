@@ -117,6 +117,7 @@ from ._secure import TestCertificates as TestCertificates
 from ._secure import TlsFiles as TlsFiles
 from ._secure import start_secure_tansu
 from ._secure import write_test_certificates as write_test_certificates
+from ._spark_cluster import SparkClusterError, SparkStandaloneCluster, spark_standalone_cluster
 from ._tansu import find_tansu_binary as find_tansu_binary
 from ._tansu import start_tansu
 from ._txn_core import TimedOutTransaction as TimedOutTransaction
@@ -144,6 +145,8 @@ __all__ = [
     "ProxyStats",
     "ReplicationCluster",
     "SaslServer",
+    "SparkClusterError",
+    "SparkStandaloneCluster",
     "TestCertificates",
     "TimedOutTransaction",
     "TlsFiles",
@@ -156,6 +159,7 @@ __all__ = [
     "free_port",
     "probe_api_versions",
     "replication_cluster",
+    "spark_standalone_cluster",
     "unique_name",
     "write_test_certificates",
 ]

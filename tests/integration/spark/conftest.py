@@ -1,10 +1,15 @@
-"""A local SparkSession shared by the Spark tests (docs/spark.md).
+"""A Spark standalone cluster shared by the Spark tests (docs/spark.md, docs/testing.md).
 
-``local[2,2]``: two task slots, and a task may fail once and be retried (local mode
-ignores ``spark.task.maxFailures``; the second number is what counts). Each retry runs
-in a new Python worker, which is what the injected-failure tests rely on. The session
-starts in ~4 s, so it is started once per test session; the UI is off, shuffles use two
-partitions and the driver gets 512 MiB.
+One master and two workers, each its own JVM started from the installed pyspark package
+(``coopconsumer.testing.spark_standalone_cluster``), two task slots per worker, and one
+SparkSession on it for the whole test session: starting the JVMs costs tens of seconds
+on a busy two-core machine, so it happens once. ``spark.task.maxFailures=2``: a task
+may fail once and be retried, which the injected-failure tests rely on; each attempt
+runs in a fresh Python worker on whichever executor has a free slot.
+
+A test that kills a worker (``spark_cluster.kill_worker``) starts it again and waits for
+the session's executors to be back before it ends (:func:`restore_workers`), so the
+tests after it find the same cluster.
 
 The broker fixtures come from ``tests/integration/conftest.py``.
 """
@@ -13,35 +18,103 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
+import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 import pytest
+from confluent_kafka import Producer
+
+from coopconsumer.testing import EmbeddedBroker, SparkStandaloneCluster, spark_standalone_cluster
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+#: Workers of the test cluster and task slots on each.
+WORKERS = 2
+CORES_PER_WORKER = 2
+#: Partitions of the Spark tests' topics.
+PARTITIONS = 4
+
 
 @pytest.fixture(scope="session")
-def spark() -> Iterator[SparkSession]:
-    """The session's local Spark, ``local[2,2]``."""
-    # Workers must run this interpreter (it has coopconsumer installed); loopback only.
+def spark_cluster() -> Iterator[SparkStandaloneCluster]:
+    """The session's standalone cluster: a master and two workers, two slots each."""
+    # Executors must run this interpreter (it has coopconsumer installed); loopback only.
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    with spark_standalone_cluster(WORKERS, cores_per_worker=CORES_PER_WORKER) as cluster:
+        yield cluster
+
+
+@pytest.fixture(scope="session")
+def spark(spark_cluster: SparkStandaloneCluster) -> Iterator[SparkSession]:
+    """The session's SparkSession on :func:`spark_cluster`, with all its executors."""
     from pyspark.sql import SparkSession
 
-    session = (
-        SparkSession.builder.master("local[2,2]")
-        .appName("coopconsumer-tests")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.driver.memory", "512m")
-        .config("spark.driver.host", "127.0.0.1")
-        .getOrCreate()
-    )
+    builder = SparkSession.builder.appName("coopconsumer-tests")
+    for key, value in spark_cluster.session_config().items():
+        builder = builder.config(key, value)
+    session = builder.config("spark.task.maxFailures", "2").getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     try:
+        spark_cluster.wait_for_executors(session, WORKERS)
         yield session
     finally:
         session.stop()
+
+
+def restore_workers(cluster: SparkStandaloneCluster, spark: SparkSession) -> None:
+    """Start every killed worker again and wait until the session has an executor on
+    each (the master gives the application the new worker's cores by itself)."""
+    for index in range(WORKERS):
+        if index not in cluster.worker_indexes:
+            cluster.start_worker(index)
+    cluster.wait_for_executors(spark, WORKERS)
+
+
+def job_config(
+    broker: EmbeddedBroker, group: str, *, session_timeout_ms: int = 2000
+) -> dict[str, object]:
+    """A consume job's configuration for the test brokers. Tansu holds a JoinGroup for
+    max(1 s, session.timeout.ms / 2) (docs/testing.md); a member that vanished is
+    noticed after the session timeout."""
+    return {
+        "bootstrap.servers": broker.bootstrap,
+        "group.id": group,
+        "session.timeout.ms": session_timeout_ms,
+        "heartbeat.interval.ms": 500,
+        "max.poll.interval.ms": 30000,
+    }
+
+
+class GrowingTopic:
+    """Produces ``v0, v1, ...`` round-robin over :data:`PARTITIONS` partitions from a
+    thread, paced at ``per_second``, until :meth:`finish`."""
+
+    def __init__(self, bootstrap: str, topic: str, per_second: float) -> None:
+        self._producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+        self._topic = topic
+        self._interval = 1.0 / per_second
+        self._stop = threading.Event()
+        self.produced = 0
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        i = 0
+        while not self._stop.is_set():
+            self._producer.produce(self._topic, value=f"v{i}".encode(), partition=i % PARTITIONS)
+            i += 1
+            self._producer.poll(0)
+            time.sleep(self._interval)
+        assert self._producer.flush(30) == 0
+        self.produced = i
+
+    def finish(self) -> int:
+        """Stop producing; return how many records were produced (all acknowledged)."""
+        self._stop.set()
+        self._thread.join(60)
+        return self.produced

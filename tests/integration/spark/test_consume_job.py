@@ -1,4 +1,4 @@
-"""``coopconsumer.spark.run_consume_job`` on a local Spark (``local[2,2]``).
+"""``coopconsumer.spark.run_consume_job`` on the standalone cluster (conftest.py).
 
 The end-offset and no-failure tests run on both embedded brokers (``broker``), the
 others on Tansu.
@@ -32,6 +32,7 @@ from coopconsumer import ConfigurationError, KafkaError, TopicPartition
 from coopconsumer._io._fetcher import end_offsets
 from coopconsumer.spark import run_consume_job
 from coopconsumer.testing import EmbeddedBroker
+from integration.spark.conftest import PARTITIONS, job_config
 
 if TYPE_CHECKING:
     from pyspark.sql import Row, SparkSession
@@ -40,7 +41,6 @@ if TYPE_CHECKING:
 # them by value.
 cloudpickle.register_pickle_by_value(sys.modules[__name__])  # type: ignore[no-untyped-call]
 
-PARTITIONS = 4
 PATIENCE_S = 30.0
 BATCH = 25
 #: Not picklable: a sink holding it is refused.
@@ -60,17 +60,6 @@ def produce(bootstrap: str, topic: str, values: list[str]) -> None:
         )
     assert producer.flush(PATIENCE_S) == 0
     assert failures == []
-
-
-def job_config(broker: EmbeddedBroker, group: str) -> dict[str, object]:
-    # Tansu holds a JoinGroup for max(1 s, session.timeout.ms / 2) (docs/testing.md).
-    return {
-        "bootstrap.servers": broker.bootstrap,
-        "group.id": group,
-        "session.timeout.ms": 2000,
-        "heartbeat.interval.ms": 500,
-        "max.poll.interval.ms": 20000,
-    }
 
 
 def attempt_file(out: Path) -> Path:

@@ -2,7 +2,7 @@
 
 Without Spark: argument validation on the driver, pickling, the row conversions, and
 write_rows/map_in_pandas against a closed port and against both embedded brokers.
-With the session's local Spark (``local[2,2]``): foreachPartition and mapInPandas write
+On the session's standalone cluster (conftest.py): foreachPartition and mapInPandas write
 every row exactly once (read back from the topic: key, value, partition, headers), and
 an unreachable broker fails the job with a DeliveryError naming the topic and partition
 -1, bounded by a short message.timeout.ms.

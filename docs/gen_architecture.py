@@ -3,7 +3,7 @@
 Three parts of the file are generated, each between its own marker lines: the classic
 group member's (``coopconsumer._coordinator._table``), the broker session's
 (``coopconsumer._session._session_table``) and the KIP-848 member's
-(``coopconsumer._coordinator.kip848._table``). For each, the diagram's edges are the moves
+(``coopconsumer._coordinator.kip848._kip848_table``). For each, the diagram's edges are the moves
 the table allows, labelled with the inputs that may cause them; each state's
 predecessors are derived from the same rows; the per-state lists are ``TRANSITIONS``,
 ``IGNORED`` and ``REJECTED``. The document cannot drift from the code:
@@ -31,8 +31,8 @@ import attrs
 
 from coopconsumer._coordinator import _table as member_table
 from coopconsumer._coordinator._states import MemberState
-from coopconsumer._coordinator.kip848 import _table as kip848_table
-from coopconsumer._coordinator.kip848._states import ConsumerMemberState
+from coopconsumer._coordinator.kip848 import _kip848_table as kip848_table
+from coopconsumer._coordinator.kip848._kip848_states import ConsumerMemberState
 from coopconsumer._session import _session_table as session_table
 from coopconsumer._session._connection_states import ConnectionState
 

@@ -5,7 +5,6 @@ private.
 """
 
 from ._consumer import Consumer as Consumer
-from ._coordinator import OffsetAndMetadata as OffsetAndMetadata
 from ._errors import AssignorError as AssignorError
 from ._errors import AuthenticationError as AuthenticationError
 from ._errors import BrokerConnectionError as BrokerConnectionError
@@ -28,6 +27,7 @@ from ._transactional import TransactionalOutput as TransactionalOutput
 from ._transactional import TransactionalProcessor as TransactionalProcessor
 from ._transactional import TransactionStats as TransactionStats
 from ._types import ConsumerGroupMetadata as ConsumerGroupMetadata
+from ._types import OffsetAndMetadata as OffsetAndMetadata
 from ._types import TopicPartition as TopicPartition
 
 __version__ = "0.1.0.dev0"

@@ -1,7 +1,7 @@
 """``Consumer``: the public facade (subscribe / poll / commit / close).
 
 Owns the three moving parts and wires them together: the ``GroupMember`` runs on the
-driver thread (``_io._driver``), records come from the confluent-kafka ``Fetcher``, and
+driver thread (``_io._member_driver``), records come from the confluent-kafka ``Fetcher``, and
 everything the member asks of the application (listener callbacks, fetcher assignment
 changes, commit-before-revoke, errors) runs here, on the thread calling ``poll()``,
 ``consume()``, ``unsubscribe()`` or ``close()`` -- as in Java. Core errors become public
@@ -54,7 +54,7 @@ from ._errors import (
     RequestTimeoutError,
 )
 from ._io._client import ClientConfig, KafkaClient
-from ._io._driver import AppWork, ClientLike, CommittedOffsets, Driver
+from ._io._member_driver import AppWork, ClientLike, CommittedOffsets, Driver
 from ._io._member_factory import member_for
 from ._listener import ListenerInvoker, RebalanceListener, RebalanceListenerLike
 from ._metrics import CoordinatorMetrics, FetchMetrics

@@ -1,6 +1,6 @@
 """Small public value types shared by every layer.
 
-Imports nothing from the rest of the package.
+Imports only the package's exception hierarchy (a leaf) and attrs.
 """
 
 from __future__ import annotations
@@ -8,7 +8,11 @@ from __future__ import annotations
 import struct
 from typing import Any, Final, NamedTuple, Self
 
-__all__ = ["ConsumerGroupMetadata", "TopicPartition"]
+import attrs
+
+from ._errors import ConfigurationError
+
+__all__ = ["ConsumerGroupMetadata", "OffsetAndMetadata", "TopicPartition"]
 
 
 class TopicPartition(NamedTuple):
@@ -23,6 +27,21 @@ class TopicPartition(NamedTuple):
 
     def __str__(self) -> str:
         return f"{self.topic}-{self.partition}"
+
+
+def _check_offset(instance: OffsetAndMetadata, attribute: object, value: int) -> None:
+    if value < 0:
+        raise ConfigurationError(f"invalid offset to commit: {value}")
+
+
+@attrs.frozen(kw_only=True)
+class OffsetAndMetadata:
+    """An offset to commit (the next record to read), with optional metadata and the
+    leader epoch of the last consumed record (-1 when unknown)."""
+
+    offset: int = attrs.field(validator=_check_offset)
+    metadata: str = ""
+    leader_epoch: int = -1
 
 
 #: librdkafka's serialized consumer group metadata, "CGMDv2" (``rdkafka_cgrp.c``,

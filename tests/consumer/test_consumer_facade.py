@@ -30,7 +30,7 @@ from coopconsumer import (
     RequestTimeoutError,
     TopicPartition,
 )
-from coopconsumer._io._driver import DriverFailedError
+from coopconsumer._io._member_driver import DriverFailedError
 from coopconsumer._protocol import errors
 from coopconsumer._protocol.messages import OffsetFetchRequest
 from coopconsumer.assignors import RebalanceProtocol

@@ -49,7 +49,7 @@ from coopconsumer._coordinator.kip848 import (
     ConsumerMemberState,
     HeartbeatOutcome,
 )
-from coopconsumer._coordinator.kip848._table import (
+from coopconsumer._coordinator.kip848._kip848_table import (
     IGNORED,
     INITIAL_STATE,
     INPUT_TYPES,

@@ -7,7 +7,7 @@ import pytest
 from _coord_script import Script, tps
 
 from coopconsumer._coordinator import LeaveRequested, Observation, Observe, Subscribe
-from coopconsumer._io._driver import forward_observation
+from coopconsumer._io._member_driver import forward_observation
 from coopconsumer._metrics import CoordinatorMetrics
 from coopconsumer._protocol.messages import JoinGroupRequest, SyncGroupRequest
 

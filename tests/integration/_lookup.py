@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 
 from coopconsumer._coordinator import GroupMember, MemberConfig, Subscribe
 from coopconsumer._io import ClientConfig, KafkaClient
-from coopconsumer._io._driver import Driver
+from coopconsumer._io._member_driver import Driver
 from coopconsumer._metrics import CoordinatorMetrics
 from coopconsumer._protocol import errors
 from coopconsumer._protocol.messages import FindCoordinatorRequest

@@ -30,7 +30,7 @@ from coopconsumer._io import (
     find_coordinator_request,
     raise_for_error,
 )
-from coopconsumer._io._driver import Driver
+from coopconsumer._io._member_driver import Driver
 from coopconsumer._metrics import CoordinatorMetrics
 from coopconsumer._protocol import RequestHeader, encode
 from coopconsumer._protocol._schema import Request

@@ -11,7 +11,12 @@ import time
 import pytest
 
 from coopconsumer import AuthenticationError
-from coopconsumer._io._security import OAuthToken, SaslSetup, TokenProvider, fetch_oidc_token
+from coopconsumer._io._connection_security import (
+    OAuthToken,
+    SaslSetup,
+    TokenProvider,
+    fetch_oidc_token,
+)
 from coopconsumer._sasl import OAuthBearerMechanism
 from coopconsumer._security import SecurityConfig
 

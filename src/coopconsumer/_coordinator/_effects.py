@@ -12,10 +12,10 @@ from types import MappingProxyType
 
 import attrs
 
-from .._errors import ConfigurationError, CoopConsumerError
+from .._errors import CoopConsumerError
 from .._protocol.cluster import BrokerInfo
 from .._protocol.queries import MetadataQuery
-from .._types import TopicPartition
+from .._types import OffsetAndMetadata, TopicPartition
 
 __all__ = [
     "AddBrokers",
@@ -227,21 +227,6 @@ class CommitDone:
 
     token: object
     error: CoopConsumerError | None = None
-
-
-def _check_offset(instance: OffsetAndMetadata, attribute: object, value: int) -> None:
-    if value < 0:
-        raise ConfigurationError(f"invalid offset to commit: {value}")
-
-
-@attrs.frozen(kw_only=True)
-class OffsetAndMetadata:
-    """An offset to commit (the next record to read), with optional metadata and the
-    leader epoch of the last consumed record (-1 when unknown)."""
-
-    offset: int = attrs.field(validator=_check_offset)
-    metadata: str = ""
-    leader_epoch: int = -1
 
 
 def _offsets(

@@ -13,7 +13,7 @@ initial state, free to subscribe (Java's ``assign(empty)`` is ``unsubscribe()``)
 
 The rules here serve both members (``GroupHost``); each member's table says which of
 its states and inputs they serve, and this module's ``assign``/``unassign_all``/
-``close_manual`` are the classic member's (KIP-848's are in ``kip848/_manual.py``).
+``close_manual`` are the classic member's (KIP-848's are in ``kip848/_kip848_manual.py``).
 Mixing with ``Subscribe`` is rejected in the tables (docs/architecture.md, "Manual
 assignment").
 

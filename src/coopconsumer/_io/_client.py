@@ -56,8 +56,8 @@ from .._protocol.queries import (
 from .._security import SecurityConfig
 from ._backoff import ExponentialBackoff
 from ._connection import DEFAULT_MAX_RESPONSE_BYTES, BrokerConnection, ConnectionState
+from ._connection_security import SaslSetup, build_ssl_context
 from ._future import PendingRequest
-from ._security import SaslSetup, build_ssl_context
 
 __all__ = [
     "BrokerInfo",

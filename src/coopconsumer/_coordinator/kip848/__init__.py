@@ -14,11 +14,11 @@ so that the driver's contract is the one documented there. What differs:
 Pure: no sockets, threads, clocks, ``confluent_kafka`` or ``coopconsumer._io``.
 """
 
-from ._core import SERVER_ASSIGNORS as SERVER_ASSIGNORS
-from ._core import ConsumerMemberConfig as ConsumerMemberConfig
-from ._core import HeartbeatOutcome as HeartbeatOutcome
-from ._member import ConsumerGroupMember as ConsumerGroupMember
-from ._states import ConsumerMemberState as ConsumerMemberState
+from ._kip848_core import SERVER_ASSIGNORS as SERVER_ASSIGNORS
+from ._kip848_core import ConsumerMemberConfig as ConsumerMemberConfig
+from ._kip848_core import HeartbeatOutcome as HeartbeatOutcome
+from ._kip848_member import ConsumerGroupMember as ConsumerGroupMember
+from ._kip848_states import ConsumerMemberState as ConsumerMemberState
 
 __all__ = [
     "SERVER_ASSIGNORS",

@@ -6,7 +6,7 @@ heartbeat leaves a field null when it did not change since the last answered one
 carries the member's epoch and, when it changed, its target assignment, which
 ``_reconcile`` applies. Errors map to actions through the shared table
 (``_error_actions``): a fenced or unknown member loses its partitions and rejoins at
-epoch 0 with the same member id; an error no retry can cure is fatal. ``_table.py``
+epoch 0 with the same member id; an error no retry can cure is fatal. ``_kip848_table.py``
 says which state and input each handler serves and where it may move the member.
 
 Pure: imports the core and the shared phases; never I/O, threads or clocks.
@@ -42,9 +42,9 @@ from .._inputs import (
 from .._manual import drive_waiting_commits
 from .._metadata import want_metadata
 from . import _reconcile
-from ._core import HeartbeatOutcome, MemberCore, SentFields
+from ._kip848_core import HeartbeatOutcome, MemberCore, SentFields
+from ._kip848_states import ConsumerMemberState
 from ._reconcile import maybe_reconcile
-from ._states import ConsumerMemberState
 
 JOINING = ConsumerMemberState.JOINING
 RECONCILING = ConsumerMemberState.RECONCILING

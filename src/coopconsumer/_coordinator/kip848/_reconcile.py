@@ -20,8 +20,8 @@ from .._diff import diff_assignment
 from .._effects import Assign, ListenerKind, Observation
 from .._inputs import ListenerDone
 from .._metadata import want_metadata
-from ._core import MemberCore
-from ._states import ConsumerMemberState
+from ._kip848_core import MemberCore
+from ._kip848_states import ConsumerMemberState
 
 JOINING = ConsumerMemberState.JOINING
 RECONCILING = ConsumerMemberState.RECONCILING

@@ -23,6 +23,7 @@ from typing import Any, Final
 import attrs
 
 from ..._errors import ConfigurationError, CoopConsumerError
+from ..._transition_table import Outside, build_moves, check_move
 from ..._types import TopicPartition
 from .._assignor import BrokerLoad, ClusterView, ReplicaAssignor
 from ..reassign._executor import (
@@ -152,15 +153,6 @@ class ChunkState(enum.Enum):
     CANCELLED = "cancelled"
 
 
-_CHUNK_PREDECESSORS: Final[Mapping[ChunkState, frozenset[ChunkState]]] = MappingProxyType(
-    {
-        ChunkState.QUEUED: frozenset(),
-        ChunkState.RUNNING: frozenset({ChunkState.QUEUED}),
-        ChunkState.DONE: frozenset({ChunkState.RUNNING}),
-        ChunkState.SKIPPED: frozenset({ChunkState.QUEUED}),
-        ChunkState.CANCELLED: frozenset({ChunkState.QUEUED}),
-    }
-)
 _FINISHED: Final = frozenset({ChunkState.DONE, ChunkState.SKIPPED, ChunkState.CANCELLED})
 
 
@@ -185,6 +177,22 @@ class ChunkResult:
 
 
 HealerInput = ClusterSeen | ChunkResult
+
+#: Where one input may move a chunk (``HealerCore._chunk_to`` checks every move against
+#: it; the predecessors of a state are derived from it, never written). An observation
+#: starts, skips or cancels the next queued chunk and may finish the running one; an
+#: executor's answer may finish it too.
+CHUNK_MOVES: Final = build_moves(
+    [
+        (
+            (ChunkState.QUEUED,),
+            ClusterSeen,
+            (ChunkState.RUNNING, ChunkState.SKIPPED, ChunkState.CANCELLED),
+        ),
+        ((ChunkState.RUNNING,), ClusterSeen, (ChunkState.DONE,)),
+        ((ChunkState.RUNNING,), ChunkResult, (ChunkState.DONE,)),
+    ]
+)
 
 
 @attrs.frozen
@@ -279,6 +287,8 @@ class HealerCore:
         self._sizes: dict[TopicPartition, int] = {}
         self._storage: dict[int, BrokerLoad] = {}
         self.chunks_done_total = 0
+        # The type of the input being handled: the row ``_chunk_to`` checks a move against.
+        self._input: type = Outside
 
     # ------------------------------------------------------------------ reading
 
@@ -375,12 +385,16 @@ class HealerCore:
     def handle(self, event: HealerInput, now: float) -> list[HealerAction]:
         """Apply one input; the actions, state-topic writes first: they must be
         durable before anything they record as decided is carried out."""
-        if isinstance(event, ClusterSeen):
-            actions = self._on_seen(event, now)
-        elif isinstance(event, ChunkResult):
-            actions = self._on_chunk_result(event, now)
-        else:
-            raise TypeError(f"not a healer input: {event!r}")
+        self._input = type(event)
+        try:
+            if isinstance(event, ClusterSeen):
+                actions = self._on_seen(event, now)
+            elif isinstance(event, ChunkResult):
+                actions = self._on_chunk_result(event, now)
+            else:
+                raise TypeError(f"not a healer input: {event!r}")
+        finally:
+            self._input = Outside
         stores = self._store_changes()
         alerts = [a for a in actions if isinstance(a, Alert)]
         return stores + alerts + [a for a in actions if not isinstance(a, Alert)]
@@ -583,8 +597,9 @@ class HealerCore:
         return {tp: p for tp, p in seen.partitions.items() if tp in wanted}
 
     def _chunk_to(self, c: _Chunk, state: ChunkState) -> None:
-        if c.state not in _CHUNK_PREDECESSORS[state]:
-            raise HealerError(f"chunk {c.chunk_id}: {c.state.value} -> {state.value}")
+        check_move(
+            CHUNK_MOVES, c.state, self._input, state, machine="chunk", detail=f"chunk {c.chunk_id}"
+        )
         c.state = state
         if state is ChunkState.DONE:
             self.chunks_done_total += 1

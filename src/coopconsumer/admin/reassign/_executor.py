@@ -20,6 +20,7 @@ from typing import Any, Final
 import attrs
 
 from ..._errors import ConfigurationError, CoopConsumerError
+from ..._transition_table import IllegalTransition, Outside, build_moves, check_move
 from ..._types import TopicPartition
 from .._types import Reassigning
 from ._plan import PartitionMove, PlanError, ReassignmentPlan
@@ -64,8 +65,9 @@ class ReassignmentError(CoopConsumerError):
     cancel of an unknown partition, a state file of another plan). Nothing changed."""
 
 
-class IllegalMoveTransition(ReassignmentError):
-    """A bug: a move was asked to go to a state its current state cannot reach."""
+#: A bug: a move was asked to go to a state its row does not allow (the table kit's
+#: one ``IllegalTransition``, machine "move"; the old name is kept for importers).
+IllegalMoveTransition = IllegalTransition
 
 
 class MoveState(enum.Enum):
@@ -89,30 +91,6 @@ class MoveState(enum.Enum):
     #: Another tool is moving the partition: not touched (``override`` takes it over).
     CONFLICT = "conflict"
 
-
-#: Valid predecessors of each state (the one place illegal moves fail).
-_PREDECESSORS: Final[Mapping[MoveState, frozenset[MoveState]]] = MappingProxyType(
-    {
-        MoveState.QUEUED: frozenset({MoveState.SUBMITTING}),
-        MoveState.SUBMITTING: frozenset(
-            {MoveState.QUEUED, MoveState.IN_FLIGHT, MoveState.CANCELLING}
-        ),
-        MoveState.IN_FLIGHT: frozenset({MoveState.SUBMITTING}),
-        MoveState.CANCELLING: frozenset({MoveState.SUBMITTING, MoveState.IN_FLIGHT}),
-        MoveState.DONE: frozenset(
-            {MoveState.QUEUED, MoveState.SUBMITTING, MoveState.IN_FLIGHT, MoveState.CANCELLING}
-        ),
-        MoveState.CANCELLED: frozenset(
-            {MoveState.QUEUED, MoveState.SUBMITTING, MoveState.IN_FLIGHT, MoveState.CANCELLING}
-        ),
-        MoveState.FAILED: frozenset(
-            {MoveState.QUEUED, MoveState.SUBMITTING, MoveState.IN_FLIGHT, MoveState.CANCELLING}
-        ),
-        MoveState.CONFLICT: frozenset(
-            {MoveState.QUEUED, MoveState.SUBMITTING, MoveState.IN_FLIGHT}
-        ),
-    }
-)
 
 ACTIVE: Final = frozenset({MoveState.SUBMITTING, MoveState.IN_FLIGHT, MoveState.CANCELLING})
 TERMINAL: Final = frozenset(
@@ -552,6 +530,8 @@ class ExecutorCore:
         self._throttles: _Throttles | None = None
         #: Directory moves decided in this input, sent as one AlterLogDirs.
         self._dirs_batch: dict[tuple[TopicPartition, int], str] = {}
+        # The type of the input being handled: the row ``_to`` checks a move against.
+        self._input: type = Outside
         self.started_at: float | None = None
         self.finished_at: float | None = None
 
@@ -635,7 +615,11 @@ class ExecutorCore:
         if handler is None:
             raise TypeError(f"not an executor input: {event!r}")
         self._dirs_batch = {}
-        actions = handler(self, event, now)
+        self._input = type(event)
+        try:
+            actions = handler(self, event, now)
+        finally:
+            self._input = Outside
         if self._dirs_batch:
             actions.append(AlterLogDirs(MappingProxyType(self._dirs_batch)))
             self._dirs_batch = {}
@@ -971,10 +955,14 @@ class ExecutorCore:
                 self._dirs_batch[(m.move.tp, b)] = d
 
     def _to(self, m: _Move, state: MoveState, now: float, *, error: str | None = None) -> None:
-        if m.state not in _PREDECESSORS[state]:
-            raise IllegalMoveTransition(
-                f"{m.move.topic}-{m.move.partition}: {m.state.value} -> {state.value}"
-            )
+        check_move(
+            MOVES,
+            m.state,
+            self._input,
+            state,
+            machine="move",
+            detail=f"{m.move.topic}-{m.move.partition}",
+        )
         m.state = state
         if error is not None:
             m.error = error
@@ -1132,3 +1120,30 @@ _HANDLERS: Final[Mapping[type, Handler]] = MappingProxyType(
 
 #: Every input type, for the test that checks the table is complete.
 INPUT_TYPES: Final = tuple(_HANDLERS)
+
+_Q, _S, _I, _C = MoveState.QUEUED, MoveState.SUBMITTING, MoveState.IN_FLIGHT, MoveState.CANCELLING
+_D, _X, _F, _K = MoveState.DONE, MoveState.CANCELLED, MoveState.FAILED, MoveState.CONFLICT
+
+#: Where one input may move one partition's move (``ExecutorCore._to`` checks every
+#: move against it; the predecessors of a state are derived from it, never written).
+#: Every input that leaves room in the window may submit queued moves (``_fill``).
+MOVES: Final = build_moves(
+    [
+        ((_Q,), ThrottlesSet, (_S,)),
+        ((_Q,), ConfigChanged, (_S,)),
+        # What the cluster shows settles every live move (``_reconcile``); a
+        # partition that is gone fails, another tool's reassignment is a conflict.
+        ((_Q,), ClusterObserved, (_S, _D, _F, _K)),
+        ((_S,), ClusterObserved, (_Q, _I, _D, _X, _F, _K)),
+        ((_I,), ClusterObserved, (_S, _D, _X, _F, _K)),
+        ((_C,), ClusterObserved, (_S, _D, _X, _F)),
+        ((_Q,), Submitted, (_S,)),
+        ((_S,), Submitted, (_I, _F)),
+        ((_Q,), LogDirsAltered, (_S, _F)),
+        ((_S,), LogDirsAltered, (_I, _F)),
+        ((_I, _C), LogDirsAltered, (_F,)),
+        ((_Q,), CancelRequested, (_S, _X)),
+        ((_S, _I), CancelRequested, (_C,)),
+        ((_Q, _I), TargetChangeRequested, (_S,)),
+    ]
+)

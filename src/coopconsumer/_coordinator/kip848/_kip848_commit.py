@@ -24,7 +24,7 @@ from .._host import commit_not_member as commit_not_member
 from .._inputs import CommitRequested
 from .._manual import refuse_simple_commit
 from .._outcomes import OffsetCommitOutcome
-from ._core import MemberCore
+from ._kip848_core import MemberCore
 
 
 def commit_send(m: MemberCore, event: CommitRequested, now: float) -> None:

@@ -37,7 +37,7 @@ from .._outcomes import (
     Pending,
 )
 from .._states import CoordinatorLookup
-from ._states import HEARTBEAT_STATES, ConsumerMemberState
+from ._kip848_states import HEARTBEAT_STATES, ConsumerMemberState
 
 __all__ = [
     "SERVER_ASSIGNORS",

@@ -4,7 +4,7 @@ The same interface as the classic ``GroupMember`` (``handle(input, now) -> effec
 ``next_deadline``, ``state``, ``owned_partitions``, ``group_metadata``...), so one driver
 runs either. ``handle`` routes answers to per-API outcomes (``MemberCore.route``, the one
 place stale answers are dropped), looks ``(state, input type)`` up in the transition
-table (``_table.py``) and runs the row's handler, which may move the member only to
+table (``_kip848_table.py``) and runs the row's handler, which may move the member only to
 the states its row allows. Java's ``ConsumerMembershipManager`` is the behavioural
 reference (docs/architecture.md, "The KIP-848 member").
 
@@ -17,9 +17,9 @@ from ..._types import ConsumerGroupMetadata, TopicPartition
 from .._dispatch import dispatch
 from .._effects import Effect
 from .._own_commits import OwnCommits, earliest
-from ._core import ConsumerMemberConfig, MemberCore
-from ._states import ConsumerMemberState
-from ._table import IGNORED, TRANSITIONS
+from ._kip848_core import ConsumerMemberConfig, MemberCore
+from ._kip848_states import ConsumerMemberState
+from ._kip848_table import IGNORED, TRANSITIONS
 
 __all__ = ["ConsumerGroupMember"]
 

@@ -5,7 +5,7 @@ A member in the group revokes what it owns first (commit before revoke,
 a static member (``group.instance.id``) closing without ``leave_group``, which tells
 the coordinator it will come back (its assignment is kept until its session
 expires). ``leave_group=False`` stays in the group. A member that is not in the group
-(joining, fenced, stale) has nothing to revoke. ``_table.py`` says which state and input
+(joining, fenced, stale) has nothing to revoke. ``_kip848_table.py`` says which state and input
 each handler serves and where it may move the member.
 
 Pure: imports the core and the heartbeat phase; never I/O, threads or clocks.
@@ -17,9 +17,9 @@ import logging
 
 from .._error_actions import Api
 from .._inputs import CloseRequested, LeaveRequested, ListenerDone
-from ._core import HeartbeatOutcome, MemberCore
 from ._heartbeat import leave_epoch, reset, send_leave
-from ._states import ConsumerMemberState
+from ._kip848_core import HeartbeatOutcome, MemberCore
+from ._kip848_states import ConsumerMemberState
 
 UNSUBSCRIBED = ConsumerMemberState.UNSUBSCRIBED
 PREPARE_LEAVING = ConsumerMemberState.PREPARE_LEAVING

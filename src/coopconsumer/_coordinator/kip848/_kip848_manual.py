@@ -14,8 +14,8 @@ from __future__ import annotations
 from ..._errors import CommitFailedError, CoopConsumerError
 from .._inputs import AssignRequested, CloseRequested, LeaveRequested
 from .._manual import change_assignment, drop_all
-from ._core import MemberCore
-from ._states import ConsumerMemberState
+from ._kip848_core import MemberCore
+from ._kip848_states import ConsumerMemberState
 
 
 def assign(m: MemberCore, event: AssignRequested, now: float) -> None:

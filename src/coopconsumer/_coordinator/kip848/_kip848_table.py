@@ -33,9 +33,12 @@ from .._inputs import (
     Tick,
 )
 from .._outcomes import FindCoordinatorOutcome, OffsetCommitOutcome, OffsetFetchOutcome
-from . import _commit, _heartbeat, _leave, _manual
-from ._core import HeartbeatOutcome, MemberCore
-from ._states import ConsumerMemberState
+from . import _heartbeat
+from . import _kip848_commit as _commit
+from . import _kip848_leave as _leave
+from . import _kip848_manual as _manual
+from ._kip848_core import HeartbeatOutcome, MemberCore
+from ._kip848_states import ConsumerMemberState
 
 __all__ = [
     "IGNORED",
@@ -135,12 +138,22 @@ _ROWS: tuple[
     ((CLOSED,), CommittedOffsetsRequested, _fetch.fetch_closed, ()),
     (_LIVE, OffsetFetchOutcome, _fetch.fetch_outcome, ()),
     # Leaving and closing.
-    (_IN_GROUP, LeaveRequested, _leave.unsubscribe, (PREPARE_LEAVING, LEAVING, UNSUBSCRIBED)),
+    (
+        _IN_GROUP,
+        LeaveRequested,
+        _leave.unsubscribe,
+        (PREPARE_LEAVING, LEAVING, UNSUBSCRIBED),
+    ),
     (_IN_GROUP, CloseRequested, _leave.close, (PREPARE_LEAVING, LEAVING, CLOSED)),
     ((UNSUBSCRIBED,), CloseRequested, _leave.close_unsubscribed, (CLOSED,)),
     ((PREPARE_LEAVING, LEAVING), CloseRequested, _leave.close_while_leaving, ()),
     ((FATAL,), CloseRequested, _leave.close_fatal, (CLOSED,)),
-    ((PREPARE_LEAVING,), ListenerDone, _leave.leave_listener_done, (LEAVING, UNSUBSCRIBED, CLOSED)),
+    (
+        (PREPARE_LEAVING,),
+        ListenerDone,
+        _leave.leave_listener_done,
+        (LEAVING, UNSUBSCRIBED, CLOSED),
+    ),
     ((LEAVING,), HeartbeatOutcome, _leave.leave_outcome, (UNSUBSCRIBED, CLOSED)),
     # Manual assignment: no group membership (docs/architecture.md, "Manual assignment").
     ((UNSUBSCRIBED, MANUAL), AssignRequested, _manual.assign, (MANUAL, UNSUBSCRIBED)),

@@ -1,7 +1,7 @@
 """The KIP-848 member's states (one enum, one docstring per state).
 
 Java's ``MemberState`` for the consumer protocol is the model. Which states may
-follow which is the transition table's business (``_table.py``).
+follow which is the transition table's business (``_kip848_table.py``).
 
 Pure: imports nothing but ``enum``.
 """
@@ -56,7 +56,7 @@ class ConsumerMemberState(enum.Enum):
     """Partitions assigned by the application (``AssignRequested``), not by the
     group: no heartbeat and no listener; commits are the "simple consumer" commit
     (member epoch -1, no member id). Back to UNSUBSCRIBED when nothing is assigned
-    (``_manual.py``)."""
+    (``_kip848_manual.py``)."""
 
     FATAL = "fatal"
     """Terminal: a non-recoverable error (``Fatal`` effect), such as

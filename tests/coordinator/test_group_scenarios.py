@@ -32,7 +32,7 @@ from coopconsumer.assignors import (
 )
 
 S = MemberState
-JOIN, HEARTBEAT, COMMIT = 11, 12, 8
+JOIN, HEARTBEAT, COMMIT, SYNC = 11, 12, 8, 14
 
 COOPERATIVE: list[Callable[[], ConsumerPartitionAssignor]] = [
     CooperativeTestAssignor,
@@ -372,4 +372,29 @@ def test_a_coordinator_that_keeps_refusing_heartbeats_is_asked_at_the_retry_back
     h.advance(5.0)
     assert h.fake.faults_left(HEARTBEAT) == 0
     assert stable(h)  # the member stayed in its generation throughout
+    assert h.members["a"].owned == set(h.all_partitions())
+
+
+@pytest.mark.parametrize("api_key", [JOIN, SYNC], ids=["JoinGroup", "SyncGroup"])
+def test_a_coordinator_that_keeps_refusing_a_join_is_asked_at_the_retry_backoff(
+    api_key: int,
+) -> None:
+    # The JoinGroup and SyncGroup twins of the heartbeat scenario above: a joining member
+    # that got NOT_COORDINATOR looked the coordinator up and joined again as fast as the
+    # answers came (1,982 JoinGroups in 2 s against the transactions proxy's
+    # move_coordinators; librdkafka sent 2). Java's joinGroupIfNeeded sleeps
+    # retry.backoff.ms (100 ms here) after such a failure. The harness answers at once,
+    # so before the fix the 40 refusals were spent in one instant.
+    h = GroupHarness({"t": 2})
+    h.fake.fail_next(api_key, errors.NOT_COORDINATOR, count=40)
+    h.add_member("a", [CooperativeTestAssignor()])
+    h.advance(0.05)
+    left = h.fake.faults_left(api_key)
+    assert left < 40  # the refusals began
+    h.advance(1.0)
+    refused = left - h.fake.faults_left(api_key)
+    assert 8 <= refused <= 11  # one a retry.backoff.ms
+    h.advance(5.0)
+    assert h.fake.faults_left(api_key) == 0
+    assert stable(h)
     assert h.members["a"].owned == set(h.all_partitions())

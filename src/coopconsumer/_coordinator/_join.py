@@ -245,6 +245,10 @@ def join_error(m: MemberCore, code: int, response: JoinGroupResponse, now: float
         m.reason = f"encountered {name} from JoinGroup"
         maybe_send_join(m, now)
     elif action is ErrorAction.FIND_COORDINATOR:
+        # The next JoinGroup waits retry.backoff.ms (Java's joinGroupIfNeeded), also when
+        # the lookup names a coordinator at once: a moving coordinator answers
+        # NOT_COORDINATOR to every JoinGroup until the move completes.
+        m.join_retry_at = now + ms(m.config.retry_backoff_ms)
         m.coordinator_dead(f"{name} from JoinGroup", now)
     elif action is ErrorAction.FATAL:
         m.fatal(m.kafka_error(code, Api.JOIN_GROUP), now)

@@ -50,7 +50,7 @@ def sync_outcome(m: MemberCore, event: SyncGroupOutcome, now: float) -> None:
             enter_prepare(m, f"encountered {name} from SyncGroup", now)
         elif action is ErrorAction.FIND_COORDINATOR:
             m.coordinator_dead(f"{name} from SyncGroup", now)
-            rejoin_now(m, f"encountered {name} from SyncGroup", now)
+            rejoin_now(m, f"encountered {name} from SyncGroup", now, backoff=True)
         elif action is ErrorAction.REPORT_AND_REJOIN:
             m.emit(ReportError(error=m.kafka_error(code, Api.SYNC_GROUP)))
             reason = f"rebalance failed: unexpected {name} from SyncGroup"

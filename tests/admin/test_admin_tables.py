@@ -9,6 +9,14 @@ import pytest
 from coopconsumer._transition_table import IllegalTransition, check_move, predecessors
 from coopconsumer.admin.heal._core import CHUNK_MOVES, ChunkResult, ChunkState, ClusterSeen
 from coopconsumer.admin.reassign._executor import INPUT_TYPES, MOVES, MoveState
+from coopconsumer.testing._cluster._model import (
+    PARTITION_PREDECESSORS,
+    REPLICA_MOVES,
+    REPLICA_PREDECESSORS,
+    ModelStep,
+    PartitionState,
+    ReplicaState,
+)
 
 Q, S, IF, C = MoveState.QUEUED, MoveState.SUBMITTING, MoveState.IN_FLIGHT, MoveState.CANCELLING
 D, X, F, K = MoveState.DONE, MoveState.CANCELLED, MoveState.FAILED, MoveState.CONFLICT
@@ -54,3 +62,28 @@ def test_a_move_its_row_does_not_allow_is_the_one_illegal_transition() -> None:
         check_move(MOVES, Q, Submitted, X, machine="move", detail="t-0")
     with pytest.raises(IllegalTransition, match="may not move the chunk to DONE"):
         check_move(CHUNK_MOVES, ChunkState.QUEUED, ClusterSeen, ChunkState.DONE, machine="chunk")
+
+
+#: The cluster model's replica and partition predecessor maps as written by hand before
+#: their tables (src/coopconsumer/testing/_cluster/_model.py).
+_RS, _PS = ReplicaState, PartitionState
+OLD_REPLICA_PREDECESSORS = {
+    _RS.NEW: {_RS.NON_EXISTENT},
+    _RS.ONLINE: {_RS.NEW, _RS.ONLINE, _RS.OFFLINE},
+    _RS.OFFLINE: {_RS.NEW, _RS.ONLINE, _RS.OFFLINE},
+    _RS.DELETING: {_RS.OFFLINE},
+    _RS.NON_EXISTENT: {_RS.DELETING},
+}
+OLD_PARTITION_PREDECESSORS = {
+    _PS.NEW: {_PS.NON_EXISTENT},
+    _PS.ONLINE: {_PS.NEW, _PS.ONLINE, _PS.OFFLINE},
+    _PS.OFFLINE: {_PS.NEW, _PS.ONLINE, _PS.OFFLINE},
+    _PS.NON_EXISTENT: {_PS.OFFLINE},
+}
+
+
+def test_the_cluster_model_tables_allow_exactly_the_old_moves() -> None:
+    assert REPLICA_PREDECESSORS == OLD_REPLICA_PREDECESSORS
+    assert PARTITION_PREDECESSORS == OLD_PARTITION_PREDECESSORS
+    with pytest.raises(IllegalTransition, match="may not move the replica to NON_EXISTENT"):
+        check_move(REPLICA_MOVES, _RS.ONLINE, ModelStep, _RS.NON_EXISTENT, machine="replica")

@@ -61,6 +61,8 @@ from typing import Any, Final
 
 import attrs
 
+from ..._transition_table import IllegalTransition, build_moves, check_move, predecessors
+
 __all__ = [
     "DEFAULT_TOPIC_CONFIGS",
     "AlterConfigs",
@@ -164,11 +166,11 @@ RESOURCE_TOPIC: Final = 2
 RESOURCE_BROKER: Final = 4
 
 
-class IllegalTransition(Exception):
-    """A replica or partition was moved to a state its current state cannot reach.
-
-    Raised by the model's own bookkeeping; it means a bug in the model, never bad input.
-    """
+class ModelStep:
+    """The input of the replica and partition machines: the model's own bookkeeping
+    moves them (their owner, ``ClusterModel``, dispatches every command), so one input
+    type stands for all; a move its table does not list raises the kit's
+    :class:`IllegalTransition` (a bug in the model, never bad input)."""
 
 
 class BrokerState(enum.Enum):
@@ -213,35 +215,59 @@ class PartitionState(enum.Enum):
     NON_EXISTENT = "non_existent"
 
 
-#: Valid predecessor states of each replica state.
-REPLICA_PREDECESSORS: Final[Mapping[ReplicaState, frozenset[ReplicaState]]] = MappingProxyType(
-    {
-        ReplicaState.NEW: frozenset({ReplicaState.NON_EXISTENT}),
-        ReplicaState.ONLINE: frozenset(
-            {ReplicaState.NEW, ReplicaState.ONLINE, ReplicaState.OFFLINE}
-        ),
-        ReplicaState.OFFLINE: frozenset(
-            {ReplicaState.NEW, ReplicaState.ONLINE, ReplicaState.OFFLINE}
+_STEP: Final = (ModelStep,)
+
+#: The replica machine (Kafka's ``ReplicaStateMachine``, condensed); a state may stay.
+REPLICA_MOVES: Final = build_moves(
+    [
+        ([ReplicaState.NON_EXISTENT], ModelStep, [ReplicaState.NEW]),
+        (
+            [ReplicaState.NEW, ReplicaState.ONLINE],
+            ModelStep,
+            [ReplicaState.ONLINE, ReplicaState.OFFLINE],
         ),
         # ReplicaDeletionStarted: only from offline (the replica is stopped first).
-        ReplicaState.DELETING: frozenset({ReplicaState.OFFLINE}),
-        ReplicaState.NON_EXISTENT: frozenset({ReplicaState.DELETING}),
+        (
+            [ReplicaState.OFFLINE],
+            ModelStep,
+            [ReplicaState.ONLINE, ReplicaState.OFFLINE, ReplicaState.DELETING],
+        ),
+        ([ReplicaState.DELETING], ModelStep, [ReplicaState.NON_EXISTENT]),
+    ]
+)
+
+#: The partition machine (Kafka's ``PartitionStateMachine``); a state may stay.
+PARTITION_MOVES: Final = build_moves(
+    [
+        ([PartitionState.NON_EXISTENT], ModelStep, [PartitionState.NEW]),
+        (
+            [PartitionState.NEW, PartitionState.ONLINE],
+            ModelStep,
+            [PartitionState.ONLINE, PartitionState.OFFLINE],
+        ),
+        # A deleted partition is taken offline first.
+        (
+            [PartitionState.OFFLINE],
+            ModelStep,
+            [PartitionState.ONLINE, PartitionState.OFFLINE, PartitionState.NON_EXISTENT],
+        ),
+    ]
+)
+
+#: Valid predecessor states of each replica state, derived from its table.
+REPLICA_PREDECESSORS: Final[Mapping[ReplicaState, frozenset[ReplicaState]]] = MappingProxyType(
+    {
+        state: predecessors(REPLICA_MOVES, ReplicaState, _STEP, state, loops=True)
+        for state in ReplicaState
     }
 )
 
-#: Valid predecessor states of each partition state.
+#: Valid predecessor states of each partition state, derived from its table.
 PARTITION_PREDECESSORS: Final[Mapping[PartitionState, frozenset[PartitionState]]] = (
     MappingProxyType(
         {
-            PartitionState.NEW: frozenset({PartitionState.NON_EXISTENT}),
-            PartitionState.ONLINE: frozenset(
-                {PartitionState.NEW, PartitionState.ONLINE, PartitionState.OFFLINE}
-            ),
-            PartitionState.OFFLINE: frozenset(
-                {PartitionState.NEW, PartitionState.ONLINE, PartitionState.OFFLINE}
-            ),
-            # A deleted partition is taken offline first.
-            PartitionState.NON_EXISTENT: frozenset({PartitionState.OFFLINE}),
+            state: predecessors(PARTITION_MOVES, PartitionState, _STEP, state, loops=True)
+            for state in PartitionState
         }
     )
 )
@@ -1305,10 +1331,14 @@ class ClusterModel:
 
     def _replica_to(self, p: _Partition, replica: int, state: ReplicaState) -> None:
         current = p.replica_states.get(replica, ReplicaState.NON_EXISTENT)
-        if current not in REPLICA_PREDECESSORS[state]:
-            raise IllegalTransition(
-                f"replica {replica} of {p.topic}-{p.index}: {current.name} -> {state.name}"
-            )
+        check_move(
+            REPLICA_MOVES,
+            current,
+            ModelStep,
+            state,
+            machine="replica",
+            detail=f"replica {replica} of {p.topic}-{p.index}",
+        )
         if state is ReplicaState.NON_EXISTENT:
             p.replica_states.pop(replica, None)
             p.replica_bytes.pop(replica, None)
@@ -1321,10 +1351,14 @@ class ClusterModel:
             p.replica_states[replica] = state
 
     def _partition_to(self, p: _Partition, state: PartitionState) -> None:
-        if p.state not in PARTITION_PREDECESSORS[state]:
-            raise IllegalTransition(
-                f"partition {p.topic}-{p.index}: {p.state.name} -> {state.name}"
-            )
+        check_move(
+            PARTITION_MOVES,
+            p.state,
+            ModelStep,
+            state,
+            machine="partition",
+            detail=f"partition {p.topic}-{p.index}",
+        )
         p.state = state
 
     def _start_replica(self, p: _Partition, replica: int, size: int) -> None:

@@ -17,6 +17,9 @@ is injected per test, in the middle of the job:
 * a whole Spark worker is SIGKILLed (its executor JVM and Python workers): Spark runs
   the lost tasks again on the other worker, the group rebalances.
 
+A long-running exactly-once job (``start_consume_job``) copies a growing topic until
+stopped, once.
+
 Then an independent ``read_committed`` confluent-kafka consumer counts the output:
 every input record exactly once -- 0 duplicates, 0 missing -- while the ledgers show
 the records the failed attempt had been handed were handed over again (the fault
@@ -39,10 +42,11 @@ from confluent_kafka import Message
 from pyspark import TaskContext, cloudpickle
 
 from coopconsumer import ConfigurationError, TransactionalOutput
-from coopconsumer.spark import run_consume_job
+from coopconsumer.spark import run_consume_job, start_consume_job
 from coopconsumer.testing import SparkStandaloneCluster, TransactionalBroker, embedded_broker
 from integration.spark.conftest import (
     PARTITIONS,
+    GrowingTopic,
     job_config,
     produce_values,
     read_committed_values,
@@ -274,3 +278,45 @@ def test_exactly_once_settings_are_checked_on_the_driver(
             )
     with pytest.raises(ConfigurationError, match="exactly_once=True"):
         run_consume_job(spark, config, [unique_topic], sink, producer_config={})
+
+
+def test_a_long_running_exactly_once_job_copies_a_growing_topic_once(
+    spark: SparkSession,
+    txn_broker: TransactionalBroker,
+    unique_topic: str,
+    unique_group: str,
+    tmp_path: Path,
+) -> None:
+    output_topic = f"{unique_topic}-out"
+    txn_broker.create_topic(unique_topic, partitions=PARTITIONS)
+    txn_broker.create_topic(output_topic, partitions=PARTITIONS)
+    topic = GrowingTopic(txn_broker.bootstrap, unique_topic, per_second=150)
+    job = start_consume_job(
+        spark,
+        job_config(txn_broker, unique_group, session_timeout_ms=3000),
+        [unique_topic],
+        CopySink(tmp_path, output_topic, pace_s=0.0),
+        exactly_once=True,
+        producer_config={"transaction.timeout.ms": TRANSACTION_TIMEOUT_MS},
+        members=2,
+        batch_size=BATCH,
+        report_interval_s=0.5,
+    )
+    try:
+        deadline = time.monotonic() + JOB_TIMEOUT_S
+        while len({s.stats.member for s in job.statistics() if s.stats.records}) < 2:
+            assert not job.done
+            assert time.monotonic() < deadline, job.statistics()
+            time.sleep(0.2)
+    finally:
+        produced = topic.finish()
+    values = [f"v{i}" for i in range(produced)]
+    deadline = time.monotonic() + JOB_TIMEOUT_S
+    while set(sum(ledgers(tmp_path).values(), collections.Counter[str]())) != set(values):
+        assert not job.done
+        assert time.monotonic() < deadline, "not every record reached a sink"
+        time.sleep(0.2)
+    rows = job.stop(timeout_s=JOB_TIMEOUT_S).collect()
+    assert [(r.member, r.attempt) for r in rows] == [(0, 0), (1, 0)]
+    duplicates, missing, _replayed = check_exactly_once(txn_broker, output_topic, values, tmp_path)
+    print(f"long-running: {produced} records, {duplicates} duplicates, {missing} missing")

@@ -28,7 +28,13 @@ import pytest
 from confluent_kafka import Consumer, Producer
 from confluent_kafka import TopicPartition as KafkaPartition
 
-from coopconsumer.testing import EmbeddedBroker, SparkStandaloneCluster, spark_standalone_cluster
+from coopconsumer.testing import (
+    EmbeddedBroker,
+    SparkStandaloneCluster,
+    TransactionalBroker,
+    embedded_broker,
+    spark_standalone_cluster,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -66,6 +72,16 @@ def spark(spark_cluster: SparkStandaloneCluster) -> Iterator[SparkSession]:
         yield session
     finally:
         session.stop()
+
+
+@pytest.fixture(scope="session")
+def txn_broker() -> Iterator[TransactionalBroker]:
+    """Tansu behind the transactions proxy (docs/testing.md, "Transactions"), shared by
+    the exactly-once Spark tests; the proxy must have met nothing it could not do."""
+    with embedded_broker("tansu", transactions=True) as broker:
+        assert isinstance(broker, TransactionalBroker)
+        yield broker
+        assert broker.proxy.failures == ()
 
 
 def restore_workers(cluster: SparkStandaloneCluster, spark: SparkSession) -> None:

@@ -33,7 +33,6 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -43,7 +42,7 @@ from pyspark import TaskContext, cloudpickle
 
 from coopconsumer import ConfigurationError, TransactionalOutput
 from coopconsumer.spark import run_consume_job, start_consume_job
-from coopconsumer.testing import SparkStandaloneCluster, TransactionalBroker, embedded_broker
+from coopconsumer.testing import SparkStandaloneCluster, TransactionalBroker
 from integration.spark.conftest import (
     PARTITIONS,
     GrowingTopic,
@@ -65,14 +64,6 @@ BATCH = 20
 TRANSACTION_TIMEOUT_MS = 6000
 #: The whole job, retries and a worker restart included, on a busy two-core machine.
 JOB_TIMEOUT_S = 240.0
-
-
-@pytest.fixture(scope="module")
-def txn_broker() -> Iterator[TransactionalBroker]:
-    with embedded_broker("tansu", transactions=True) as broker:
-        assert isinstance(broker, TransactionalBroker)
-        yield broker
-        assert broker.proxy.failures == ()
 
 
 class CopySink:

@@ -7,21 +7,24 @@ Starts an embedded Tansu broker behind coopconsumer's transactions proxy (every 
 goes through it, so the paths compare like with like) and a Spark standalone cluster
 (a master and two workers with two task slots each, separate processes, from the
 installed pyspark package), pre-produces ``N`` records (default 200,000 of 100 bytes
-over 4 partitions) to one topic, then reads the whole topic once per path, each into
-the same trivial sink (it counts records and touches every value):
+over 4 partitions) to one topic, then reads the whole topic once per path: the two
+jobs copy it to a second topic (Kafka -> Kafka), the streaming and batch reads count
+it (touching every value):
 
 * **at-least-once job**: ``run_consume_job`` with ``M`` members (default 2) and a
-  counting sink. Timed window: from the call to its return -- reading the end offsets,
-  launching the tasks, the members joining the group, consuming, committing after
-  every batch and leaving. Also printed: the members' own rate, records over the
-  slowest member's wall time (its ``seconds``: joining and leaving included, task
-  launch not).
+  sink that copies every record to a second topic with a confluent-kafka producer,
+  awaiting every delivery before it returns. Timed window: from the call to its
+  return -- reading the end offsets, launching the tasks, the members joining the
+  group, consuming, committing after every batch and leaving. Also printed: the
+  members' own rate, records over the slowest member's wall time (its ``seconds``:
+  joining and leaving included, task launch not).
 * **exactly-once job**: ``run_consume_job(..., exactly_once=True)`` with ``M``
-  members, batches of the same size and a sink that counts the same way and produces
-  nothing, so the difference is the transactions: per batch, a transaction that
-  commits the batch's offsets with the member's generation (AddOffsetsToTxn,
-  TxnOffsetCommit, EndTxn) instead of an OffsetCommit. Timed window as for the
-  at-least-once job, plus each member's InitProducerId and broker version check.
+  members and batches of the same size, copying every record to the second topic
+  inside the batch's transaction, which also commits the batch's offsets with the
+  member's generation. Timed window as for the at-least-once job, plus each member's
+  InitProducerId and broker version check. (Tansu drops the offsets of a transaction
+  that holds no records, after a producer's first: a sink producing nothing cannot be
+  measured there.)
 * **streaming source**: ``spark.readStream.format("coopconsumer")`` from the earliest
   offsets with ``trigger(availableNow=True)`` and a ``foreachBatch`` sink that counts.
   Timed window: from ``start()`` to the query's termination -- planning every
@@ -58,20 +61,43 @@ if TYPE_CHECKING:
 
 
 class CountingSink:
-    """The consume job's sink: counts records and touches each value."""
+    """The streaming and batch paths' sink: counts records and touches each value."""
 
     def __call__(self, batch: list[Message]) -> None:
         touched = sum(len(m.value() or b"") for m in batch)
         assert touched >= 0
 
 
-class CountingTransactionalSink:
-    """The exactly-once job's sink: counts and touches as :class:`CountingSink`,
-    produces nothing."""
+class CopySink:
+    """The at-least-once job's sink: copies each record to ``topic`` with a
+    confluent-kafka producer (one per task), every delivery awaited before it returns
+    (so the commit after it covers delivered output)."""
+
+    def __init__(self, bootstrap: str, topic: str) -> None:
+        self.bootstrap = bootstrap
+        self.topic = topic
+        self.producer: Any = None
+
+    def __call__(self, batch: list[Message]) -> None:
+        if self.producer is None:
+            from confluent_kafka import Producer
+
+            self.producer = Producer({"bootstrap.servers": self.bootstrap, "linger.ms": 5})
+        for m in batch:
+            self.producer.produce(self.topic, m.value(), m.key())
+        assert self.producer.flush(60) == 0
+
+
+class TransactionalCopySink:
+    """The exactly-once job's sink: copies each record to ``topic`` into the batch's
+    transaction."""
+
+    def __init__(self, topic: str) -> None:
+        self.topic = topic
 
     def __call__(self, batch: list[Message], output: TransactionalOutput) -> None:
-        touched = sum(len(m.value() or b"") for m in batch)
-        assert touched >= 0
+        for m in batch:
+            output.produce(self.topic, m.value(), m.key())
 
 
 def main() -> None:
@@ -123,10 +149,13 @@ def main() -> None:
         # Warm-up: Python workers, JIT, the broker's caches.
         source().agg(F.count("value")).collect()
 
-        for label, exactly_once, sink in (
-            ("at-least-once job", False, CountingSink()),
-            ("exactly-once job", True, CountingTransactionalSink()),
-        ):
+        copies = f"{topic}-copy"  # Kafka -> Kafka: both jobs write every record here
+        broker.create_topic(copies, partitions=args.partitions)
+        sinks: list[tuple[str, bool, Any]] = [
+            ("at-least-once job", False, CopySink(broker.bootstrap, copies)),
+            ("exactly-once job", True, TransactionalCopySink(copies)),
+        ]
+        for label, exactly_once, sink in sinks:
             started = time.perf_counter()
             stats = run_consume_job(
                 spark,

@@ -15,7 +15,10 @@ is injected per test, in the middle of the job:
 * the Python worker of one first attempt SIGKILLs itself right after producing its
   batch (a member dying mid-transaction: Spark sees a crashed worker and retries);
 * a whole Spark worker is SIGKILLed (its executor JVM and Python workers): Spark runs
-  the lost tasks again on the other worker, the group rebalances.
+  the lost tasks again on the other worker, the group rebalances;
+* speculative execution on (its own application in a child process,
+  speculation_driver.py): copies of the member tasks join the group, and Spark kills
+  the slower attempt of each task.
 
 A long-running exactly-once job (``start_consume_job``) copies a growing topic until
 stopped, once.
@@ -29,8 +32,10 @@ really hit work in flight, so a broken fence would show as duplicates).
 from __future__ import annotations
 
 import collections
+import json
 import os
 import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -311,3 +316,29 @@ def test_a_long_running_exactly_once_job_copies_a_growing_topic_once(
     assert [(r.member, r.attempt) for r in rows] == [(0, 0), (1, 0)]
     duplicates, missing, _replayed = check_exactly_once(txn_broker, output_topic, values, tmp_path)
     print(f"long-running: {produced} records, {duplicates} duplicates, {missing} missing")
+
+
+def test_speculative_copies_duplicate_nothing(
+    txn_broker: TransactionalBroker, unique_topic: str, unique_group: str, tmp_path: Path
+) -> None:
+    """Speculation is set when a SparkContext starts: a child process runs its own
+    application, with speculation on, on its own cluster of two distinct hosts
+    (speculation_driver.py). Every member task outlasting 4 s gets a copy: one more
+    member of the group, until Spark kills whichever attempt of the task is slower."""
+    output_topic, values = setup_topics(txn_broker, unique_topic)
+    driver = Path(__file__).with_name("speculation_driver.py")
+    argv = [sys.executable, str(driver), "--bootstrap", txn_broker.bootstrap]
+    argv += ["--topic", unique_topic, "--output", output_topic, "--group", unique_group]
+    argv += ["--ledgers", str(tmp_path)]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=JOB_TIMEOUT_S + 180)
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    attempts = sorted({name.split("-pid-")[0] for name in ledgers(tmp_path)})
+    copies = [a for a in attempts if not a.endswith("-attempt-0")]
+    assert copies, f"no speculative copy ran: {attempts}"
+    duplicates, missing, replayed = check_exactly_once(txn_broker, output_topic, values, tmp_path)
+    print(
+        f"speculation: {result['seconds']}s, attempts that handed records {attempts}, "
+        f"finished {result['rows']}: {duplicates} duplicates, {missing} missing, "
+        f"{replayed} records handed over twice"
+    )

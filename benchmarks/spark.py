@@ -3,19 +3,28 @@
     python benchmarks/spark.py [--records N] [--value-size BYTES] [--partitions P]
                                [--members M]
 
-Starts an embedded Tansu broker and a Spark standalone cluster (a master and two
-workers with two task slots each, separate processes, from the installed pyspark
-package), pre-produces ``N`` records (default 200,000 of 100 bytes over 4 partitions)
-to one topic, then reads the whole topic once per path, each into the same trivial
-sink (it counts records and touches every value):
+Starts an embedded Tansu broker behind coopconsumer's transactions proxy (every path
+goes through it, so the paths compare like with like) and a Spark standalone cluster
+(a master and two workers with two task slots each, separate processes, from the
+installed pyspark package), pre-produces ``N`` records (default 200,000 of 100 bytes
+over 4 partitions) to one topic, then reads the whole topic once per path: the two
+jobs copy it to a second topic (Kafka -> Kafka), the streaming and batch reads count
+it (touching every value):
 
 * **at-least-once job**: ``run_consume_job`` with ``M`` members (default 2) and a
-  counting sink. Timed window: from the call to its return -- reading the end offsets,
-  launching the tasks, the members joining the group, consuming, committing after
-  every batch and leaving. Also printed: the members' own rate, records over the
-  slowest member's wall time (its ``seconds``: joining and leaving included, task
-  launch not).
-* **exactly-once job**: a slot for the transactional job (issue 20, phase 2); not run.
+  sink that copies every record to a second topic with a confluent-kafka producer,
+  awaiting every delivery before it returns. Timed window: from the call to its
+  return -- reading the end offsets, launching the tasks, the members joining the
+  group, consuming, committing after every batch and leaving. Also printed: the
+  members' own rate, records over the slowest member's wall time (its ``seconds``:
+  joining and leaving included, task launch not).
+* **exactly-once job**: ``run_consume_job(..., exactly_once=True)`` with ``M``
+  members and batches of the same size, copying every record to the second topic
+  inside the batch's transaction, which also commits the batch's offsets with the
+  member's generation. Timed window as for the at-least-once job, plus each member's
+  InitProducerId and broker version check. (Tansu drops the offsets of a transaction
+  that holds no records, after a producer's first: a sink producing nothing cannot be
+  measured there.)
 * **streaming source**: ``spark.readStream.format("coopconsumer")`` from the earliest
   offsets with ``trigger(availableNow=True)`` and a ``foreachBatch`` sink that counts.
   Timed window: from ``start()`` to the query's termination -- planning every
@@ -41,20 +50,54 @@ import time
 import uuid
 from typing import TYPE_CHECKING, Any
 
-from _common import describe_machine, print_table, produce, tansu
+from _common import describe_machine, print_table, produce
 
-from coopconsumer.testing import spark_standalone_cluster
+from coopconsumer.testing import embedded_broker, spark_standalone_cluster
 
 if TYPE_CHECKING:
     from confluent_kafka import Message
 
+    from coopconsumer import TransactionalOutput
+
 
 class CountingSink:
-    """The consume job's sink: counts records and touches each value."""
+    """The streaming and batch paths' sink: counts records and touches each value."""
 
     def __call__(self, batch: list[Message]) -> None:
         touched = sum(len(m.value() or b"") for m in batch)
         assert touched >= 0
+
+
+class CopySink:
+    """The at-least-once job's sink: copies each record to ``topic`` with a
+    confluent-kafka producer (one per task), every delivery awaited before it returns
+    (so the commit after it covers delivered output)."""
+
+    def __init__(self, bootstrap: str, topic: str) -> None:
+        self.bootstrap = bootstrap
+        self.topic = topic
+        self.producer: Any = None
+
+    def __call__(self, batch: list[Message]) -> None:
+        if self.producer is None:
+            from confluent_kafka import Producer
+
+            self.producer = Producer({"bootstrap.servers": self.bootstrap, "linger.ms": 5})
+        for m in batch:
+            self.producer.produce(self.topic, m.value(), m.key())
+        assert self.producer.flush(60) == 0
+
+
+class TransactionalCopySink:
+    """The exactly-once job's sink: copies each record to ``topic`` into the batch's
+    transaction."""
+
+    def __init__(self, topic: str) -> None:
+        self.topic = topic
+
+    def __call__(self, batch: list[Message], output: TransactionalOutput) -> None:
+        for m in batch:
+            output.produce(self.topic, m.value(), m.key())
 
 
 def main() -> None:
@@ -75,7 +118,10 @@ def main() -> None:
 
     cloudpickle.register_pickle_by_value(sys.modules[__name__])  # type: ignore[no-untyped-call]
     n = args.records
-    with tansu() as broker, spark_standalone_cluster(2, cores_per_worker=2) as cluster:
+    with (
+        embedded_broker("tansu", transactions=True) as broker,
+        spark_standalone_cluster(2, cores_per_worker=2) as cluster,
+    ):
         topic = f"bench-spark-{uuid.uuid4().hex[:8]}"
         broker.create_topic(topic, partitions=args.partitions)
         produce_s = produce(
@@ -103,34 +149,41 @@ def main() -> None:
         # Warm-up: Python workers, JIT, the broker's caches.
         source().agg(F.count("value")).collect()
 
-        started = time.perf_counter()
-        stats = run_consume_job(
-            spark,
-            {
-                "bootstrap.servers": broker.bootstrap,
-                "group.id": f"bench-job-{uuid.uuid4().hex[:8]}",
-                "session.timeout.ms": 6000,
-                "heartbeat.interval.ms": 1000,
-            },
-            [topic],
-            CountingSink(),
-            members=args.members,
-            batch_size=5000,
-        ).collect()
-        job_s = time.perf_counter() - started
-        consumed = sum(r.records for r in stats)
-        slowest = max(r.seconds for r in stats)
-        assert consumed >= n, f"the job consumed {consumed} of {n}"
-        rows.append(
-            [
-                "at-least-once job",
-                f"{consumed:,}",
-                f"{job_s:.1f}",
-                f"{consumed / job_s:,.0f}",
-                f"members {consumed / slowest:,.0f}/s",
-            ]
-        )
-        rows.append(["exactly-once job", "-", "-", "-", "phase 2 (not built yet)"])
+        copies = f"{topic}-copy"  # Kafka -> Kafka: both jobs write every record here
+        broker.create_topic(copies, partitions=args.partitions)
+        sinks: list[tuple[str, bool, Any]] = [
+            ("at-least-once job", False, CopySink(broker.bootstrap, copies)),
+            ("exactly-once job", True, TransactionalCopySink(copies)),
+        ]
+        for label, exactly_once, sink in sinks:
+            started = time.perf_counter()
+            stats = run_consume_job(
+                spark,
+                {
+                    "bootstrap.servers": broker.bootstrap,
+                    "group.id": f"bench-job-{uuid.uuid4().hex[:8]}",
+                    "session.timeout.ms": 6000,
+                    "heartbeat.interval.ms": 1000,
+                },
+                [topic],
+                sink,
+                exactly_once=exactly_once,
+                members=args.members,
+                batch_size=5000,
+            ).collect()
+            job_s = time.perf_counter() - started
+            consumed = sum(r.records for r in stats)
+            slowest = max(r.seconds for r in stats)
+            assert consumed >= n, f"the job consumed {consumed} of {n}"
+            rows.append(
+                [
+                    label,
+                    f"{consumed:,}",
+                    f"{job_s:.1f}",
+                    f"{consumed / job_s:,.0f}",
+                    f"members {consumed / slowest:,.0f}/s",
+                ]
+            )
 
         counted: list[int] = []
 

@@ -16,8 +16,9 @@ takes any master URL instead (``local[2]`` runs everything in one JVM). Steps:
 3. read the Parquet back with Spark, drop records seen twice (the job delivers at least
    once; a record is identified by topic, partition and offset), and aggregate per user;
    the aggregate is written as Parquet too;
-4. produce the aggregate to a second topic with ``KafkaWriter`` (idempotent producer,
-   every delivery awaited) and read it back with a coopconsumer ``Consumer``.
+4. produce the aggregate to a second topic with ``KafkaWriter`` in transactional mode
+   (each Spark task's rows in one Kafka transaction: a failed attempt leaves nothing
+   behind) and read it back with a ``read_committed`` coopconsumer ``Consumer``.
 
 Exits 0 when every event reached the Parquet files, the
 aggregate accounts for every event, and every aggregate row was read back from Kafka;
@@ -149,13 +150,15 @@ def start_spark(stack: ExitStack, master: str | None) -> SparkSession:
 
 
 def read_back(bootstrap: str, topic: str, expected: int, timeout_s: float) -> dict[str, Any]:
-    """The aggregate rows in ``topic``, by key, read with a coopconsumer Consumer."""
+    """The aggregate rows in ``topic``, by key, read with a ``read_committed``
+    coopconsumer Consumer."""
     config = {
         "bootstrap.servers": bootstrap,
         "group.id": unique_name("pipeline-check"),
         "partition.assignment.strategy": "cooperative-sticky",
         "auto.offset.reset": "earliest",
         "enable.auto.commit": False,
+        "isolation.level": "read_committed",  # what the transactions committed
         "session.timeout.ms": 6000,
         "heartbeat.interval.ms": 1000,
     }
@@ -258,12 +261,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         totals.orderBy(F.desc("revenue")).show(5)
         accounted = totals.agg(F.sum("events")).first()[0] or 0  # type: ignore[index]
 
-        # 3. aggregate -> Kafka: KafkaWriter, every delivery awaited.
+        # 3. aggregate -> Kafka: KafkaWriter, one transaction per Spark task.
         writer = KafkaWriter(
             {"bootstrap.servers": broker.bootstrap},
             totals_topic,
             key_column="user",
             value_column="json",
+            transactional_id=unique_name("pipeline-totals"),
         )
         outgoing = totals.select(
             "user", F.to_json(F.struct("user", "events", "purchases", "revenue")).alias("json")

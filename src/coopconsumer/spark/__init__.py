@@ -6,10 +6,16 @@ module is how a PySpark job reads and writes Kafka:
 * :func:`run_consume_job` runs N Spark tasks, each a cooperative-sticky member of one
   consumer group, consumes a topic up to the end offsets seen when the job started,
   hands each batch to a sink function and commits only after the sink returned. It
-  returns one row of statistics per member as a DataFrame.
+  returns one row of statistics per member as a DataFrame. With ``exactly_once=True``
+  each member is a :class:`coopconsumer.TransactionalProcessor`: the sink's output
+  records and the batch's offsets commit in one Kafka transaction (KIP-447).
+  :func:`start_consume_job` runs the same members until it is stopped.
 * :class:`KafkaWriter` produces the rows of a DataFrame partition to Kafka with the
   idempotent producer, from ``df.foreachPartition`` or ``df.mapInPandas``, and raises
-  :class:`coopconsumer.DeliveryError` naming the topic and partition of a failed record.
+  :class:`coopconsumer.DeliveryError` naming the topic and partition of a failed record;
+  with ``transactional_id`` each task writes its rows in one transaction.
+* :class:`CoopConsumerDataSource` (``format("coopconsumer")``) reads and writes Kafka
+  with Spark's Kafka source options.
 
 Needs the ``spark`` extra (``pip install 'coopconsumer[spark]'``). The names are loaded
 on first use, so the writer can be imported on executors without touching the driver

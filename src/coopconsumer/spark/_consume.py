@@ -29,7 +29,15 @@ from .._errors import ConfigurationError, RequestTimeoutError
 from .._io._fetcher import end_offsets
 from ..assignors import RebalanceProtocol, load_assignors, select_rebalance_protocol
 from ._control import ControlServer, MemberState
-from ._member import AtLeastOnceDelivery, MemberStats, Plan, Sink, run_task
+from ._member import (
+    AtLeastOnceDelivery,
+    ExactlyOnce,
+    MemberStats,
+    Plan,
+    Sink,
+    TransactionalSink,
+    run_task,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -39,6 +47,7 @@ __all__ = [
     "MemberStats",
     "MemberStatus",
     "Sink",
+    "TransactionalSink",
     "run_consume_job",
     "start_consume_job",
 ]
@@ -101,6 +110,50 @@ def _job_config(
             "support COOPERATIVE)"
         )
     return merged, parsed
+
+
+def _exactly_once(
+    merged: dict[str, object],
+    parsed: ConsumerConfig,
+    sink: Sink | TransactionalSink,
+    producer_config: Mapping[str, object] | None,
+) -> ExactlyOnce:
+    """The exactly-once part of the plan, checked on the driver as each task's
+    ``TransactionalProcessor`` would check it (so a bad setting fails here, not in
+    every task attempt). ``merged`` gets ``isolation.level=read_committed``."""
+    from .._io._txn_producer import transaction_timeout_ms, transactional_producer_config
+
+    isolation = str(merged.get("isolation.level", "read_committed")).strip().lower()
+    if isolation != "read_committed":
+        raise ConfigurationError(
+            "an exactly-once job reads with isolation.level=read_committed (a "
+            "read_uncommitted input would process records of aborted transactions)"
+        )
+    merged["isolation.level"] = "read_committed"
+    if producer_config is not None and not isinstance(producer_config, Mapping):
+        raise ConfigurationError(
+            f"producer_config must be a mapping, not {type(producer_config).__name__}"
+        )
+    producer = dict(producer_config or {})
+    given = producer.pop("transactional.id", None)
+    if given is not None and (not isinstance(given, str) or not given):
+        raise ConfigurationError(f"transactional.id must be a non-empty string: {given!r}")
+    prefix = given or f"coopconsumer-spark-{parsed.require_group_id()}"
+    # What each attempt's processor builds, with the first attempt's id.
+    check = {"bootstrap.servers": merged.get("bootstrap.servers"), **producer}
+    check["transactional.id"] = f"{prefix}-0-0"
+    timeout_ms = transaction_timeout_ms(transactional_producer_config(check))
+    if timeout_ms > parsed.max_poll_interval_ms:
+        raise ConfigurationError(
+            f"transaction.timeout.ms ({timeout_ms}) exceeds max.poll.interval.ms "
+            f"({parsed.max_poll_interval_ms}): lower transaction.timeout.ms in "
+            "producer_config (or raise max.poll.interval.ms in config)"
+        )
+    return ExactlyOnce(
+        sink=sink,  # type: ignore[arg-type]
+        producer_config=producer,
+        transactional_id_prefix=prefix,
+    )
 
 
 def _topic_names(topics: Iterable[str] | str) -> tuple[str, ...]:
@@ -320,9 +373,11 @@ def _start(
     spark: SparkSession,
     config: Mapping[str, object],
     topics: Iterable[str] | str,
-    sink: Sink,
+    sink: Sink | TransactionalSink,
     *,
     bounded: bool,
+    exactly_once: bool,
+    producer_config: Mapping[str, object] | None,
     members: int | None,
     batch_size: int,
     poll_timeout_s: float,
@@ -344,6 +399,12 @@ def _start(
         _positive("members", members, integer=True)
     if isinstance(control_port, bool) or not isinstance(control_port, int):
         raise ConfigurationError(f"control_port must be an int, not {control_port!r}")
+
+    if not isinstance(exactly_once, bool):
+        raise ConfigurationError(f"exactly_once must be a bool, not {exactly_once!r}")
+    if not exactly_once and producer_config is not None:
+        raise ConfigurationError("producer_config is for an exactly-once job (exactly_once=True)")
+    transactional = _exactly_once(merged, parsed, sink, producer_config) if exactly_once else None
 
     from pyspark import cloudpickle
 
@@ -373,7 +434,9 @@ def _start(
         plan = Plan(
             config=merged,
             topics=names,
-            delivery=functools.partial(AtLeastOnceDelivery, sink),
+            delivery=None
+            if transactional is not None
+            else functools.partial(AtLeastOnceDelivery, sink),  # type: ignore[arg-type]
             batch_size=batch_size,
             poll_timeout_s=float(poll_timeout_s),
             ends=ends if bounded else None,
@@ -381,9 +444,11 @@ def _start(
             timeout_s=None if timeout_s is None else float(timeout_s),
             control=server.address,
             report_interval_s=float(report_interval_s),
+            exactly_once=transactional,
         )
         log.info(
-            "consume job: %d member(s), group %s, %d partition(s)%s",
+            "consume job%s: %d member(s), group %s, %d partition(s)%s",
+            " (exactly-once)" if exactly_once else "",
             count,
             parsed.group_id,
             len(ends),
@@ -401,8 +466,10 @@ def run_consume_job(
     spark: SparkSession,
     config: Mapping[str, object],
     topics: Iterable[str] | str,
-    sink: Sink,
+    sink: Sink | TransactionalSink,
     *,
+    exactly_once: bool = False,
+    producer_config: Mapping[str, object] | None = None,
     members: int | None = None,
     batch_size: int = 500,
     poll_timeout_s: float = 0.2,
@@ -449,6 +516,20 @@ def run_consume_job(
     to the brokers and to the driver (members report to it every
     ``report_interval_s`` seconds; see :func:`start_consume_job`).
 
+    ``exactly_once=True`` makes each member a
+    :class:`coopconsumer.TransactionalProcessor`: ``sink(batch, output)`` writes its
+    output records with ``output.produce(topic, value, key)``, and they commit together
+    with the batch's offsets in one Kafka transaction per batch, fenced by the
+    member's group generation (KIP-447): a failed, retried, lost or speculative task
+    attempt never makes output appear twice or go missing for ``read_committed``
+    readers. The input is read ``read_committed``; ``producer_config`` configures the
+    transactional producers (``bootstrap.servers`` and security keys default to
+    ``config``'s; a ``transactional.id`` there is the prefix of each attempt's own id,
+    ``<prefix>-<member>-<attempt>``, default ``coopconsumer-spark-<group.id>``). The
+    members stop once the committed offsets reached the end offsets; records past them
+    that arrive in the same batch are processed (and committed) too. docs/spark.md,
+    "The exactly-once job".
+
     Returns a DataFrame (already computed: the job ran exactly once) with one row per
     member attempt that finished, in :attr:`MemberStats.SCHEMA`; a failed attempt has
     no row, its retry's row has ``attempt >= 1``.
@@ -467,6 +548,8 @@ def run_consume_job(
         topics,
         sink,
         bounded=True,
+        exactly_once=exactly_once,
+        producer_config=producer_config,
         members=members,
         batch_size=batch_size,
         poll_timeout_s=poll_timeout_s,
@@ -482,8 +565,10 @@ def start_consume_job(
     spark: SparkSession,
     config: Mapping[str, object],
     topics: Iterable[str] | str,
-    sink: Sink,
+    sink: Sink | TransactionalSink,
     *,
+    exactly_once: bool = False,
+    producer_config: Mapping[str, object] | None = None,
     members: int | None = None,
     batch_size: int = 500,
     poll_timeout_s: float = 0.2,
@@ -521,7 +606,9 @@ def start_consume_job(
     Delivery is at-least-once, as in :func:`run_consume_job`: a member that fails or
     whose executor is lost delivers again, through whichever member takes its
     partitions, the records its sink took after its last commit. Stopping is graceful:
-    each member finishes its batch, commits and leaves the group.
+    each member finishes its batch, commits and leaves the group. With
+    ``exactly_once=True`` (and ``producer_config``) the members are transactional, as
+    in :func:`run_consume_job`: output and offsets commit in one transaction per batch.
 
     Raises ``ConfigurationError`` for invalid arguments and ``KafkaError`` if a topic
     does not exist (nothing started).
@@ -532,6 +619,8 @@ def start_consume_job(
         topics,
         sink,
         bounded=False,
+        exactly_once=exactly_once,
+        producer_config=producer_config,
         members=members,
         batch_size=batch_size,
         poll_timeout_s=poll_timeout_s,

@@ -3,15 +3,20 @@
 ``Member`` is a cooperative-sticky :class:`coopconsumer.Consumer` subscribed to the
 job's topics. Its loop is *consume, deliver, commit*: each batch goes to the job's
 ``BatchDelivery`` (the per-batch commit hook: :class:`AtLeastOnceDelivery` calls the
-sink and then commits the batch's offsets), between batches the member reports its
-statistics to the driver over the control channel (``_control``), and it stops
+sink and then commits the batch's offsets). In an exactly-once job (``Plan.exactly_once``)
+the member is a :class:`coopconsumer.TransactionalProcessor` instead, stepped by the
+same loop: the sink's output records and the batch's offsets commit in one Kafka
+transaction, fenced by the member's generation (docs/spark.md, "The exactly-once
+job"). Between batches the member reports its statistics to the driver over the
+control channel (``_control``), and it stops
 
 * in a bounded job (``Plan.ends`` set), once the group's committed offsets reached the
   end offsets the driver read at the start, or at the job's deadline;
 * in a long-running job, when the driver says stop (or hangs up).
 
-Imports the public ``Consumer``, the control channel and small helpers; never pyspark
-at import time (``run_task`` reads the TaskContext) and never ``confluent_kafka``.
+Imports the public ``Consumer`` and ``TransactionalProcessor``, the control channel and
+small helpers; never pyspark at import time (``run_task`` reads the TaskContext) and
+never ``confluent_kafka``.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ import logging
 import math
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any, ClassVar, Final
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Protocol
 
 import attrs
 
@@ -33,10 +38,12 @@ from .._errors import (
     KafkaError,
     RebalanceInProgressError,
     RequestTimeoutError,
+    TransactionError,
 )
 from .._listener import RebalanceListener
 from .._metrics import max_reading
-from .._types import TopicPartition
+from .._transactional import TransactionalOutput, TransactionalProcessor
+from .._types import ConsumerGroupMetadata, TopicPartition
 from ._control import ControlAddress, ControlClient
 
 if TYPE_CHECKING:
@@ -45,10 +52,12 @@ if TYPE_CHECKING:
 __all__ = [
     "AtLeastOnceDelivery",
     "BatchDelivery",
+    "ExactlyOnce",
     "Member",
     "MemberStats",
     "Plan",
     "Sink",
+    "TransactionalSink",
     "partition_names",
     "run_task",
 ]
@@ -58,6 +67,10 @@ log = logging.getLogger("coopconsumer.spark")
 #: The sink: called on the executor with each batch of records (confluent-kafka
 #: ``Message`` objects); its return value is ignored.
 Sink = Callable[["list[Message]"], object]
+#: The sink of an exactly-once job: called on the executor with each batch of records
+#: and the open transaction's output (``output.produce(topic, value, key)``); what it
+#: produces there commits together with the batch's offsets.
+TransactionalSink = Callable[["list[Message]", TransactionalOutput], object]
 
 #: How often an idle bounded member asks the group coordinator for the committed offsets.
 _CHECK_INTERVAL_S: Final = 0.5
@@ -292,7 +305,8 @@ class Plan:
 
     config: dict[str, object]
     topics: tuple[str, ...]
-    delivery: DeliveryFactory
+    #: The at-least-once delivery (None in an exactly-once job).
+    delivery: DeliveryFactory | None
     batch_size: int
     poll_timeout_s: float
     #: Bounded job: (low, high) watermarks per partition when the job started; the
@@ -304,6 +318,37 @@ class Plan:
     timeout_s: float | None
     control: ControlAddress | None
     report_interval_s: float
+    #: Set in an exactly-once job: the member is a ``TransactionalProcessor``.
+    exactly_once: ExactlyOnce | None = None
+
+
+@attrs.frozen(kw_only=True)
+class ExactlyOnce:
+    """The exactly-once part of a :class:`Plan`: the sink and the transactional
+    producer's configuration (without ``transactional.id``, which each attempt
+    derives from ``transactional_id_prefix``: :meth:`transactional_id`)."""
+
+    sink: TransactionalSink
+    producer_config: dict[str, object]
+    transactional_id_prefix: str
+
+    def transactional_id(self, member: int, attempt: int) -> str:
+        """One id per task attempt: unique among the attempts running at once (a
+        retry, a speculative copy), so attempts never fence each other's producers;
+        the same for the same attempt of the next run of the job, whose
+        ``init_transactions`` then ends what that one left open."""
+        return f"{self.transactional_id_prefix}-{member}-{attempt}"
+
+
+class _GroupView(Protocol):
+    """What the statistics read of a member: a ``Consumer`` or a
+    ``TransactionalProcessor``."""
+
+    def metrics(self) -> dict[str, float]: ...
+
+    def assignment(self) -> frozenset[TopicPartition]: ...
+
+    def group_metadata(self) -> ConsumerGroupMetadata: ...
 
 
 def run_task(plan: Plan, index: int, _items: Iterator[int]) -> Iterator[tuple[Any, ...]]:
@@ -313,6 +358,14 @@ def run_task(plan: Plan, index: int, _items: Iterator[int]) -> Iterator[tuple[An
     context = TaskContext.get()
     attempt = context.attemptNumber() if context is not None else 0
     yield Member(plan, index, attempt).run().as_row()
+
+
+def _close_quietly(close: Callable[[], None], who: str) -> None:
+    """Close after a failure: the original error matters more than this one."""
+    try:
+        close()
+    except Exception as exc:
+        log.warning("%s: close after a failure failed: %s", who, exc)
 
 
 def _reached(committed: int | None, low: int, high: int) -> bool:
@@ -331,6 +384,8 @@ class Member(RebalanceListener):
         self._who = f"member {index} (attempt {attempt})"
         self._ends = None if plan.ends is None else {tp: h for tp, (_l, h) in plan.ends.items()}
         self._delivery: BatchDelivery | None = None
+        self._processor: TransactionalProcessor | None = None
+        self._errors = 0  # consume() calls in a row that raised
         self._control = (
             None if plan.control is None else ControlClient(plan.control, index, attempt)
         )
@@ -361,42 +416,103 @@ class Member(RebalanceListener):
         if control is not None and control.poll():
             # Asked to stop before it started (a task that waited for a free slot).
             stats = self._stats(None)
-            control.report(stats.as_dict(), final=True)
-            control.close()
-            return stats
-        consumer = Consumer(self._plan.config)
-        try:
-            self._delivery = self._plan.delivery(consumer, self._who)
-            consumer.subscribe(list(self._plan.topics), listener=self)
-            self._report(consumer)
-            self._loop(consumer)
-            self._delivery.finish()
-            stats = self._stats(consumer)
-        except BaseException:
+        else:
             try:
-                consumer.close()
-            except Exception as exc:  # the original error matters more
-                log.warning("%s: close after a failure failed: %s", self._who, exc)
-            if control is not None:
-                control.close()
-            raise
-        consumer.close()
+                if self._plan.exactly_once is not None:
+                    stats = self._run_exactly_once(self._plan.exactly_once)
+                else:
+                    stats = self._run_at_least_once()
+            except BaseException:
+                if control is not None:
+                    control.close()
+                raise
         if control is not None:
             control.report(stats.as_dict(), final=True)
             control.close()
         return stats
 
-    def _stats(self, consumer: Consumer | None) -> MemberStats:
+    def _run_at_least_once(self) -> MemberStats:
+        consumer = Consumer(self._plan.config)
+        try:
+            assert self._plan.delivery is not None
+            delivery = self._delivery = self._plan.delivery(consumer, self._who)
+            consumer.subscribe(list(self._plan.topics), listener=self)
+            self._loop(consumer, lambda: self._deliver_turn(consumer, delivery), consumer)
+            delivery.finish()
+            stats = self._stats(consumer)
+        except BaseException:
+            _close_quietly(consumer.close, self._who)
+            raise
+        consumer.close()
+        return stats
+
+    def _run_exactly_once(self, exactly_once: ExactlyOnce) -> MemberStats:
+        """The member as a ``TransactionalProcessor``: one transaction per batch
+        (``commit_interval_ms=0``), its own transactional id per attempt. A bounded
+        job reads the group's committed offsets with a second consumer that never
+        joins (the processor's consumer is its own)."""
+        plan = self._plan
+        producer_config = dict(exactly_once.producer_config)
+        producer_config["transactional.id"] = exactly_once.transactional_id(
+            self._index, self._attempt
+        )
+        sink = exactly_once.sink
+
+        def process(records: list[Message], output: TransactionalOutput) -> None:
+            sink(records, output)
+
+        processor = self._processor = TransactionalProcessor(
+            plan.config,
+            producer_config,
+            process,
+            topics=plan.topics,
+            batch_size=plan.batch_size,
+            commit_interval_ms=0,
+        )
+        checker: Consumer | None = None
+        try:
+            if plan.ends is not None:
+                checker = Consumer(plan.config)
+            self._loop(processor, lambda: self._transaction_turn(processor), checker)
+            stats = self._stats(processor)
+        except BaseException:
+            # close() commits a transaction still open (its batches were processed);
+            # after the sink raised there is none: step() aborted it.
+            _close_quietly(processor.close, self._who)
+            if checker is not None:
+                _close_quietly(checker.close, self._who)
+            raise
+        processor.close()  # commits the open transaction, leaves the group
+        if checker is not None:
+            checker.close()
+        return self._stats(None, stats)
+
+    def _failed_commits(self) -> int:
+        if self._processor is not None:
+            return self._processor.stats().transactions_aborted
+        return 0 if self._delivery is None else self._delivery.failed_commits
+
+    def _stats(self, view: _GroupView | None, last: MemberStats | None = None) -> MemberStats:
+        """Statistics so far, read from ``view``; with ``last`` (read before the
+        member closed), those with the final record and abort counts."""
         rebalances, latency_avg, member_id = 0, math.nan, ""
         assigned: frozenset[TopicPartition] = frozenset()
-        if consumer is not None:
-            metrics = consumer.metrics()
+        if last is not None:
+            return attrs.evolve(
+                last,
+                records=self._records,
+                batches=self._batches,
+                failed_commits=self._failed_commits(),
+                seconds=time.monotonic() - self._started,
+            )
+        if view is not None:
+            metrics = view.metrics()
             rebalances = int(metrics["rebalance-total"])
             if rebalances:
                 latency_avg = metrics["rebalance-latency-total"] / rebalances
             self._latency_max = max_reading(self._latency_max, metrics["rebalance-latency-max"])
-            assigned = consumer.assignment()
-            member_id = consumer.group_metadata().member_id
+            assigned = view.assignment()
+            member_id = view.group_metadata().member_id
         return MemberStats(
             member=self._index,
             attempt=self._attempt,
@@ -407,73 +523,103 @@ class Member(RebalanceListener):
             rebalances=rebalances,
             rebalance_latency_avg_ms=latency_avg,
             rebalance_latency_max_ms=self._latency_max if rebalances else math.nan,
-            failed_commits=0 if self._delivery is None else self._delivery.failed_commits,
+            failed_commits=self._failed_commits(),
             assigned=partition_names(assigned),
             seconds=time.monotonic() - self._started,
         )
 
-    def _report(self, consumer: Consumer) -> None:
+    def _report(self, view: _GroupView) -> None:
         if self._control is None:
             return
-        stats = self._stats(consumer).as_dict()
-        lags = consumer.records_lag()
+        stats = self._stats(view).as_dict()
+        lags = view.records_lag() if isinstance(view, Consumer) else None
         stats["records_lag"] = sum(lags.values()) if lags else None
-        stats["generation_id"] = consumer.group_metadata().generation_id
+        stats["generation_id"] = view.group_metadata().generation_id
         self._control.report(stats)
 
-    def _loop(self, consumer: Consumer) -> None:
+    def _group_error(self, exc: CoopConsumerError) -> None:
+        """An error the group reported through ``consume()`` (e.g. a failed SyncGroup):
+        the consumer rejoins by itself and carries on. A fatal one is raised by every
+        call: the fifth in a row is raised."""
+        self._errors += 1
+        if self._errors >= _MAX_CONSECUTIVE_ERRORS:
+            raise exc
+        log.warning("%s: %s (the consumer carries on)", self._who, exc)
+
+    def _deliver_turn(self, consumer: Consumer, delivery: BatchDelivery) -> bool:
+        """Consume a batch, hand it over and commit; True when idle (nothing handed
+        over, nothing pending)."""
+        try:
+            messages = consumer.consume(self._plan.batch_size, self._plan.poll_timeout_s)
+        except CoopConsumerError as exc:
+            self._group_error(exc)
+            return False
+        self._errors = 0
+        batch = self._take(consumer, messages)
+        if batch:
+            delivery.deliver(batch)
+            self._batches += 1
+            self._records += len(batch)
+            if self._ends is not None:
+                self._pause_finished(consumer, batch)
+        elif delivery.pending:
+            delivery.retry_pending()
+        return not batch and not delivery.pending
+
+    def _transaction_turn(self, processor: TransactionalProcessor) -> bool:
+        """One ``step()`` of the processor (consume, sink, commit the transaction);
+        True when idle (no record arrived; the open transaction, if any, committed)."""
+        try:
+            processed = processor.step(self._plan.poll_timeout_s)
+        except TransactionError:
+            raise  # fatal (fenced) or permanent: replaying cannot help
+        except CoopConsumerError as exc:
+            self._group_error(exc)
+            return False
+        self._errors = 0
+        if processed:
+            self._batches += 1
+            self._records += processed
+        return not processed
+
+    def _loop(
+        self, view: _GroupView, turn: Callable[[], bool], committed_by: Consumer | None
+    ) -> None:
+        """Run ``turn`` until the driver says stop or a bounded job is done (read with
+        ``committed_by``), reporting and sampling metrics between turns."""
         plan = self._plan
-        delivery = self._delivery
-        assert delivery is not None
         next_check = 0.0
         now = time.monotonic()
         next_sample = now + _SAMPLE_INTERVAL_S
         next_report = now + plan.report_interval_s
-        errors = 0  # consume() calls in a row that raised
+        self._report(view)
         while True:
             if self._control is not None and self._control.poll():
                 log.info("%s: stopping, as the driver asked", self._who)
                 return
             if plan.deadline is not None and time.time() >= plan.deadline:
-                if not self._all_committed(consumer):  # also names what is missing
+                assert committed_by is not None
+                if not self._all_committed(committed_by):  # also names what is missing
                     raise RequestTimeoutError(
                         f"consume job timed out after {plan.timeout_s:.0f}s ({self._who}): "
                         "committed offsets short of the end offsets: "
                         f"{', '.join(self._short) or 'unknown'}"
                     )
                 return
-            try:
-                messages = consumer.consume(plan.batch_size, plan.poll_timeout_s)
-            except CoopConsumerError as exc:
-                # An error the group reported (e.g. a failed SyncGroup): the consumer
-                # rejoins by itself and carries on. A fatal one is raised by every call.
-                errors += 1
-                if errors >= _MAX_CONSECUTIVE_ERRORS:
-                    raise
-                log.warning("%s: %s (the consumer carries on)", self._who, exc)
-                continue
-            errors = 0
-            batch = self._take(consumer, messages)
-            if batch:
-                delivery.deliver(batch)
-                self._batches += 1
-                self._records += len(batch)
-                if self._ends is not None:
-                    self._pause_finished(consumer, batch)
-            elif delivery.pending:
-                delivery.retry_pending()
+            idle = turn()
             now = time.monotonic()
             if now >= next_sample:
                 next_sample = now + _SAMPLE_INTERVAL_S
                 self._latency_max = max_reading(
-                    self._latency_max, consumer.metrics()["rebalance-latency-max"]
+                    self._latency_max, view.metrics()["rebalance-latency-max"]
                 )
             if now >= next_report:
                 next_report = now + plan.report_interval_s
-                self._report(consumer)
-            if self._ends is not None and not batch and not delivery.pending and now >= next_check:
+                self._report(view)
+            if self._ends is not None and idle and now >= next_check:
+                assert committed_by is not None
                 next_check = now + _CHECK_INTERVAL_S
-                if self._all_committed(consumer):
+                if self._all_committed(committed_by):
                     return
 
     def _take(self, consumer: Consumer, messages: list[Message]) -> list[Message]:

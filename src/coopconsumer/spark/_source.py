@@ -691,6 +691,7 @@ def _writer_for(options: Mapping[str, str], schema: StructType, overwrite: bool)
             key_column="key" if "key" in names else None,
             partition_column="partition" if "partition" in names else None,
             headers_column="headers" if "headers" in names else None,
+            transactional_id=lowered.get("transactionalidprefix") or None,
         )
     )
 
@@ -707,8 +708,10 @@ class CoopConsumerDataSource(DataSource):
     ``minOffsetsPerTrigger``, ``maxTriggerDelay``, ``minPartitions``,
     ``failOnDataLoss``, ``includeHeaders``) and its schema; a streaming query with
     ``kafka.group.id`` commits its progress to that consumer group. Writing takes
-    ``topic`` and ``kafka.*`` producer settings and the columns ``value`` (required),
-    ``key``, ``partition``, ``headers``. See docs/spark.md, "The data source".
+    ``topic``, ``kafka.*`` producer settings and ``transactionalIdPrefix`` (each task
+    writes in one transaction, as ``KafkaWriter(transactional_id=...)``) and the
+    columns ``value`` (required), ``key``, ``partition``, ``headers``. See
+    docs/spark.md, "The data source".
     """
 
     @classmethod

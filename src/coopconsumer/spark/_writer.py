@@ -1,7 +1,8 @@
 """``KafkaWriter``: the rows of a Spark partition produced to Kafka, every delivery awaited.
 
 The writer is pickled to the executors, so it holds only the validated configuration
-and the column choices; the confluent-kafka producer (``_io._producer``) is created
+and the column choices; the confluent-kafka producer (``_io._producer``, or the
+transactional one of ``_io._txn_producer`` with ``transactional_id``) is created
 inside the task, on the first record.
 
 Executors import this module: it must not import pyspark (only under TYPE_CHECKING) and
@@ -10,25 +11,29 @@ imports pandas only when :meth:`KafkaWriter.map_in_pandas` runs.
 
 from __future__ import annotations
 
+import logging
 import math
 import operator
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, SupportsIndex, cast
 
-from .._errors import ConfigurationError
+from .._errors import ConfigurationError, TransactionError
 from .._io._producer import (
     DeliveryReport,
     Headers,
     IdempotentProducer,
     producer_config,
 )
+from .._io._txn_producer import TransactionalProducer, transactional_producer_config
 from .._types import TopicPartition
 
 if TYPE_CHECKING:
     import pandas as pd  # type: ignore[import-untyped,unused-ignore]
 
 __all__ = ["KafkaWriter", "Serializer"]
+
+_log = logging.getLogger("coopconsumer.spark")
 
 #: Turns a column value the writer cannot send as is into ``bytes`` (or ``str``,
 #: encoded as UTF-8, or ``None`` for a null). Must be picklable (Spark's cloudpickle
@@ -145,6 +150,16 @@ def _to_headers(value: object, column: str) -> Headers | None:
     return headers
 
 
+def _task_partition() -> int:
+    """The Spark partition id of the running task (0 outside Spark)."""
+    try:
+        from pyspark import TaskContext
+    except ImportError:
+        return 0
+    context = TaskContext.get()
+    return 0 if context is None else context.partitionId()
+
+
 class KafkaWriter:
     """Produces the rows of a Spark DataFrame partition to one Kafka topic.
 
@@ -190,6 +205,17 @@ class KafkaWriter:
     Delivery is at least once: the idempotent producer never duplicates a record
     within one task attempt, but a retried task (or stage) writes its partition again.
 
+    With ``transactional_id`` (a prefix) each task writes all its rows in one Kafka
+    transaction, with the ``transactional.id`` ``<prefix>-<Spark partition id>``:
+    ``read_committed`` readers see all of a task attempt's rows or none, and a retry
+    (same id) fences the attempt before it and aborts whatever that one left open, so
+    a failed or killed attempt never leaves rows behind. An attempt that had committed
+    and is still run again (a recomputed stage, or a speculative copy started after
+    the first one committed) writes its rows again. ``config`` may then hold
+    ``transaction.timeout.ms``; a record that fails aborts the transaction and raises
+    ``TransactionError``. The counts reported per Kafka partition use partition -1
+    for records whose partition the partitioner chose (every one of them committed).
+
     The writer holds only configuration and is safe to pickle and to reuse.
     """
 
@@ -208,12 +234,30 @@ class KafkaWriter:
         headers_column: str | None = None,
         value_serializer: Serializer | None = None,
         key_serializer: Serializer | None = None,
+        transactional_id: str | None = None,
     ) -> None:
         if not isinstance(topic, str) or not _TOPIC.fullmatch(topic) or topic in {".", ".."}:
             raise ConfigurationError(
                 f"invalid topic {topic!r}: expected 1-249 characters from [a-zA-Z0-9._-]"
             )
-        self._config = producer_config(config)
+        if transactional_id is None:
+            self._config = producer_config(config)
+        else:
+            if not isinstance(transactional_id, str) or not transactional_id:
+                raise ConfigurationError(
+                    f"transactional_id must be a non-empty string: {transactional_id!r}"
+                )
+            if isinstance(config, Mapping) and "transactional.id" in config:
+                raise ConfigurationError(
+                    "pass the transactional id prefix as transactional_id=, not in config "
+                    "(each task derives its own id from it)"
+                )
+            checked = transactional_producer_config(
+                {**config, "transactional.id": f"{transactional_id}-0"}
+            )
+            del checked["transactional.id"]
+            self._config = checked
+        self._transactional_id = transactional_id
         self._topic = topic
         self._value_column = _column(value_column, "value_column")
         self._key_column = _optional_column(key_column, "key_column")
@@ -226,6 +270,11 @@ class KafkaWriter:
     def topic(self) -> str:
         """The topic every row is written to."""
         return self._topic
+
+    @property
+    def transactional_id(self) -> str | None:
+        """The prefix of the tasks' ``transactional.id`` (None: not transactional)."""
+        return self._transactional_id
 
     @property
     def config(self) -> Mapping[str, object]:
@@ -340,30 +389,74 @@ class KafkaWriter:
 
     # --- producing -------------------------------------------------------------------
 
-    def _write(self, records: Iterator[_Record]) -> DeliveryReport:
-        producer: IdempotentProducer | None = None
-        value_hint = "; pass value_serializer= to convert it"
-        key_hint = "; pass key_serializer= to convert it"
+    def _converted(
+        self, record: _Record
+    ) -> tuple[bytes | None, bytes | None, int | None, Headers | None]:
+        value = _to_bytes(
+            record.value,
+            self._value_column,
+            self._value_serializer,
+            "; pass value_serializer= to convert it",
+        )
+        key = (
+            None
+            if self._key_column is None
+            else _to_bytes(
+                record.key,
+                self._key_column,
+                self._key_serializer,
+                "; pass key_serializer= to convert it",
+            )
+        )
+        partition = (
+            None
+            if self._partition_column is None
+            else _to_partition(record.partition, self._partition_column)
+        )
+        headers = (
+            None
+            if self._headers_column is None
+            else _to_headers(record.headers, self._headers_column)
+        )
+        return value, key, partition, headers
+
+    def _write_transaction(self, records: Iterator[_Record]) -> DeliveryReport:
+        """Every record in one transaction of this task's own transactional id."""
+        assert self._transactional_id is not None
+        producer: TransactionalProducer | None = None
+        counts: dict[TopicPartition, int] = {}
         try:
             for record in records:
-                value = _to_bytes(
-                    record.value, self._value_column, self._value_serializer, value_hint
-                )
-                key = (
-                    None
-                    if self._key_column is None
-                    else _to_bytes(record.key, self._key_column, self._key_serializer, key_hint)
-                )
-                partition = (
-                    None
-                    if self._partition_column is None
-                    else _to_partition(record.partition, self._partition_column)
-                )
-                headers = (
-                    None
-                    if self._headers_column is None
-                    else _to_headers(record.headers, self._headers_column)
-                )
+                value, key, partition, headers = self._converted(record)
+                if producer is None:
+                    txn_id = f"{self._transactional_id}-{_task_partition()}"
+                    producer = TransactionalProducer({**self._config, "transactional.id": txn_id})
+                    producer.init()  # fences an earlier attempt, aborts what it left open
+                    producer.begin()
+                producer.produce(self._topic, value, key, partition=partition, headers=headers)
+                tp = TopicPartition(self._topic, -1 if partition is None else partition)
+                counts[tp] = counts.get(tp, 0) + 1
+            if producer is not None:
+                producer.commit()
+        except BaseException:
+            if producer is not None and producer.in_transaction and producer.fatal_error is None:
+                try:
+                    producer.abort()
+                except TransactionError as exc:  # the original error matters more
+                    _log.warning("KafkaWriter: abort after a failure failed: %s", exc)
+            raise
+        finally:
+            if producer is not None:
+                producer.close()
+        return DeliveryReport(delivered=counts, failed={})
+
+    def _write(self, records: Iterator[_Record]) -> DeliveryReport:
+        if self._transactional_id is not None:
+            return self._write_transaction(records)
+        producer: IdempotentProducer | None = None
+        try:
+            for record in records:
+                value, key, partition, headers = self._converted(record)
                 if producer is None:
                     producer = IdempotentProducer(self._config)
                 producer.produce(self._topic, value, key=key, partition=partition, headers=headers)

@@ -92,8 +92,10 @@ class SparkStandaloneCluster:
         cores_per_worker: int,
         worker_memory: str,
         startup_timeout_s: float,
+        distinct_hosts: bool = False,
     ) -> None:
         self._home = spark_home()
+        self._distinct_hosts = distinct_hosts
         self._cores = cores_per_worker
         self._memory = worker_memory
         self._timeout_s = startup_timeout_s
@@ -146,13 +148,18 @@ class SparkStandaloneCluster:
 
     # ------------------------------------------------------------------ lifecycle
 
-    def _env(self) -> dict[str, str]:
+    def worker_host(self, index: int) -> str:
+        """The address worker ``index`` and its executors listen on and advertise:
+        ``127.0.0.1``, or ``127.0.0.<index + 2>`` with ``distinct_hosts``."""
+        return f"127.0.0.{index + 2}" if self._distinct_hosts else "127.0.0.1"
+
+    def _env(self, host: str = "127.0.0.1") -> dict[str, str]:
         env = dict(os.environ)
         env.update(
             SPARK_HOME=str(self._home),
             SPARK_CONF_DIR=str(self._dir / "conf"),
-            SPARK_LOCAL_IP="127.0.0.1",
-            SPARK_LOCAL_HOSTNAME="127.0.0.1",
+            SPARK_LOCAL_IP=host,
+            SPARK_LOCAL_HOSTNAME=host,
             SPARK_DAEMON_MEMORY="256m",
             SPARK_DAEMON_JAVA_OPTS=_JAVA_OPTS,
             SPARK_LOG_DIR=str(self._dir / "logs"),
@@ -162,10 +169,10 @@ class SparkStandaloneCluster:
             env.pop(key, None)
         return env
 
-    def _spawn(self, label: str, *args: str) -> _ManagedProcess:
+    def _spawn(self, label: str, *args: str, host: str = "127.0.0.1") -> _ManagedProcess:
         spark_class = str(self._home / "bin" / "spark-class")
         argv = helper_argv("_supervisor.py", "--grace-s", _GRACE_S, spark_class, *args)
-        return _ManagedProcess(argv, env=self._env(), label=label)
+        return _ManagedProcess(argv, env=self._env(host), label=label)
 
     def start(self) -> SparkStandaloneCluster:
         """Start the master and the workers; return once every worker is ALIVE."""
@@ -215,11 +222,12 @@ class SparkStandaloneCluster:
         work = self._dir / f"worker-{index}"
         work.mkdir(exist_ok=True)
         port = free_port()
+        host = self.worker_host(index)
         process = self._spawn(
             f"spark-worker-{index}",
             "org.apache.spark.deploy.worker.Worker",
             "--host",
-            "127.0.0.1",
+            host,
             "--port",
             str(port),
             "--webui-port",
@@ -231,6 +239,7 @@ class SparkStandaloneCluster:
             "--work-dir",
             str(work),
             self.master_url,
+            host=host,
         )
         self._workers[index] = _Worker(index, process, port)
 
@@ -383,12 +392,16 @@ def spark_standalone_cluster(
     cores_per_worker: int = 2,
     worker_memory: str = "1g",
     startup_timeout_s: float = 180.0,
+    distinct_hosts: bool = False,
 ) -> Iterator[SparkStandaloneCluster]:
     """Start a Spark standalone master and ``workers`` workers from the installed
     pyspark package, each a separate process on loopback; stop them when the block ends.
 
     Each worker offers ``cores_per_worker`` task slots and ``worker_memory`` for
-    executors. Startup waits until the master lists every worker ALIVE, at most
+    executors. With ``distinct_hosts`` worker ``i`` and its executors listen on
+    ``127.0.0.<i + 2>`` (another loopback address, so another host to Spark: it
+    launches a speculative copy of a task only on a host where no attempt of it ran).
+    Startup waits until the master lists every worker ALIVE, at most
     ``startup_timeout_s`` (JVMs start slowly on a busy machine). Needs Java 17+ and
     ``pip install 'coopconsumer[spark]'``; Linux (worker kills walk ``/proc``)::
 
@@ -414,6 +427,7 @@ def spark_standalone_cluster(
         cores_per_worker=cores_per_worker,
         worker_memory=worker_memory,
         startup_timeout_s=startup_timeout_s,
+        distinct_hosts=distinct_hosts,
     ).start()
     with cluster:
         yield cluster

@@ -16,6 +16,7 @@ The broker fixtures come from ``tests/integration/conftest.py``.
 
 from __future__ import annotations
 
+import collections
 import os
 import sys
 import threading
@@ -24,9 +25,16 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import Consumer, Producer
+from confluent_kafka import TopicPartition as KafkaPartition
 
-from coopconsumer.testing import EmbeddedBroker, SparkStandaloneCluster, spark_standalone_cluster
+from coopconsumer.testing import (
+    EmbeddedBroker,
+    SparkStandaloneCluster,
+    TransactionalBroker,
+    embedded_broker,
+    spark_standalone_cluster,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -66,6 +74,16 @@ def spark(spark_cluster: SparkStandaloneCluster) -> Iterator[SparkSession]:
         session.stop()
 
 
+@pytest.fixture(scope="session")
+def txn_broker() -> Iterator[TransactionalBroker]:
+    """Tansu behind the transactions proxy (docs/testing.md, "Transactions"), shared by
+    the exactly-once Spark tests; the proxy must have met nothing it could not do."""
+    with embedded_broker("tansu", transactions=True) as broker:
+        assert isinstance(broker, TransactionalBroker)
+        yield broker
+        assert broker.proxy.failures == ()
+
+
 def restore_workers(cluster: SparkStandaloneCluster, spark: SparkSession) -> None:
     """Start every killed worker again and wait until the session has an executor on
     each (the master gives the application the new worker's cores by itself)."""
@@ -88,6 +106,57 @@ def job_config(
         "heartbeat.interval.ms": 500,
         "max.poll.interval.ms": 30000,
     }
+
+
+def produce_values(bootstrap: str, topic: str, values: list[str]) -> None:
+    """Produce ``values`` round-robin over :data:`PARTITIONS` partitions, every
+    delivery awaited."""
+    failures: list[object] = []
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20})
+    for i, value in enumerate(values):
+        producer.produce(
+            topic,
+            value=value.encode(),
+            key=value.encode(),
+            partition=i % PARTITIONS,
+            on_delivery=lambda err, _m: failures.append(err) if err is not None else None,
+        )
+    assert producer.flush(30) == 0
+    assert failures == []
+
+
+def read_committed_values(
+    broker: EmbeddedBroker, topic: str, *, expected: int, patience_s: float = 60.0
+) -> collections.Counter[str]:
+    """Every value of ``topic`` (all :data:`PARTITIONS` partitions, from offset 0) that
+    an independent ``read_committed`` confluent-kafka consumer sees, counted: read
+    until ``expected`` values arrived and then 2 s more (a duplicate arriving late is
+    counted), or until ``patience_s``."""
+    reader = Consumer(
+        {
+            "bootstrap.servers": broker.bootstrap,
+            "group.id": f"verify-{topic}",
+            "isolation.level": "read_committed",
+            "enable.auto.commit": False,
+        }
+    )
+    reader.assign([KafkaPartition(topic, p, 0) for p in range(PARTITIONS)])
+    seen: collections.Counter[str] = collections.Counter()
+    deadline = time.monotonic() + patience_s
+    quiet_until: float | None = None
+    try:
+        while time.monotonic() < deadline:
+            message = reader.poll(0.2)
+            if message is not None and message.error() is None:
+                seen[(message.value() or b"").decode()] += 1
+                continue
+            if seen.total() >= expected:
+                quiet_until = quiet_until or time.monotonic() + 2.0
+                if time.monotonic() >= quiet_until:
+                    break
+    finally:
+        reader.close()
+    return seen
 
 
 class GrowingTopic:

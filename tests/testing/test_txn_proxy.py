@@ -490,6 +490,44 @@ def test_plain_tansu_ignores_require_stable(plain: EmbeddedBroker) -> None:
     producer.abort_transaction(10)
 
 
+def commits_behind_an_open_transaction(broker: EmbeddedBroker) -> tuple[int, int]:
+    """A opens a transaction on the output partition; then C commits offset 10 and B
+    offset 20 of the input partition, each with a record on that output partition; then
+    A commits. Returns the group's offset read after B's commit and after A's."""
+    source, sink, group = unique_name("in"), unique_name("out"), unique_name("g")
+    broker.create_topic(source, 1)
+    broker.create_topic(sink, 1)
+    ids = unique_name("txn")
+    a = transactional(broker)
+    b = transactional(broker, **{"transactional.id": f"{ids}-1"})
+    c = transactional(broker, **{"transactional.id": f"{ids}-2"})
+    a.begin_transaction()
+    send(a, sink, b"a")
+    for producer, offset in ((c, 10), (b, 20)):
+        producer.begin_transaction()
+        send(producer, sink, b"out")
+        producer.send_offsets_to_transaction(
+            [KafkaTopicPartition(source, 0, offset)], cgmd(group, -1, ""), 10
+        )
+        producer.commit_transaction(10)
+    after_commits = committed_offset(broker, group, source, 10)
+    a.commit_transaction(10)
+    return after_commits, committed_offset(broker, group, source, 10)
+
+
+def test_offsets_of_a_committed_transaction_show_at_once(proxied: TransactionalBroker) -> None:
+    assert commits_behind_an_open_transaction(proxied) == (20, 20)
+
+
+def test_plain_tansu_holds_offsets_behind_an_earlier_open_transaction(
+    plain: EmbeddedBroker,
+) -> None:
+    # Kafka: 20 as soon as B committed. Tansu applies B's and C's offsets only when A
+    # (which began earlier on a partition they wrote) ends, in the order of their
+    # transactional ids: C's older 10 lands last.
+    assert commits_behind_an_open_transaction(plain) == (-1001, 10)
+
+
 # --------------------------------------------------------------------------- faults
 
 
@@ -721,3 +759,4 @@ def test_stats_show_how_long_tansu_has_held_a_request(proxied: TransactionalBrok
         assert proxied.proxy.stats.oldest_unanswered_api == 11
         read_frame(sock)
     assert proxied.proxy.stats.oldest_unanswered_s < 0.5
+

@@ -760,3 +760,33 @@ def test_stats_show_how_long_tansu_has_held_a_request(proxied: TransactionalBrok
         read_frame(sock)
     assert proxied.proxy.stats.oldest_unanswered_s < 0.5
 
+
+def test_answers_tansu_gives_after_the_client_hung_up_still_count(
+    proxied: TransactionalBroker,
+) -> None:
+    """Tansu acts on a request whatever becomes of its client: the proxy reads the
+    answer it still owes a closed connection and learns from it (here the generation
+    a held JoinGroup formed; a committed EndTxn is the case that matters)."""
+    group = unique_name("g")
+    join = JoinGroupRequest(
+        group_id=group,
+        session_timeout_ms=6000,
+        rebalance_timeout_ms=6000,
+        protocol_type="consumer",
+        protocols=(JoinGroupRequestProtocol(name="range", metadata=b""),),
+    )
+    with socket.create_connection(split(proxied.bootstrap)) as sock:
+        first = encode_request(join, api_version=5, correlation_id=1, client_id="t")
+        _cid, answer = decode_response(JoinGroupRequest, roundtrip(sock, first), api_version=5)
+        assert isinstance(answer, JoinGroupResponse)
+        second = attrs.evolve(join, member_id=answer.member_id)
+        frame = encode_request(second, api_version=5, correlation_id=2, client_id="t")
+        sock.sendall(struct.pack(">i", len(frame)) + frame)
+        wait_until(lambda: proxied.proxy.stats.oldest_unanswered_s > 0.2, "a held JoinGroup", 5)
+    # Hung up while Tansu holds the JoinGroup; it answers seconds later.
+    assert proxied.proxy.group_view(group) is None
+    wait_until(lambda: proxied.proxy.group_view(group) is not None, "the generation", 10)
+    generation, members = proxied.proxy.group_view(group) or (None, {})
+    assert answer.member_id in members
+    assert generation is not None
+    wait_until(lambda: proxied.proxy.stats.open_connections == 0, "the drained connection", 5)

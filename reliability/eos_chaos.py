@@ -1,7 +1,7 @@
 """Exactly-once chaos run: input topic -> N processor processes -> output topic, under a
 seeded schedule of faults, checked by an independent read_committed reader.
 
-    python -m reliability.eos_chaos --seed 2511                  # classic row, both loops (~5 min)
+    python -m reliability.eos_chaos --seed 2511                  # classic row, both loops (~4 min)
     python -m reliability.eos_chaos --events 100 --gap-s 3.5     # the issue's 100 events (~12 min)
     python -m reliability.eos_chaos --row kip848 --seed 2511     # group.protocol=consumer
     python -m reliability.eos_chaos --quick --impl coop          # a CI-size look
@@ -49,7 +49,6 @@ import random
 import signal
 import subprocess
 import sys
-import threading
 import time
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
@@ -58,12 +57,11 @@ from typing import Any
 
 import attrs
 
-from reliability.chaos import _read_ledger
+from reliability.chaos import _PARTITIONS, _Producer, _read_ledger
 from reliability.eos_member import EXIT_FATAL
 
 __all__ = ["Planned", "check_copies", "main", "plan"]
 
-_PARTITIONS = 6
 _OUT = "/tmp/coopconsumer-eos-chaos"
 
 # Kafka API keys and error codes.
@@ -362,51 +360,6 @@ def _in_batch(ledger: Path) -> bool:
     return started > done
 
 
-class _InputProducer(threading.Thread):
-    """Uniquely keyed input records at a steady rate (idempotent: a retried batch is
-    never written twice)."""
-
-    def __init__(self, bootstrap: str, topic: str, rate: float) -> None:
-        super().__init__(daemon=True, name="eos-input")
-        import confluent_kafka
-
-        self._producer = confluent_kafka.Producer(
-            {
-                "bootstrap.servers": bootstrap,
-                "linger.ms": 10,
-                "enable.idempotence": True,
-                "metadata.recovery.strategy": "none",
-            }
-        )
-        self._topic, self._rate = topic, rate
-        self.stopped = threading.Event()
-        self.sent = 0
-        self.acked = 0
-        self.failed = 0
-
-    def _delivered(self, err: Any, _msg: Any) -> None:
-        if err is None:
-            self.acked += 1
-        else:
-            self.failed += 1
-
-    def run(self) -> None:
-        started = time.monotonic()
-        while not self.stopped.is_set():
-            due = int((time.monotonic() - started) * self._rate)
-            while self.sent < due:
-                self._producer.produce(
-                    self._topic,
-                    value=b"in",
-                    key=f"k{self.sent}".encode(),
-                    partition=self.sent % _PARTITIONS,
-                    on_delivery=self._delivered,
-                )
-                self.sent += 1
-            self._producer.poll(0.05)
-        self._producer.flush(60)
-
-
 class _Reader:
     """A confluent-kafka consumer assigned every partition of ``topic`` from the
     beginning, outside any group."""
@@ -671,7 +624,13 @@ class _Run:
             initial = a.initial_slots if a.row == "classic" else 1
             for index in range(initial):
                 self.start(index)
-            producer = _InputProducer(broker.bootstrap, self.input, a.rate)
+            # Idempotent: a retried batch is never written twice.
+            producer = _Producer(
+                broker.bootstrap,
+                self.input,
+                a.rate,
+                {"enable.idempotence": True, "metadata.recovery.strategy": "none"},
+            )
             producer.start()
             inputs = _Reader(broker.bootstrap, self.input, "read_uncommitted")
             outputs = _Reader(broker.bootstrap, self.output, "read_committed")
@@ -729,7 +688,7 @@ class _Run:
             "consequences": dict(self.consequences),
             "kills_in_batch": self.kills_in_batch,
             "input_sent": producer.sent,
-            "input_acked": producer.acked,
+            "input_acked": len(producer.acked),
             "input_failed": producer.failed,
             "copies": copies,
             "drain_s": None if drained is None else drained - chaos_end,

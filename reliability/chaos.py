@@ -40,6 +40,7 @@ import sys
 import threading
 import time
 from collections import Counter, defaultdict
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -81,12 +82,19 @@ class _Proc:
 class _Producer(threading.Thread):
     """Writes uniquely keyed records; remembers where each acknowledged one landed."""
 
-    def __init__(self, bootstrap: str, topic: str, rate: float) -> None:
+    def __init__(
+        self, bootstrap: str, topic: str, rate: float, config: Mapping[str, object] | None = None
+    ) -> None:
         super().__init__(daemon=True, name="chaos-producer")
         import confluent_kafka
 
         self._producer = confluent_kafka.Producer(
-            {"bootstrap.servers": bootstrap, "linger.ms": 10, "enable.idempotence": False}
+            {
+                "bootstrap.servers": bootstrap,
+                "linger.ms": 10,
+                "enable.idempotence": False,
+                **(config or {}),
+            }
         )
         self._topic, self._rate = topic, rate
         self.stopped = threading.Event()

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from reliability.chaos import check
+from reliability.eos_chaos import check_copies, plan
 
 T = "orders"
 
@@ -109,3 +110,72 @@ def test_duplicate_causes() -> None:
     figures = check(committed, [], one, 8, 10)
     assert figures["dup_causes"] == {"unexplained": 1}
     assert figures["unexplained"] == ["k0 orders[0]@0: a then b"]
+
+
+# ---------------------------------------------------------------------- exactly-once run
+
+
+def test_eos_copies_count_duplicates_missing_and_strangers_per_input_record() -> None:
+    inputs = {(0, 0): b"k0", (0, 1): b"k1", (1, 0): b"k2", (1, 1): b"k2"}
+    outputs = [
+        (b"k0", b"0:0:1"),
+        (b"k0", b"0:0:2"),  # the same input record again, by another slot
+        (b"k2", b"1:0:1"),
+        (b"k2", b"1:1:1"),
+        (b"k9", b"0:1:1"),  # names input 0:1, whose key is k1: not a copy of it
+        (b"k1", b"garbage"),
+    ]
+    copies = check_copies(inputs, outputs)
+    assert copies.inputs == 4
+    assert copies.outputs == 6
+    assert copies.duplicated == ((0, 0),)
+    assert copies.extra_copies == 1
+    assert copies.missing == ((0, 1),)
+    assert copies.unknown == 2
+    assert copies.repeated_keys == 2  # two input records share k2; each counts apart
+    assert copies.duplicate_writers == {"slot 1+slot 2": 1}
+
+
+def test_eos_schedule_is_the_same_for_a_seed_and_keeps_the_slot_limits() -> None:
+    schedule = plan(2511, 150, initial_slots=3, max_slots=5, min_running=2)
+    assert schedule == plan(2511, 150, initial_slots=3, max_slots=5, min_running=2)
+    assert schedule != plan(2512, 150, initial_slots=3, max_slots=5, min_running=2)
+    assert len(schedule) == 150
+    assert [e.at for e in schedule] == sorted(e.at for e in schedule)
+    # Replay the plan's own model: a slot is taken out only while running, never
+    # below two running, never above five slots.
+    running: set[int | None] = {0, 1, 2}
+    back: dict[int | None, float] = {}
+    for event in schedule:
+        for slot, when in list(back.items()):
+            if when <= event.at:
+                running.add(slot)
+                del back[slot]
+        if event.kind in ("kill", "kill-late", "zombie", "pause", "scale-in"):
+            assert event.slot in running
+            assert len(running) > 2
+            running.discard(event.slot)
+            if event.kind != "scale-in":
+                back[event.slot] = event.at + event.params.get(
+                    "restart_after", event.params.get("seconds", 0)
+                )
+        elif event.kind == "scale-out":
+            assert event.slot not in running
+            assert event.slot not in back
+            running.add(event.slot)
+        assert len(running) + len(back) <= 5
+    kinds = {e.kind for e in schedule}
+    assert {"kill", "zombie", "scale-out", "scale-in", "fatal", "txn-abortable"} <= kinds
+
+
+def test_eos_kip848_schedule_never_moves_a_partition() -> None:
+    schedule = plan(7, 100, row="kip848", initial_slots=1, max_slots=1, min_running=1)
+    assert {e.kind for e in schedule} <= {
+        "pause",
+        "txn-retriable",
+        "coordinator-move",
+        "broker-down",
+        "heartbeat-retriable",
+        "conn-cut",
+    }
+    assert all(e.params["seconds"] < 10 for e in schedule if e.kind == "pause")

@@ -35,6 +35,12 @@ from coopconsumer._protocol.messages import (
     MemberIdentity,
     MemberResponse,
     MetadataRequest,
+    OffsetCommitRequest,
+    OffsetCommitRequestPartition,
+    OffsetCommitRequestTopic,
+    OffsetCommitResponse,
+    OffsetCommitResponsePartition,
+    OffsetCommitResponseTopic,
     OffsetFetchRequest,
     OffsetFetchRequestGroup,
     OffsetFetchRequestTopic,
@@ -364,7 +370,120 @@ def test_offsets_of_an_open_transaction_are_unstable_until_it_ends() -> None:
     assert fetched_v8(wire, request, response)[0][2] == kerr.UNSTABLE_OFFSET_COMMIT
     wire.roundtrip(end, 1, EndTxnResponse())
     assert wire.core.pending_offsets() == {}
+    # Committed: the transaction's offset, whatever Tansu answers (next test).
+    assert fetched_v8(wire, request, response) == [(0, 42, 0), (1, 3, 0)]
+
+
+def test_a_committed_transaction_offsets_are_answered_at_once() -> None:
+    """Kafka materialises a transaction's offsets when it commits. Tansu applies them
+    only once every transaction that began earlier on a partition it wrote has ended,
+    and then in the order of the transactional ids: its answer can be older than the
+    last commit (here 7), so the proxy answers the committed offset itself, on every
+    version, with or without require_stable."""
+    wire = Wire()
+    request, response = offset_fetch_v8()
+    wire.roundtrip(txn_commit(offset=42), 3, txn_commit_ok())
+    end = EndTxnRequest(transactional_id=TXN, producer_id=1000, producer_epoch=0, committed=True)
+    wire.roundtrip(end, 1, EndTxnResponse())
+    assert fetched_v8(wire, request, response) == [(0, 42, 0), (1, 3, 0)]
+    assert fetched_v8(wire, OffsetFetchRequest(groups=request.groups), response) == [
+        (0, 42, 0),
+        (1, 3, 0),
+    ]
+    single = OffsetFetchRequest(
+        group_id=GROUP, topics=(OffsetFetchRequestTopic(name=TOPIC, partition_indexes=(0,)),)
+    )
+    single_answer = OffsetFetchResponse(
+        topics=(
+            OffsetFetchResponseTopic(
+                name=TOPIC,
+                partitions=(OffsetFetchResponsePartition(partition_index=0, committed_offset=-1),),
+            ),
+        )
+    )
+    for version in (1, 6):
+        action = wire.send(single, version)
+        out = wire.read(OffsetFetchResponse, wire.reply(action, single_answer), action.context)  # type: ignore[union-attr]
+        assert isinstance(out, OffsetFetchResponse)
+        assert out.topics[0].partitions[0].committed_offset == 42
+    # Another group's answer is Tansu's.
+    other_request, other_response = offset_fetch_v8("other")
+    assert fetched_v8(wire, other_request, other_response) == [(0, 7, 0), (1, 3, 0)]
+
+
+@pytest.mark.parametrize("ending", ["abort", "new epoch", "abort on timeout"])
+def test_offsets_of_a_transaction_that_did_not_commit_never_show(ending: str) -> None:
+    wire = Wire()
+    request, response = offset_fetch_v8()
+    open_transaction(wire, timeout_ms=1000)
+    wire.roundtrip(txn_commit(offset=42, epoch=3), 3, txn_commit_ok())
+    if ending == "abort":
+        abort = EndTxnRequest(transactional_id=TXN, producer_id=1000, producer_epoch=3)
+        wire.roundtrip(abort, 1, EndTxnResponse())
+    elif ending == "new epoch":
+        wire.roundtrip(
+            InitProducerIdRequest(transactional_id=TXN, transaction_timeout_ms=1000),
+            1,
+            InitProducerIdResponse(producer_id=1000, producer_epoch=4),
+        )
+    else:
+        (due,) = wire.core.due_timeouts(2.0)
+        wire.core.timeout_abort_done(due, 0)
     assert fetched_v8(wire, request, response) == [(0, 7, 0), (1, 3, 0)]
+
+
+def test_a_lost_end_txn_answer_still_commits_what_tansu_committed() -> None:
+    """The client never hears Tansu's answer (the connection drops), but Tansu
+    committed: the offsets are no longer pending and take effect, so a client that
+    dies before it retries leaves nothing unstable behind."""
+    wire = Wire()
+    request, response = offset_fetch_v8()
+    wire.roundtrip(txn_commit(offset=42), 3, txn_commit_ok())
+    wire.core.push_errors(26, [DROP_CONNECTION], after=True)
+    end = EndTxnRequest(transactional_id=TXN, producer_id=1000, producer_epoch=0, committed=True)
+    assert wire.roundtrip(end, 1, EndTxnResponse()) is None
+    assert wire.core.pending_offsets() == {}
+    assert fetched_v8(wire, request, response) == [(0, 42, 0), (1, 3, 0)]
+
+
+def test_an_offset_commit_after_a_transaction_replaces_its_offset() -> None:
+    wire = Wire()
+    request, response = offset_fetch_v8()
+    wire.roundtrip(txn_commit(offset=42), 3, txn_commit_ok())
+    end = EndTxnRequest(transactional_id=TXN, producer_id=1000, producer_epoch=0, committed=True)
+    wire.roundtrip(end, 1, EndTxnResponse())
+    commit = OffsetCommitRequest(
+        group_id=GROUP,
+        topics=(
+            OffsetCommitRequestTopic(
+                name=TOPIC,
+                partitions=(OffsetCommitRequestPartition(partition_index=0, committed_offset=5),),
+            ),
+        ),
+    )
+    refused = OffsetCommitResponse(
+        topics=(
+            OffsetCommitResponseTopic(
+                name=TOPIC,
+                partitions=(
+                    OffsetCommitResponsePartition(
+                        partition_index=0, error_code=kerr.ILLEGAL_GENERATION
+                    ),
+                ),
+            ),
+        )
+    )
+    wire.roundtrip(commit, 8, refused)
+    assert fetched_v8(wire, request, response)[0] == (0, 42, 0)
+    accepted = OffsetCommitResponse(
+        topics=(
+            OffsetCommitResponseTopic(
+                name=TOPIC, partitions=(OffsetCommitResponsePartition(partition_index=0),)
+            ),
+        )
+    )
+    wire.roundtrip(commit, 8, accepted)
+    assert fetched_v8(wire, request, response)[0] == (0, 5, 0)
 
 
 def test_a_new_producer_epoch_ends_the_transaction_it_finds_open() -> None:

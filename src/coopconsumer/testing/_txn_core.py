@@ -206,8 +206,19 @@ class _Txn:
     state: _TxnState = _TxnState.EMPTY
     started_at: float = 0.0
     pending: set[tuple[str, str, int]] = attrs.field(factory=set)
+    #: The offsets the open transaction sent, as Tansu accepted them.
+    offsets: dict[tuple[str, str, int], _Offset] = attrs.field(factory=dict)
     fenced_epochs: set[tuple[int, int]] = attrs.field(factory=set)
     produce_in_flight: int = 0
+
+
+@attrs.frozen
+class _Offset:
+    """A committed offset as OffsetFetch answers it."""
+
+    offset: int
+    leader_epoch: int
+    metadata: str | None
 
 
 @attrs.define(kw_only=True)
@@ -304,6 +315,10 @@ class ProxyCore:
         self._txns: dict[str, _Txn] = {}
         #: (group, topic, partition) -> transactional ids with offsets pending there.
         self._pending: dict[tuple[str, str, int], set[str]] = {}
+        #: (group, topic, partition) -> the offset the last committed transaction (or a
+        #: later OffsetCommit) left there, answered in place of Tansu's (see
+        #: ``_fetched_offsets``).
+        self._committed: dict[tuple[str, str, int], _Offset] = {}
         self._request_errors: dict[int, deque[int]] = {}
         self._response_errors: dict[int, deque[int]] = {}
         self._delays: dict[int | None, float] = {}
@@ -594,7 +609,12 @@ class ProxyCore:
             txn = self._txns[txn_id] = _Txn()
         return txn
 
-    def _clear_pending(self, txn_id: str, txn: _Txn) -> None:
+    def _clear_pending(self, txn_id: str, txn: _Txn, *, committed: bool = False) -> None:
+        """The transaction ended: its offsets are no longer pending, and take effect
+        when it committed."""
+        if committed:
+            self._committed.update(txn.offsets)
+        txn.offsets.clear()
         for key in txn.pending:
             holders = self._pending.get(key)
             if holders is not None:
@@ -691,14 +711,14 @@ class ProxyCore:
                 txn.produce_in_flight -= 1
         request = context.request
         if context.replace_with is not None:
-            if context.replace_with == DROP_CONNECTION:
-                self._observe_lost(context)
-                return None
             if request is None:
                 return None
             # Tansu did what the request asked (state is tracked from its answer), but
-            # the client hears the injected error.
+            # the client hears the injected error, or loses the connection (a lost
+            # answer: a committed EndTxn stays committed however the client learns it).
             self._observe(context, frame, now)
+            if context.replace_with == DROP_CONNECTION:
+                return None
             response = error_response(request, context.replace_with, context.api_version)
             return self._encode(response, context)
         if context.api_key == _API_VERSIONS:
@@ -752,7 +772,7 @@ class ProxyCore:
             self._on_offset_commit(request, response)
         elif isinstance(request, OffsetFetchRequest):
             assert isinstance(response, OffsetFetchResponse)
-            return self._unstable_offsets(request, response, context.api_version)
+            return self._fetched_offsets(request, response, context.api_version)
         elif isinstance(request, InitProducerIdRequest):
             assert isinstance(response, InitProducerIdResponse)
             self._on_init_producer_id(request, response)
@@ -780,6 +800,21 @@ class ProxyCore:
     def _on_offset_commit(
         self, request: OffsetCommitRequest, response: OffsetCommitResponse
     ) -> None:
+        if self._committed:
+            # A plain commit after a transactional one replaces it (Tansu stored it).
+            accepted = {
+                (t.name, p.partition_index)
+                for t in response.topics
+                for p in t.partitions
+                if p.error_code == 0
+            }
+            for topic in request.topics:
+                for p in topic.partitions:
+                    key = (request.group_id, topic.name, p.partition_index)
+                    if key in self._committed and (topic.name, p.partition_index) in accepted:
+                        self._committed[key] = _Offset(
+                            p.committed_offset, p.committed_leader_epoch, p.committed_metadata
+                        )
         codes = {p.error_code for t in response.topics for p in t.partitions}
         if 0 in codes:
             self._group(request.group_id).exists = True
@@ -802,7 +837,7 @@ class ProxyCore:
     def _on_end_txn(self, request: EndTxnRequest, response: EndTxnResponse) -> None:
         txn = self._txn(request.transactional_id)
         if response.error_code == 0:
-            self._clear_pending(request.transactional_id, txn)
+            self._clear_pending(request.transactional_id, txn, committed=request.committed)
             txn.state = _TxnState.EMPTY
         elif txn.state is _TxnState.ENDING:
             txn.state = _TxnState.ONGOING
@@ -822,54 +857,82 @@ class ProxyCore:
         if accepted:
             self._group(request.group_id).exists = True
             txn = self._txn(request.transactional_id)
+            sent = {
+                (t.name, p.partition_index): _Offset(
+                    p.committed_offset, p.committed_leader_epoch, p.committed_metadata
+                )
+                for t in request.topics
+                for p in t.partitions
+            }
             for topic, partition in accepted:
                 key = (request.group_id, topic, partition)
                 txn.pending.add(key)
                 self._pending.setdefault(key, set()).add(request.transactional_id)
+                if (topic, partition) in sent:
+                    txn.offsets[key] = sent[(topic, partition)]
         codes = [p.error_code for t in response.topics for p in t.partitions]
         code = context.replace_with if context.replace_with is not None else (codes or [0])[0]
         self._record_txn_commit(request, context.api_version, code, fenced=False)
 
-    def _unstable_offsets(
+    def _fetched_offsets(
         self, request: OffsetFetchRequest, response: OffsetFetchResponse, version: int
     ) -> OffsetFetchResponse | None:
-        """Kafka's ``fetchOffsets`` with requireStable: UNSTABLE_OFFSET_COMMIT (offset
-        -1) for partitions with transactional offsets not yet committed or aborted."""
-        if version < 7 or not request.require_stable or not self._pending:
+        """Tansu's OffsetFetch answer as Kafka's ``fetchOffsets`` would give it:
+
+        * with requireStable (v7+), UNSTABLE_OFFSET_COMMIT (offset -1) for partitions
+          with transactional offsets not yet committed or aborted;
+        * the offsets of committed transactions as soon as they committed. Tansu
+          applies a committed transaction's offsets only once every transaction that
+          began earlier on one of the partitions it wrote has ended, and then in the
+          order of their transactional ids, so its answer can be older than the last
+          commit, or go back to an older one (docs/testing.md). The proxy answers, for
+          each partition a transaction committed offsets for, the last offset committed
+          there (by a transaction, or an OffsetCommit after it).
+        """
+        stable = version >= 7 and request.require_stable
+        if not self._committed and not (stable and self._pending):
             return None
         if version <= 7:
-            topics, changed = self._mark_unstable(request.group_id, response.topics)
+            topics, changed = self._fix_offsets(request.group_id, response.topics, stable)
             return attrs.evolve(response, topics=topics) if changed else None
         groups = []
         changed = False
         for group in response.groups:
-            group_topics, group_changed = self._mark_unstable(group.group_id, group.topics)
+            group_topics, group_changed = self._fix_offsets(group.group_id, group.topics, stable)
             groups.append(attrs.evolve(group, topics=group_topics))
             changed = changed or group_changed
         return attrs.evolve(response, groups=tuple(groups)) if changed else None
 
-    def _mark_unstable(
-        self, group_id: str, topics: tuple[Any, ...]
+    def _fix_offsets(
+        self, group_id: str, topics: tuple[Any, ...], stable: bool
     ) -> tuple[tuple[Any, ...], bool]:
-        """``topics`` (OffsetFetch topics of either layout) with the partitions that have
-        pending transactional offsets answered UNSTABLE_OFFSET_COMMIT."""
+        """``topics`` (OffsetFetch topics of either layout) as ``_fetched_offsets``
+        answers them."""
         out = []
         changed = False
         for topic in topics:
-            partitions = tuple(
-                attrs.evolve(
-                    p,
-                    committed_offset=-1,
-                    committed_leader_epoch=-1,
-                    metadata="",
-                    error_code=kerr.UNSTABLE_OFFSET_COMMIT,
-                )
-                if (group_id, topic.name, p.partition_index) in self._pending
-                else p
-                for p in topic.partitions
-            )
-            changed = changed or partitions != topic.partitions
-            out.append(attrs.evolve(topic, partitions=partitions))
+            partitions = []
+            for p in topic.partitions:
+                key = (group_id, topic.name, p.partition_index)
+                committed = self._committed.get(key)
+                if stable and key in self._pending:
+                    p = attrs.evolve(
+                        p,
+                        committed_offset=-1,
+                        committed_leader_epoch=-1,
+                        metadata="",
+                        error_code=kerr.UNSTABLE_OFFSET_COMMIT,
+                    )
+                elif committed is not None and p.error_code == 0:
+                    p = attrs.evolve(
+                        p,
+                        committed_offset=committed.offset,
+                        committed_leader_epoch=committed.leader_epoch,
+                        metadata=committed.metadata,
+                    )
+                partitions.append(p)
+            changed = changed or tuple(partitions) != topic.partitions
+            out.append(attrs.evolve(topic, partitions=tuple(partitions)))
         return tuple(out), changed
 
     # ------------------------------------------------------------------ for tests

@@ -75,6 +75,9 @@ _SCAN_BYTES: Final = 4 * 1024 * 1024
 _END_TXN_VERSION: Final = 1
 _TIMER_PERIOD_S: Final = 0.05
 _PRODUCE_DRAIN_S: Final = 5.0
+#: How long answers Tansu still owes a closed client connection are waited for.
+_DRAIN_S: Final = 10.0
+_FETCH: Final = 1
 
 
 class _Closed(Exception):
@@ -92,6 +95,13 @@ def _read_frame(reader: IO[bytes]) -> bytes:
     if len(body) < size:
         raise _Closed
     return body
+
+
+def _hang_up(sock: socket.socket) -> None:
+    with contextlib.suppress(OSError):
+        sock.shutdown(socket.SHUT_RDWR)
+    with contextlib.suppress(OSError):
+        sock.close()
 
 
 @attrs.frozen(kw_only=True)
@@ -188,6 +198,8 @@ class _Connection:
         self._slots: deque[_Slot] = deque()
         self._waiting: deque[_Slot] = deque()  # forwarded, Tansu's answer not read yet
         self._closed = False
+        self._finished = False
+        self._drain_timer: threading.Timer | None = None
         self._threads: list[threading.Thread] = []
 
     def start(self) -> None:
@@ -224,23 +236,45 @@ class _Connection:
             return now - head.since, head.context.api_key
 
     def close(self) -> None:
-        """Hang up both sides; idempotent. Requests Tansu never answered are reported
-        to the core as abandoned."""
+        """Hang up on the client; idempotent. Requests already sent to Tansu are
+        acted on there whatever became of the client (a broker does the same), so
+        their answers are still read, for up to ``_DRAIN_S``, and the core learns from
+        them (a committed EndTxn stays committed); then the connection to Tansu
+        closes and requests it never answered are reported to the core as
+        abandoned."""
         with self._cond:
             if self._closed:
                 return
             self._closed = True
+            self._slots.clear()
+            drain = (
+                bool(self._waiting)
+                and self._upstream is not None
+                and len(self._threads) > 1
+                and not self._proxy._stopping.is_set()
+            )
+            self._cond.notify_all()
+        _hang_up(self._client)
+        if drain:
+            # The answers thread drains and then finishes; this bounds how long.
+            self._drain_timer = threading.Timer(_DRAIN_S, self._finish)
+            self._drain_timer.daemon = True
+            self._drain_timer.start()
+            return
+        self._finish()
+
+    def _finish(self) -> None:
+        """Close the connection to Tansu; report what it never answered."""
+        with self._cond:
+            if self._finished:
+                return
+            self._finished = True
             abandoned = [slot.context for slot in self._waiting]
             self._waiting.clear()
-            self._slots.clear()
-            self._cond.notify_all()
-        for sock in (self._client, self._upstream):
-            if sock is None:
-                continue
-            with contextlib.suppress(OSError):
-                sock.shutdown(socket.SHUT_RDWR)
-            with contextlib.suppress(OSError):
-                sock.close()
+            if self._drain_timer is not None:
+                self._drain_timer.cancel()
+        if self._upstream is not None:
+            _hang_up(self._upstream)
         self._proxy._abandoned(abandoned)
         self._proxy._forget(self)
 
@@ -286,11 +320,15 @@ class _Connection:
         try:
             reader = self._upstream.makefile("rb")
             while True:
+                with self._cond:
+                    if self._closed and not self._waiting:
+                        return  # drained
                 frame = _read_frame(reader)
                 with self._cond:
-                    if self._closed or not self._waiting:
+                    if not self._waiting:
                         return
                     slot = self._waiting.popleft()
+                    closed = self._closed
                 context = slot.context
                 (correlation_id,) = _SIZE.unpack_from(frame, 0)
                 if correlation_id != context.correlation_id:
@@ -299,6 +337,10 @@ class _Connection:
                         f"{context.correlation_id} (API {context.api_key}) was due"
                     )
                     return
+                if closed:
+                    # The client is gone: learn from the answer, send nothing.
+                    self._proxy._observe_answer(context, frame)
+                    continue
                 out = self._proxy._on_response(context, frame)
                 with self._cond:
                     slot.frame = out
@@ -312,6 +354,7 @@ class _Connection:
             self._proxy._fail("the proxy failed on an answer (see its log); connection closed")
         finally:
             self.close()
+            self._finish()
 
     @staticmethod
     def _ready_at(context: RequestContext) -> float:
@@ -421,6 +464,7 @@ class TransactionProxy:
             connections = list(self._connections)
         for connection in connections:
             connection.close()
+            connection._finish()
         for connection in connections:
             connection.join(5)
         self._scanner.close()
@@ -566,6 +610,13 @@ class TransactionProxy:
             return self._hide_aborted(context, frame)
         with self._core_lock:
             return self._core.on_response(context, frame, time.monotonic())
+
+    def _observe_answer(self, context: RequestContext, frame: bytes) -> None:
+        """Learn from Tansu's answer to a client that is gone (nothing is sent)."""
+        if context.api_key == _FETCH:
+            return  # nothing to learn: the log is read when a fetch needs it
+        with self._core_lock:
+            self._core.on_response(context, frame, time.monotonic())
 
     def _abandoned(self, contexts: list[RequestContext]) -> None:
         if contexts:

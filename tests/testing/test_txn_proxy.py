@@ -792,12 +792,6 @@ def test_answers_tansu_gives_after_the_client_hung_up_still_count(
     wait_until(lambda: proxied.proxy.stats.open_connections == 0, "the drained connection", 5)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="core bug found by the exactly-once chaos run: after NOT_COORDINATOR from "
-    "JoinGroup the member looks the coordinator up and rejoins at once, with no "
-    "retry.backoff.ms (_coordinator/_join.py join_error); remove this mark with the fix",
-)
 def test_a_joining_member_asks_a_moving_coordinator_at_the_retry_backoff(
     proxied: TransactionalBroker,
 ) -> None:

@@ -4,6 +4,10 @@ Used only by ``test_sticky_equivalence.py``: the optimised ``_sticky_core`` must
 same assignment as this copy on every input. Do not change it to match the new code; it
 is the reference. (Kept from ``src/coopconsumer/assignors/_sticky_core.py`` at commit
 4ee84fe, with ``_hold_back_transfers`` from ``_sticky.py``.)
+
+Changed since on purpose, where the algorithm's result changed (not its speed): off-rack
+owned partitions that no member on a replica's rack takes go back to their owner while
+it has room (the cooperative rack-aware non-convergence fix; see ``_fill``).
 """
 
 from __future__ import annotations
@@ -411,6 +415,7 @@ def _constrained_assign(
         {m: members[m].owned for m in order} if clean else _resolve_claims(members, order, counts)
     )
     released: list[TopicPartition] = []
+    off_rack: dict[str, list[TopicPartition]] = {}
     for m in order:
         owned = owned_by[m]
         if racks.enabled and m in racks.member_rack:
@@ -418,7 +423,8 @@ def _constrained_assign(
             # kept (Java's racksMismatch filter in assignOwnedPartitions).
             local = [tp for tp in owned if not racks.mismatch(m, tp)]
             if len(local) != len(owned):
-                released.extend(tp for tp in owned if racks.mismatch(m, tp))
+                off_rack[m] = [tp for tp in owned if racks.mismatch(m, tp)]
+                released.extend(off_rack[m])
                 owned = local
         size = len(owned)
         if size < min_quota:
@@ -450,7 +456,7 @@ def _constrained_assign(
     elif released:
         # Both are sorted runs or short; timsort merges them.
         unassigned = sorted([*unassigned, *released])
-    _fill(kept, under, at_min, min_quota, extra, over, unassigned, racks, fresh)
+    _fill(kept, under, at_min, min_quota, extra, over, unassigned, racks, fresh, off_rack)
     return kept, fresh
 
 
@@ -464,12 +470,14 @@ def _fill(
     unassigned: list[TopicPartition],
     racks: _RackInfo,
     fresh: dict[str, list[TopicPartition]],
+    off_rack: Mapping[str, Sequence[TopicPartition]] | None = None,
 ) -> None:
     """Deal ``unassigned`` so every member ends at min_quota or max_quota.
 
     Members under min_quota are filled to it; the remaining max_quota slots go first to
     members that kept exactly min_quota (Java polls them first), then to the filled
-    members in the order they fill up (most kept first).
+    members in the order they fill up (most kept first). After the rack-aware deal, each
+    member first gets back its own off-rack partitions that are still unassigned.
     """
     needs = {m: min_quota - len(kept[m]) for m in under}
     spare = extra - over
@@ -488,6 +496,12 @@ def _fill(
     deal_order = sorted((m for m in needs if needs[m] > 0), key=lambda m: (-needs[m], m))
     if racks.enabled:
         unassigned = _deal_rack_aware(deal_order, needs, unassigned, racks, fresh)
+        for m, tps in (off_rack or {}).items():
+            for tp in tps:
+                if needs.get(m, 0) > 0 and tp in unassigned:
+                    unassigned.remove(tp)
+                    fresh[m].append(tp)
+                    needs[m] -= 1
         deal_order = sorted((m for m in needs if needs[m] > 0), key=lambda m: (-needs[m], m))
         unassigned.sort()
     _deal_round_robin(deal_order, needs, unassigned, fresh)

@@ -296,6 +296,46 @@ def _rounds_until_stable(
     raise AssertionError(f"no stable assignment after {max_rounds} rounds")
 
 
+def test_off_rack_partitions_nobody_on_their_racks_can_take_stay_with_their_owners() -> None:
+    """Each member must hold two partitions with no replica on its rack. It does not keep
+    them as owned (KIP-881), but dealt round-robin they would swap between the members
+    at every rebalance, each swap a revocation and a follow-up, so the group would never
+    settle; they go back to their owners instead."""
+    t = ("t0",)
+    racks = {TP("t0", 0): frozenset({"ra"}), TP("t0", 1): frozenset({"rb"})}
+    owned = {
+        "a": (TP("t0", 0), TP("t0", 2), TP("t0", 3)),
+        "b": (TP("t0", 1), TP("t0", 4), TP("t0", 5)),
+    }
+    subs = {"a": coop(t, owned["a"], 3, rack="ra"), "b": coop(t, owned["b"], 3, rack="rb")}
+    result = assign({"t0": 6}, subs, racks)
+    assert sets(result) == {m: set(tps) for m, tps in owned.items()}
+
+
+def test_rack_aware_member_leaving_settles_after_one_follow_up() -> None:
+    """Found by Hypothesis (test_rack_aware_rounds_converge_complete_and_balanced):
+    after a member left, the off-rack partitions that members on racks must hold changed
+    hands at every rebalance and the group revoked for five rounds in a row."""
+    counts = {"t0": 4, "t1": 10, "t2": 10, "t3": 10}
+    replica_racks = {TP("t2", 8): frozenset({"rc"}), TP("t2", 9): frozenset({"rc"})}
+    replica_racks.update({TP("t3", p): frozenset({"rc"}) for p in range(3)})
+    replica_racks.update({TP("t3", p): frozenset({"ra", "rc"}) for p in range(3, 10)})
+    metadata = ClusterMetadata.from_partition_counts(counts, replica_racks=replica_racks)
+    racks = {"00": "rc", "000": "rc", "1": None, "0": "ra"}
+    topics_of = dict.fromkeys(racks, tuple(counts))
+    assignor = CooperativeStickyAssignor()
+    results, owned, generation = _rounds_until_stable(
+        assignor, metadata, topics_of, {}, 1, max_rounds=1, racks=racks
+    )
+    del topics_of["000"]
+    del owned["000"]
+    results, owned, generation = _rounds_until_stable(
+        assignor, metadata, topics_of, owned, generation, max_rounds=2, racks=racks
+    )
+    check_valid(counts, topics_of, results[-1])
+    check_equal_balance(results[-1])
+
+
 @given(problems(equal=True, with_claims=False), events)
 @settings(max_examples=120)
 def test_equal_subscriptions_one_follow_up_completes_every_move(

@@ -984,6 +984,7 @@ class KeyProducer:
         )
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._closed = False
 
     def _report(self, error: Any, message: Any) -> None:
         if error is not None:
@@ -1033,10 +1034,26 @@ class KeyProducer:
 
     def stop(self) -> None:
         """Stop the background thread and wait for every delivery report."""
+        self._halt()
+        if not self._closed:
+            self.flush()
+
+    def close(self) -> None:
+        """Destroy the librdkafka client now, dropping what is still undelivered; once
+        is enough. Left to the garbage collector (or held by a failed test's traceback),
+        it outlives its broker and writes "Connect to ... failed" lines to the
+        process's stderr while later tests run."""
+        if self._closed:
+            return
+        self._halt()
+        self._producer.purge()
+        self._producer.close()
+        self._closed = True
+
+    def _halt(self) -> None:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(10)
-        self.flush()
 
 
 def committed_offsets(
@@ -1214,9 +1231,12 @@ class LedgerGroup(Generic[_M]):
         self.stop_all()
 
     def stop_all(self) -> None:
-        self.producer.stop()
-        while self.live:
-            self.live.pop(0).stop()
+        try:
+            self.producer.stop()
+            while self.live:
+                self.live.pop(0).stop()
+        finally:
+            self.producer.close()
 
     def member_failures(self) -> dict[str, list[str]]:
         """Fail on a member's error or an ownership violation; the first commit

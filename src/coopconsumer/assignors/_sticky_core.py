@@ -23,7 +23,8 @@ Semantics follow Java's ``AbstractStickyAssignor`` (KIP-54, KIP-341, KIP-429, KI
 * rack-aware (KIP-881) when members report racks and the metadata has replica racks on
   those racks that not every partition shares: owned partitions without a replica on
   the member's rack are not kept, and partitions go to members on a replica's rack when
-  the balance allows.
+  the balance allows. With equal subscriptions, such a partition that no member on a
+  replica's rack takes goes back to its owner when it has room (``_give_back``).
 
 Imports the standard library, the public errors and the assignor value types; no I/O,
 no clock. The callers (``_sticky``) pause the cyclic garbage collector around large
@@ -325,6 +326,38 @@ def _deal_rack_aware(
     return rest
 
 
+def _give_back(
+    off_rack: Mapping[str, Sequence[TopicPartition]],
+    needs: dict[str, int],
+    partitions: list[TopicPartition],
+    fresh: dict[str, list[TopicPartition]],
+) -> list[TopicPartition]:
+    """Give each member back, within ``needs``, the off-rack partitions it owned that
+    are still in ``partitions``; return the rest in order.
+
+    The rack-aware deal has run, so no member on a replica's rack has room for these:
+    whoever gets one fetches it off-rack. Dealing them round-robin would hand them to
+    other members that did not own them and that give them up again in the next
+    rebalance, so a cooperative group would keep revoking and rejoining (the partitions
+    change hands every round and no assignment is ever stable). Given back, they stay
+    put: the owner releases and gets them again each rebalance without revoking.
+    Java's ``AbstractStickyAssignor`` deals them round-robin; giving them back costs no
+    balance (``needs`` bounds it) and no locality (docs/assignors.md, rack awareness).
+    """
+    left = set(partitions)
+    back: set[TopicPartition] = set()
+    for m, tps in off_rack.items():
+        room = needs.get(m, 0)
+        if room <= 0:
+            continue
+        mine = [tp for tp in tps if tp in left][:room]
+        if mine:
+            fresh[m].extend(mine)
+            needs[m] = room - len(mine)
+            back.update(mine)
+    return [tp for tp in partitions if tp not in back] if back else partitions
+
+
 # --------------------------------------------------------------------------- entry point
 
 
@@ -496,6 +529,7 @@ def _constrained_assign(
         else _resolve_claims(members, order, counts)
     )
     released: list[TopicPartition] = []
+    off_rack: dict[str, list[TopicPartition]] = {}
     for m in order:
         owned = owned_by[m]
         if racks.enabled and m in racks.member_rack:
@@ -503,7 +537,8 @@ def _constrained_assign(
             # kept (Java's racksMismatch filter in assignOwnedPartitions).
             local = [tp for tp in owned if not racks.mismatch(m, tp)]
             if len(local) != len(owned):
-                released.extend(tp for tp in owned if racks.mismatch(m, tp))
+                off_rack[m] = [tp for tp in owned if racks.mismatch(m, tp)]
+                released.extend(off_rack[m])
                 owned = local
         size = len(owned)
         if size < min_quota:
@@ -541,7 +576,7 @@ def _constrained_assign(
             keeping.update(k)
         unassigned = _unclaimed_partitions(counts, keeping)
         claimed = _all_claims(members, order)
-    _fill(kept, under, at_min, min_quota, extra, over, unassigned, racks, fresh)
+    _fill(kept, under, at_min, min_quota, extra, over, unassigned, racks, fresh, off_rack)
     return StickyResult(kept=kept, fresh=fresh, claimed=claimed)
 
 
@@ -555,12 +590,17 @@ def _fill(
     unassigned: list[TopicPartition],
     racks: _RackInfo,
     fresh: dict[str, list[TopicPartition]],
+    off_rack: Mapping[str, Sequence[TopicPartition]] | None = None,
 ) -> None:
     """Deal ``unassigned`` so every member ends at min_quota or max_quota.
 
     Members under min_quota are filled to it; the remaining max_quota slots go first to
     members that kept exactly min_quota (Java polls them first), then to the filled
     members in the order they fill up (most kept first).
+
+    ``off_rack`` holds, per member, the owned partitions it did not keep for want of a
+    replica on its rack. Those that no member on a replica's rack takes go back to their
+    owner while it has room, before the round-robin deal (see ``_give_back``).
     """
     needs = {m: min_quota - len(kept[m]) for m in under}
     spare = extra - over
@@ -579,6 +619,8 @@ def _fill(
     deal_order = sorted((m for m in needs if needs[m] > 0), key=lambda m: (-needs[m], m))
     if racks.enabled:
         unassigned = _deal_rack_aware(deal_order, needs, unassigned, racks, fresh)
+        if off_rack:
+            unassigned = _give_back(off_rack, needs, unassigned, fresh)
         deal_order = sorted((m for m in needs if needs[m] > 0), key=lambda m: (-needs[m], m))
         unassigned.sort()
     _deal_round_robin(deal_order, needs, unassigned, fresh)

@@ -44,7 +44,7 @@ from coopconsumer._protocol import (
     encode_response,
 )
 from coopconsumer._protocol._schema import field_meta
-from coopconsumer._protocol.consumer import decode_sticky_assignor_user_data
+from coopconsumer._protocol.consumer_protocol_schemas import decode_sticky_assignor_user_data
 from coopconsumer._protocol.messages import (
     ALL_RESPONSES,
     ApiVersionsResponse,

@@ -27,7 +27,7 @@ from typing import Final, TypeVar
 
 from ._errors import ProtocolError
 from ._protocol import decode, encode
-from ._protocol.consumer import (
+from ._protocol.consumer_protocol_schemas import (
     VERSION_PREFIX,
     ConsumerProtocolAssignment,
     ConsumerProtocolAssignmentTopicPartition,

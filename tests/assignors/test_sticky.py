@@ -756,7 +756,7 @@ def user_data_bytes(draw: st.DrawFn) -> bytes:
 @given(st.one_of(user_data_bytes(), st.binary(max_size=80)))
 @settings(max_examples=300)
 def test_fast_user_data_reader_agrees_with_the_schema_decoder(data: bytes) -> None:
-    from coopconsumer._protocol.consumer import decode_sticky_assignor_user_data
+    from coopconsumer._protocol.consumer_protocol_schemas import decode_sticky_assignor_user_data
 
     try:
         decoded = decode_sticky_assignor_user_data(data)

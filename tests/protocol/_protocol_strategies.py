@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from coopconsumer._protocol import group_messages, messages
 from coopconsumer._protocol._schema import FieldMeta, Struct, field_meta
-from coopconsumer._protocol.consumer import (
+from coopconsumer._protocol.consumer_protocol_schemas import (
     ConsumerProtocolAssignment,
     ConsumerProtocolSubscription,
     CooperativeStickyAssignorUserData,

@@ -13,7 +13,7 @@ import pytest
 
 from coopconsumer._errors import ProtocolError
 from coopconsumer._protocol import decode, decode_response, encode, encode_request
-from coopconsumer._protocol.consumer import (
+from coopconsumer._protocol.consumer_protocol_schemas import (
     ConsumerProtocolAssignment,
     ConsumerProtocolAssignmentTopicPartition,
     ConsumerProtocolSubscription,

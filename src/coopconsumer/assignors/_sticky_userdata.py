@@ -1,7 +1,7 @@
 """User data of the eager ``sticky`` and the ``cooperative-sticky`` assignors.
 
 Adapters between the assignors' ``TopicPartition`` lists and the schemas declared in
-``coopconsumer._protocol.consumer``:
+``coopconsumer._protocol.consumer_protocol_schemas``:
 
 * ``StickyAssignorUserData`` (Java's ``StickyAssignor``): V1 = previous assignment +
   generation, written always; read as V1, then V0 (no generation), as Java does.
@@ -22,7 +22,7 @@ from itertools import groupby, repeat
 from operator import itemgetter
 
 from .._protocol import decode, encode
-from .._protocol.consumer import (
+from .._protocol.consumer_protocol_schemas import (
     CooperativeStickyAssignorUserData,
     StickyAssignorTopicPartitions,
     StickyAssignorUserData,

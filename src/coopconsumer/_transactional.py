@@ -158,6 +158,7 @@ class _Listener(RebalanceListener):
             self._user.on_partitions_revoked(partitions)
 
     def on_partitions_assigned(self, partitions: frozenset[TopicPartition]) -> None:
+        self._processor._on_assigned()
         if self._user is not None:
             self._user.on_partitions_assigned(partitions)
 
@@ -404,6 +405,7 @@ class TransactionalProcessor:
             commit_interval_ms=commit_interval_ms,
             max_records_per_transaction=max_records_per_transaction,
             broker_check=lambda: _check_brokers(cfg),
+            contiguous_generations=cfg.group_protocol == "classic",
         )
 
     @classmethod
@@ -419,6 +421,7 @@ class TransactionalProcessor:
         commit_interval_ms: int = DEFAULT_COMMIT_INTERVAL_MS,
         max_records_per_transaction: int = DEFAULT_MAX_RECORDS_PER_TRANSACTION,
         clock: Callable[[], float] = time.monotonic,
+        contiguous_generations: bool = True,
     ) -> TransactionalProcessor:
         """A processor on the given consumer and producer (tests run the loop's
         decisions on fakes, without brokers)."""
@@ -434,6 +437,7 @@ class TransactionalProcessor:
             max_records_per_transaction=max_records_per_transaction,
             broker_check=lambda: None,
             clock=clock,
+            contiguous_generations=contiguous_generations,
         )
         return self
 
@@ -450,8 +454,14 @@ class TransactionalProcessor:
         max_records_per_transaction: int,
         broker_check: Callable[[], None],
         clock: Callable[[], float] = time.monotonic,
+        contiguous_generations: bool = True,
     ) -> None:
         self._process_fn = process
+        # The classic protocol numbers its generations one by one, so a member that
+        # finds its generation more than one past the last it saw missed one (see
+        # _missed_a_generation); a KIP-848 member epoch jumps by design.
+        self._contiguous_generations = contiguous_generations
+        self._generation_seen: int | None = None
         self._batch_size = batch_size
         self._commit_interval_s = commit_interval_ms / 1000.0
         self._max_records = max_records_per_transaction
@@ -751,7 +761,36 @@ class TransactionalProcessor:
 
     # ------------------------------------------------------------------ callbacks
 
+    def _missed_a_generation(self, *, exclude: frozenset[TopicPartition] = frozenset()) -> None:
+        """Abort the open transaction when the member's generation skipped one since the
+        last rebalance callback: the member was not in that generation, so the
+        partitions it kept reading may have had another owner meanwhile, who read the
+        same records (docs/exactly-once.md, "Failures and what each does"). Kafka expels such a
+        member (its next request gets UNKNOWN_MEMBER_ID, and its partitions are lost);
+        a coordinator that ends a round without a live member and lets it back under
+        its old member id (Tansu does) would otherwise see this transaction commit
+        with the new generation, its records already processed by the other owner."""
+        if not self._contiguous_generations:
+            return
+        generation = self._consumer.group_metadata().generation_id
+        seen, self._generation_seen = self._generation_seen, generation
+        if seen is None or generation <= seen + 1 or generation < 0:
+            return
+        if self._txn is not None and self._failure is None:
+            log.warning(
+                "the member's generation went from %d to %d: it missed a generation, in "
+                "which its partitions may have had another owner; the open transaction "
+                "is aborted",
+                seen,
+                generation,
+            )
+            self._abort("missed a generation", exclude=exclude)
+
+    def _on_assigned(self) -> None:
+        self._missed_a_generation()
+
     def _on_revoked(self, partitions: frozenset[TopicPartition]) -> None:
+        self._missed_a_generation(exclude=partitions)
         txn = self._txn
         if txn is None or self._failure is not None:
             return
@@ -761,6 +800,7 @@ class TransactionalProcessor:
             self._commits_on_revoke += 1
 
     def _on_lost(self, partitions: frozenset[TopicPartition]) -> None:
+        self._generation_seen = None  # the member has no generation until it joins again
         if self._txn is None or self._failure is not None:
             return
         self._abort("partitions lost", exclude=partitions)

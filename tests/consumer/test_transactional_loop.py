@@ -31,6 +31,7 @@ P1 = TopicPartition("in", 1)
 P2 = TopicPartition("in", 2)
 GEN1 = ConsumerGroupMetadata(group_id="g", generation_id=1, member_id="m1")
 GEN2 = ConsumerGroupMetadata(group_id="g", generation_id=2, member_id="m1")
+GEN4 = ConsumerGroupMetadata(group_id="g", generation_id=4, member_id="m1")
 NO_GEN = ConsumerGroupMetadata(group_id="g")
 
 
@@ -212,6 +213,7 @@ class Setup:
         listener: RebalanceListener | None = None,
         commit_interval_ms: int = 0,
         max_records: int = 10_000,
+        contiguous_generations: bool = True,
     ) -> None:
         self.consumer = FakeConsumer()
         self.producer = FakeProducer(self.consumer)
@@ -225,6 +227,7 @@ class Setup:
             commit_interval_ms=commit_interval_ms,
             max_records_per_transaction=max_records,
             clock=self.clock,
+            contiguous_generations=contiguous_generations,
         )
 
 
@@ -518,3 +521,60 @@ def test_a_long_wait_is_sliced_so_that_stop_takes_effect() -> None:
     waits.clear()
     assert s.processor.step(1.2) == 0
     assert waits == pytest.approx([0.5, 0.5, 0.2])
+
+
+# ------------------------------------------------------------ a missed generation
+
+
+def test_a_revocation_after_a_missed_generation_aborts_instead_of_committing() -> None:
+    # Found by the exactly-once chaos run on Tansu: a member still rejoining (its
+    # JoinGroup held) kept reading P1 while Tansu ended a round without it and gave P1
+    # to another member, who read the same records; the member's next round (two
+    # generations on) revoked P1, and the commit before revoking carried those records
+    # with a generation the coordinator accepted: 51 records twice. Generations 2 and 3
+    # were never this member's, so what it read since its last callback is not its own.
+    s = Setup(commit_interval_ms=10_000)
+    s.consumer.play(("assign", {P0, P1}), ("records", records(P0, 0, 2) + records(P1, 755, 3)))
+    s.consumer.play(("generation", GEN4), ("revoke", {P1}), ("records", []))
+    s.processor.step(0.1)
+    s.processor.step(0.1)
+    assert s.producer.sent() == []
+    assert s.producer.names()[-1] == "abort"
+    assert s.consumer.seeks == [(P0, 0)]  # the kept partition is read again; P1 is not ours
+    stats = s.processor.stats()
+    assert stats.aborts == {"missed a generation": 1}
+    assert stats.commits_on_revoke == 0
+    assert stats.records_replayed == 5
+
+
+def test_an_assignment_after_a_missed_generation_aborts_the_open_transaction() -> None:
+    s = Setup(commit_interval_ms=10_000)
+    s.consumer.play(("assign", {P0}), ("records", records(P0, 0, 2)))
+    s.consumer.play(("generation", GEN4), ("assign", set()), ("records", records(P0, 0, 2)))
+    s.processor.step(0.1)
+    s.processor.step(0.1)
+    assert s.producer.names().count("abort") == 1
+    assert s.consumer.seeks == [(P0, 0)]
+    s.processor.step(0.1)  # idle: the replayed batch commits with the new generation
+    assert s.producer.sent() == [({P0: 2}, GEN4)]
+
+
+def test_consecutive_generations_commit_on_revocation() -> None:
+    s = Setup(commit_interval_ms=10_000)
+    s.consumer.play(("assign", {P0, P1}), ("records", records(P1, 0, 2)))
+    s.consumer.play(("generation", GEN2), ("revoke", {P1}), ("assign", set()))
+    s.processor.step(0.1)
+    s.processor.step(0.1)
+    assert s.producer.sent() == [({P1: 2}, GEN2)]
+    assert s.processor.stats().aborts == {}
+
+
+def test_a_kip848_member_epoch_may_jump() -> None:
+    # group.protocol=consumer: the member epoch follows the group epoch, which moves
+    # for every member's change, so a jump says nothing.
+    s = Setup(commit_interval_ms=10_000, contiguous_generations=False)
+    s.consumer.play(("assign", {P0, P1}), ("records", records(P1, 0, 2)))
+    s.consumer.play(("generation", GEN4), ("revoke", {P1}))
+    s.processor.step(0.1)
+    s.processor.step(0.1)
+    assert s.producer.sent() == [({P1: 2}, GEN4)]

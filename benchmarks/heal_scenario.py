@@ -54,7 +54,7 @@ from coopconsumer.admin import (
 )
 from coopconsumer.admin.heal import HealConfig, Healer, MemoryStateStore
 from coopconsumer.admin.heal._kafka import create_state_topic, read_state
-from coopconsumer.admin.reassign._driver import observed_partitions, partition_sizes
+from coopconsumer.admin.reassign._reassign_driver import observed_partitions, partition_sizes
 from coopconsumer.testing import (
     BrokerSpec,
     ReplicationCluster,

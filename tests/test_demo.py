@@ -19,10 +19,10 @@ from pathlib import Path
 
 import pytest
 
-from coopconsumer._demo import _cli as cli
+from coopconsumer._demo import _demo_cli as cli
 from coopconsumer._demo import _report as report
 from coopconsumer._demo import run_demo
-from coopconsumer._demo._cli import TANSU_NOTE
+from coopconsumer._demo._demo_cli import TANSU_NOTE
 from coopconsumer._demo._run import Event, MemberStats, Recorder, ScenarioResult
 
 # ------------------------------------------------------------------ the report

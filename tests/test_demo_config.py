@@ -7,7 +7,7 @@ import argparse
 
 import pytest
 
-from coopconsumer._demo._cli import _config_item, run_demo
+from coopconsumer._demo._demo_cli import _config_item, run_demo
 
 
 def test_config_items_split_once_and_never_echo_the_value() -> None:

@@ -16,15 +16,15 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return run_demo(args[1:])
     if args[:1] in (["topics"], ["cluster"]):
-        from .admin._cli import run_cluster, run_topics
+        from .admin._admin_cli import run_cluster, run_topics
 
         return (run_topics if args[0] == "topics" else run_cluster)(args[1:])
     if args[:1] == ["reassign"]:
-        from .admin.reassign._cli import run_reassign
+        from .admin.reassign._reassign_cli import run_reassign
 
         return run_reassign(args[1:])
     if args[:1] == ["heal"]:
-        from .admin.heal._cli import run_heal
+        from .admin.heal._heal_cli import run_heal
 
         return run_heal(args[1:])
     parser = argparse.ArgumentParser(prog="coopconsumer", description=__doc__)

@@ -28,7 +28,7 @@ from coopconsumer.admin import (
     ReplicaAssignor,
     ReplicaAssignorError,
 )
-from coopconsumer.admin._client import parse_admin_config, principal_of
+from coopconsumer.admin._admin_client import parse_admin_config, principal_of
 from coopconsumer.admin._zookeeper import kafka_placement
 from coopconsumer.testing import ReplicationCluster, replication_cluster
 

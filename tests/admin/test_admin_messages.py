@@ -122,7 +122,7 @@ def _imported(path: Path) -> set[str]:
         _PKG / "admin" / "_zookeeper.py",
         _PKG / "admin" / "_kraft.py",
         _PKG / "admin" / "_balanced.py",
-        _PKG / "admin" / "_types.py",
+        _PKG / "admin" / "_admin_types.py",
         _PKG / "testing" / "_cluster" / "_model.py",
         _PKG / "testing" / "_cluster" / "_handlers.py",
     ],

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from coopconsumer._transition_table import IllegalTransition, check_move, predecessors
-from coopconsumer.admin.heal._core import CHUNK_MOVES, ChunkResult, ChunkState, ClusterSeen
+from coopconsumer.admin.heal._heal_core import CHUNK_MOVES, ChunkResult, ChunkState, ClusterSeen
 from coopconsumer.admin.reassign._executor import INPUT_TYPES, MOVES, MoveState
 from coopconsumer.testing._cluster._model import (
     PARTITION_PREDECESSORS,

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from coopconsumer.__main__ import main
-from coopconsumer.admin._cli import format_table
+from coopconsumer.admin._admin_cli import format_table
 from coopconsumer.testing import ReplicationCluster, replication_cluster
 
 pytestmark = pytest.mark.integration

@@ -18,7 +18,7 @@ from coopconsumer.admin.heal import (
     HealerError,
     parse_heal_config,
 )
-from coopconsumer.admin.heal._core import ChunkAction, ChunkResult, Store
+from coopconsumer.admin.heal._heal_core import ChunkAction, ChunkResult, Store
 from coopconsumer.admin.reassign import ObservedPartition
 from coopconsumer.admin.reassign._executor import Submit, Submitted
 

@@ -22,7 +22,7 @@ from coopconsumer.admin import (
     ReplicaAssignor,
 )
 from coopconsumer.admin.heal import ChunkState, HealConfig, Healer, MemoryStateStore
-from coopconsumer.admin.heal._cli import format_status
+from coopconsumer.admin.heal._heal_cli import format_status
 from coopconsumer.admin.heal._kafka import create_state_topic
 from coopconsumer.testing import ReplicationCluster, replication_cluster
 

@@ -4,6 +4,6 @@
 too). Not public API: an application of the public API, like the examples.
 """
 
-from ._cli import run_demo as run_demo
+from ._demo_cli import run_demo as run_demo
 
 __all__ = ["run_demo"]

@@ -23,7 +23,7 @@ import attrs
 from .. import Consumer, CoopConsumerError, RebalanceListener, TopicPartition
 from .._metrics import max_reading
 from ..testing import EmbeddedBroker, unique_name
-from ._producer import SteadyProducer
+from ._demo_producer import SteadyProducer
 
 __all__ = [
     "DemoAborted",

@@ -18,6 +18,27 @@ plugin::
         print(admin.describe_topics(["orders"])["orders"].partitions[0].replicas)
 """
 
+from ._admin_client import AdminClient as AdminClient
+from ._admin_loading import BUILTIN_REPLICA_ASSIGNORS as BUILTIN_REPLICA_ASSIGNORS
+from ._admin_loading import load_replica_assignor as load_replica_assignor
+from ._admin_types import AdminOperationError as AdminOperationError
+from ._admin_types import AlterConfigOp as AlterConfigOp
+from ._admin_types import AlterConfigOpType as AlterConfigOpType
+from ._admin_types import BrokerDescription as BrokerDescription
+from ._admin_types import ClusterDescription as ClusterDescription
+from ._admin_types import ConfigEntry as ConfigEntry
+from ._admin_types import ConfigResource as ConfigResource
+from ._admin_types import ConfigResourceType as ConfigResourceType
+from ._admin_types import ConfigSource as ConfigSource
+from ._admin_types import ElectionResult as ElectionResult
+from ._admin_types import ElectionType as ElectionType
+from ._admin_types import LogDirDescription as LogDirDescription
+from ._admin_types import NewTopic as NewTopic
+from ._admin_types import PartitionDescription as PartitionDescription
+from ._admin_types import PartitionReassignment as PartitionReassignment
+from ._admin_types import ReplicaLogInfo as ReplicaLogInfo
+from ._admin_types import TopicDescription as TopicDescription
+from ._admin_types import TopicPartitionReplica as TopicPartitionReplica
 from ._assignor import BrokerLoad as BrokerLoad
 from ._assignor import ClusterView as ClusterView
 from ._assignor import LogDirLoad as LogDirLoad
@@ -26,28 +47,7 @@ from ._assignor import ReplicaAssignor as ReplicaAssignor
 from ._assignor import ReplicaAssignorError as ReplicaAssignorError
 from ._balanced import BalancedReplicaAssignor as BalancedReplicaAssignor
 from ._balanced import PlacementRule as PlacementRule
-from ._client import AdminClient as AdminClient
 from ._kraft import KRaftReplicaAssignor as KRaftReplicaAssignor
-from ._loading import BUILTIN_REPLICA_ASSIGNORS as BUILTIN_REPLICA_ASSIGNORS
-from ._loading import load_replica_assignor as load_replica_assignor
-from ._types import AdminOperationError as AdminOperationError
-from ._types import AlterConfigOp as AlterConfigOp
-from ._types import AlterConfigOpType as AlterConfigOpType
-from ._types import BrokerDescription as BrokerDescription
-from ._types import ClusterDescription as ClusterDescription
-from ._types import ConfigEntry as ConfigEntry
-from ._types import ConfigResource as ConfigResource
-from ._types import ConfigResourceType as ConfigResourceType
-from ._types import ConfigSource as ConfigSource
-from ._types import ElectionResult as ElectionResult
-from ._types import ElectionType as ElectionType
-from ._types import LogDirDescription as LogDirDescription
-from ._types import NewTopic as NewTopic
-from ._types import PartitionDescription as PartitionDescription
-from ._types import PartitionReassignment as PartitionReassignment
-from ._types import ReplicaLogInfo as ReplicaLogInfo
-from ._types import TopicDescription as TopicDescription
-from ._types import TopicPartitionReplica as TopicPartitionReplica
 from ._zookeeper import ZooKeeperReplicaAssignor as ZooKeeperReplicaAssignor
 
 __all__ = [

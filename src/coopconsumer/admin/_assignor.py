@@ -20,7 +20,7 @@ import attrs
 
 from .._errors import CoopConsumerError
 from .._types import TopicPartition
-from ._types import LogDirDescription
+from ._admin_types import LogDirDescription
 
 __all__ = [
     "BrokerLoad",

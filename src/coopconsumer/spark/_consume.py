@@ -29,7 +29,7 @@ from .._errors import ConfigurationError, RequestTimeoutError
 from .._io._fetcher import end_offsets
 from ..assignors import RebalanceProtocol, load_assignors, select_rebalance_protocol
 from ._control import ControlServer, MemberState
-from ._member import (
+from ._spark_member import (
     AtLeastOnceDelivery,
     ExactlyOnce,
     MemberStats,

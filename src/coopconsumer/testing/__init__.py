@@ -99,8 +99,8 @@ from ._broker import BrokerStartupError as BrokerStartupError
 from ._broker import EmbeddedBroker as EmbeddedBroker
 from ._broker import MockRequest as MockRequest
 from ._broker import external_broker as external_broker
-from ._cluster._api import ClusterCommandError as ClusterCommandError
-from ._cluster._api import ReplicationCluster as ReplicationCluster
+from ._cluster._cluster_api import ClusterCommandError as ClusterCommandError
+from ._cluster._cluster_api import ReplicationCluster as ReplicationCluster
 from ._cluster._model import BrokerSpec as BrokerSpec
 from ._cluster._model import BrokerState as BrokerState
 from ._cluster._model import PartitionView as PartitionView

@@ -15,18 +15,18 @@ election (docs/admin.md, "Healing after a broker failure")::
         healer.run()
 """
 
-from ._core import ChunkState as ChunkState
-from ._core import ClusterSeen as ClusterSeen
-from ._core import HealConfig as HealConfig
-from ._core import HealerCore as HealerCore
-from ._core import HealerError as HealerError
-from ._core import parse_heal_config as parse_heal_config
-from ._driver import AlwaysActive as AlwaysActive
-from ._driver import Healer as Healer
-from ._driver import HealerAdmin as HealerAdmin
-from ._driver import HealerElection as HealerElection
-from ._driver import HealStateStore as HealStateStore
-from ._driver import MemoryStateStore as MemoryStateStore
+from ._heal_core import ChunkState as ChunkState
+from ._heal_core import ClusterSeen as ClusterSeen
+from ._heal_core import HealConfig as HealConfig
+from ._heal_core import HealerCore as HealerCore
+from ._heal_core import HealerError as HealerError
+from ._heal_core import parse_heal_config as parse_heal_config
+from ._heal_driver import AlwaysActive as AlwaysActive
+from ._heal_driver import Healer as Healer
+from ._heal_driver import HealerAdmin as HealerAdmin
+from ._heal_driver import HealerElection as HealerElection
+from ._heal_driver import HealStateStore as HealStateStore
+from ._heal_driver import MemoryStateStore as MemoryStateStore
 
 __all__ = [
     "AlwaysActive",

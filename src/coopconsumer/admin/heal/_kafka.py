@@ -27,9 +27,9 @@ from ..._errors import KafkaError
 from ..._io._producer import IdempotentProducer
 from ..._listener import RebalanceListener
 from ..._types import TopicPartition
-from .._client import AdminClient
-from .._types import AdminOperationError, NewTopic
-from ._core import HealerError
+from .._admin_client import AdminClient
+from .._admin_types import AdminOperationError, NewTopic
+from ._heal_core import HealerError
 
 __all__ = [
     "DEFAULT_GROUP_ID",

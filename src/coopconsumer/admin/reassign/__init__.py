@@ -19,13 +19,6 @@ a state file that lets a killed executor resume. Its decisions live in the sans-
         executor.run()
 """
 
-from ._driver import ExecutorBusyError as ExecutorBusyError
-from ._driver import ReassignmentAdmin as ReassignmentAdmin
-from ._driver import ReassignmentExecutor as ReassignmentExecutor
-from ._driver import executor_running as executor_running
-from ._driver import load_state as load_state
-from ._driver import request_cancel as request_cancel
-from ._driver import request_target_change as request_target_change
 from ._executor import ExecutorConfig as ExecutorConfig
 from ._executor import ExecutorCore as ExecutorCore
 from ._executor import MoveState as MoveState
@@ -41,6 +34,13 @@ from ._plan import plan_add_brokers as plan_add_brokers
 from ._plan import plan_balance_disks as plan_balance_disks
 from ._plan import plan_move_off as plan_move_off
 from ._plan import plan_rebalance as plan_rebalance
+from ._reassign_driver import ExecutorBusyError as ExecutorBusyError
+from ._reassign_driver import ReassignmentAdmin as ReassignmentAdmin
+from ._reassign_driver import ReassignmentExecutor as ReassignmentExecutor
+from ._reassign_driver import executor_running as executor_running
+from ._reassign_driver import load_state as load_state
+from ._reassign_driver import request_cancel as request_cancel
+from ._reassign_driver import request_target_change as request_target_change
 
 __all__ = [
     "ExecutorBusyError",

@@ -22,7 +22,7 @@ import attrs
 from ..._errors import ConfigurationError, CoopConsumerError
 from ..._transition_table import IllegalTransition, Outside, build_moves, check_move
 from ..._types import TopicPartition
-from .._types import Reassigning
+from .._admin_types import Reassigning
 from ._plan import PartitionMove, PlanError, ReassignmentPlan
 
 __all__ = [

@@ -14,13 +14,13 @@ import attrs
 
 from ..._errors import ConfigurationError, CoopConsumerError
 from ..._types import TopicPartition
+from .._admin_types import LogDirDescription
 from .._assignor import (
     ClusterView,
     NewPartitions,
     ReplicaAssignor,
     check_assignment,
 )
-from .._types import LogDirDescription
 
 __all__ = [
     "PLAN_VERSION",

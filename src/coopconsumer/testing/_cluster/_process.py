@@ -24,7 +24,7 @@ import attrs
 
 from ..._errors import BrokerConnectionError, ConfigurationError, RequestTimeoutError
 from .._broker import BrokerStartupError, _ManagedProcess
-from ._api import ClusterCommandError, ReplicationCluster
+from ._cluster_api import ClusterCommandError, ReplicationCluster
 from ._model import (
     BrokerSpec,
     BrokerState,

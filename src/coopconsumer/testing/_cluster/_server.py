@@ -29,7 +29,7 @@ from ..._errors import ConfigurationError, ProtocolError
 from ..._protocol import Request, decode, encode_response, request_header_version
 from ..._protocol._codec import _Malformed, skip_header_tags
 from ..._protocol.messages import ApiVersionsRequest, ApiVersionsResponse
-from ._api import ClusterCommandError, ReplicationCluster
+from ._cluster_api import ClusterCommandError, ReplicationCluster
 from ._handlers import SUPPORTED_APIS, Endpoint, handle, supported_api_versions
 from ._model import (
     UNKNOWN_TOPIC_OR_PARTITION,

@@ -21,7 +21,7 @@ import attrs
 
 from ..._errors import BrokerConnectionError, RequestTimeoutError
 from ..._types import TopicPartition
-from .._types import (
+from .._admin_types import (
     AdminOperationError,
     AlterConfigOp,
     AlterConfigOpType,

@@ -17,16 +17,9 @@ import attrs
 
 from ..._errors import CoopConsumerError
 from ..._types import TopicPartition
-from .._cli import _bytes, _client, _common, format_table
-from .._client import AdminClient
-from .._types import AdminOperationError, PartitionReassignment
-from ._driver import (
-    ReassignmentExecutor,
-    executor_running,
-    load_state,
-    partition_sizes,
-    request_cancel,
-)
+from .._admin_cli import _bytes, _client, _common, format_table
+from .._admin_client import AdminClient
+from .._admin_types import AdminOperationError, PartitionReassignment
 from ._executor import ExecutorConfig, ExecutorCore, MoveState, Progress
 from ._plan import (
     PlanError,
@@ -35,6 +28,13 @@ from ._plan import (
     plan_balance_disks,
     plan_move_off,
     plan_rebalance,
+)
+from ._reassign_driver import (
+    ReassignmentExecutor,
+    executor_running,
+    load_state,
+    partition_sizes,
+    request_cancel,
 )
 
 __all__ = ["format_progress", "run_reassign"]

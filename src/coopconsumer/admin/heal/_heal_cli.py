@@ -18,11 +18,11 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TextIO
 
 from ..._errors import CoopConsumerError
-from .._cli import _properties, format_table
-from .._client import AdminClient
+from .._admin_cli import _properties, format_table
+from .._admin_client import AdminClient
 from ..reassign._executor import ExecutorCore
-from ._core import parse_heal_config
-from ._driver import AlwaysActive, Healer, HealerElection, HealStateStore, MemoryStateStore
+from ._heal_core import parse_heal_config
+from ._heal_driver import AlwaysActive, Healer, HealerElection, HealStateStore, MemoryStateStore
 from ._kafka import (
     DEFAULT_GROUP_ID,
     DEFAULT_STATE_TOPIC,

@@ -74,16 +74,8 @@ from .._protocol.cluster import ClusterSnapshot
 from .._protocol.messages import MetadataRequest
 from .._security import SecurityConfig, is_security_key
 from .._types import TopicPartition
-from ._assignor import (
-    BrokerLoad,
-    ClusterView,
-    NewPartitions,
-    ReplicaAssignor,
-    check_assignment,
-    with_log_dirs,
-)
-from ._loading import ReplicaAssignorSpec, load_replica_assignor
-from ._types import (
+from ._admin_loading import ReplicaAssignorSpec, load_replica_assignor
+from ._admin_types import (
     AdminOperationError,
     AlterConfigOp,
     BrokerDescription,
@@ -101,6 +93,14 @@ from ._types import (
     ReplicaLogInfo,
     TopicDescription,
     TopicPartitionReplica,
+)
+from ._assignor import (
+    BrokerLoad,
+    ClusterView,
+    NewPartitions,
+    ReplicaAssignor,
+    check_assignment,
+    with_log_dirs,
 )
 
 __all__ = ["AdminClient", "AdminConfig", "parse_admin_config", "principal_of"]

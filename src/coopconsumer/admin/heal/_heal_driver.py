@@ -18,11 +18,11 @@ from typing import Any, Protocol
 
 from ..._errors import BrokerConnectionError, DeliveryError, KafkaError, RequestTimeoutError
 from ..._types import TopicPartition
+from .._admin_types import AdminOperationError, ClusterDescription
 from .._assignor import BrokerLoad, ReplicaAssignor, with_log_dirs
-from .._types import AdminOperationError, ClusterDescription
-from ..reassign._driver import ReassignmentAdmin, observed_partitions, perform
 from ..reassign._executor import ObservedPartition
-from ._core import (
+from ..reassign._reassign_driver import ReassignmentAdmin, observed_partitions, perform
+from ._heal_core import (
     Alert,
     ChunkAction,
     ChunkResult,

@@ -17,8 +17,8 @@ from typing import TextIO
 
 from .._errors import CoopConsumerError
 from .._types import TopicPartition
-from ._client import AdminClient
-from ._types import AdminOperationError, NewTopic, PartitionDescription, PartitionReassignment
+from ._admin_client import AdminClient
+from ._admin_types import AdminOperationError, NewTopic, PartitionDescription, PartitionReassignment
 
 __all__ = ["format_table", "run_cluster", "run_topics"]
 

@@ -1,0 +1,458 @@
+"""AsyncConsumer on both embedded brokers: subscribe, consume, commit and close with
+coroutine listeners; a group shared with the sync Consumer under the ownership ledger;
+cancellation; and a quiet, healthy event loop through a rebalance."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import resource
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import confluent_kafka
+import pytest
+
+import coopconsumer
+from coopconsumer import TopicPartition
+from coopconsumer.aio import AsyncConsumer
+from coopconsumer.testing import EmbeddedBroker, unique_name
+from integration._ledger import (
+    MOCK_ASSIGN_DELAY_S,
+    CoopMember,
+    KeyProducer,
+    OwnershipLedger,
+    RecordAccounting,
+    _MemberThread,
+    committed_offsets,
+    late_sync_on_mock,
+    wait_for,
+)
+
+PARTITIONS = 4
+#: Bound of every wait below (a loaded two-core machine included).
+SETTLE_S = 60.0
+
+
+def config(kafka: EmbeddedBroker, group: str, **extra: object) -> dict[str, object]:
+    return {
+        "bootstrap.servers": kafka.bootstrap,
+        "group.id": group,
+        "partition.assignment.strategy": "cooperative-sticky",
+        "session.timeout.ms": 3000,
+        "heartbeat.interval.ms": 300,
+        "auto.offset.reset": "earliest",
+        **extra,
+    }
+
+
+def produce(kafka: EmbeddedBroker, topic: str, count: int) -> None:
+    producer = confluent_kafka.Producer({"bootstrap.servers": kafka.bootstrap, "linger.ms": 5})
+    for i in range(count):
+        producer.produce(topic, key=b"%d" % i, value=b"v%d" % i, partition=i % PARTITIONS)
+    assert producer.flush(30) == 0
+
+
+class Recorder:
+    """A listener whose callbacks are coroutines: records calls, commits on revoke."""
+
+    def __init__(self, consumer: AsyncConsumer | None = None) -> None:
+        self.consumer = consumer
+        self.calls: list[tuple[str, frozenset[TopicPartition]]] = []
+
+    async def on_partitions_assigned(self, partitions: frozenset[TopicPartition]) -> None:
+        await asyncio.sleep(0)  # really awaited: the rest of the rebalance waits for it
+        self.calls.append(("assigned", partitions))
+
+    async def on_partitions_revoked(self, partitions: frozenset[TopicPartition]) -> None:
+        if self.consumer is not None:
+            await self.consumer.commit()
+        self.calls.append(("revoked", partitions))
+
+
+def test_subscribe_consume_commit_close(kafka: EmbeddedBroker) -> None:
+    topic = unique_name("aio")
+    group = unique_name("g")
+    kafka.create_topic(topic, PARTITIONS)
+    produce(kafka, topic, 200)
+    all_tps = frozenset(TopicPartition(topic, p) for p in range(PARTITIONS))
+
+    async def main() -> None:
+        async with AsyncConsumer(config(kafka, group, **{"enable.auto.commit": False})) as c:
+            listener = Recorder(c)
+            c.subscribe([topic], listener=listener)
+            seen: set[bytes] = set()
+
+            async def read() -> None:
+                async for record in c:
+                    value = record.value()
+                    assert value is not None
+                    seen.add(value)
+                    if len(seen) == 150:
+                        await c.commit()  # positions so far
+                    if len(seen) == 200:
+                        return
+
+            await asyncio.wait_for(read(), SETTLE_S)
+            assert listener.calls == [("assigned", all_tps)]
+            assert c.assignment() == all_tps
+            committed = await c.committed(all_tps)
+            assert sum(o or 0 for o in committed.values()) == 150
+            assert c.metrics()["assigned-partitions"] == PARTITIONS
+        # close() ran on_partitions_revoked, whose await commit() made the rest.
+        assert listener.calls[-1] == ("revoked", all_tps)
+
+    asyncio.run(main())
+    final = committed_offsets(kafka.bootstrap, group, sorted(all_tps))
+    assert sum(o or 0 for o in final.values()) == 200
+
+
+def test_a_listener_exception_is_raised_once_and_the_consumer_carries_on(
+    kafka: EmbeddedBroker,
+) -> None:
+    topic = unique_name("aio")
+    kafka.create_topic(topic, PARTITIONS)
+    produce(kafka, topic, 20)
+
+    class Raising:
+        async def on_partitions_assigned(self, partitions: frozenset[TopicPartition]) -> None:
+            raise ValueError("from the listener")
+
+    async def main() -> None:
+        async with AsyncConsumer(config(kafka, unique_name("g"))) as c:
+            c.subscribe([topic], listener=Raising())
+
+            async def until_raised() -> None:
+                while True:
+                    await c.poll(0.5)
+
+            with pytest.raises(ValueError, match="from the listener"):
+                await asyncio.wait_for(until_raised(), SETTLE_S)
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + SETTLE_S
+            count = 0
+            while count < 20 and loop.time() < deadline:
+                count += len(await c.consume(100, 0.5))
+            assert count == 20
+
+    asyncio.run(main())
+
+
+def test_cancelled_poll_and_commit_leave_the_consumer_usable(kafka: EmbeddedBroker) -> None:
+    topic = unique_name("aio")
+    group = unique_name("g")
+    kafka.create_topic(topic, PARTITIONS)
+
+    async def main() -> None:
+        async with AsyncConsumer(config(kafka, group, **{"enable.auto.commit": False})) as c:
+            c.subscribe([topic])
+            # Cancelled while waiting (joining, then nothing to read).
+            task = asyncio.ensure_future(c.poll(30))
+            await asyncio.sleep(0.5)
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + SETTLE_S
+            while len(c.assignment()) < PARTITIONS and loop.time() < deadline:
+                assert await c.poll(0.2) is None
+            assert len(c.assignment()) == PARTITIONS
+            produce(kafka, topic, 8)
+            got: list[Any] = []
+            while len(got) < 8 and loop.time() < deadline:
+                got.extend(await c.consume(8, 1.0))
+            assert len(got) == 8
+            # A commit whose await is cancelled still completes in the background.
+            commit = asyncio.ensure_future(c.commit())
+            await asyncio.sleep(0)
+            commit.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await commit
+            await c.commit()
+            committed = await c.committed(c.assignment())
+            assert sum(o or 0 for o in committed.values()) == 8
+
+    asyncio.run(main())
+
+
+class AsyncMember(_MemberThread):
+    """An ``AsyncConsumer`` member on its own thread and event loop, accounted as
+    ``CoopMember`` is: commits after each batch and, awaited, inside its coroutine
+    ``on_partitions_revoked``."""
+
+    def __init__(
+        self,
+        name: str,
+        bootstrap: str,
+        group_id: str,
+        topics: Sequence[str],
+        ledger: OwnershipLedger,
+        accounting: RecordAccounting,
+        *,
+        tolerate: Callable[[BaseException], bool] | None = None,
+    ) -> None:
+        super().__init__(name, ledger, accounting)
+        self.tolerate = tolerate
+        self.config: dict[str, object] = {
+            "bootstrap.servers": bootstrap,
+            "group.id": group_id,
+            "partition.assignment.strategy": "cooperative-sticky",
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+            "session.timeout.ms": 3000,
+            "heartbeat.interval.ms": 300,
+        }
+        self.topics = list(topics)
+        self.consumer: AsyncConsumer | None = None
+
+    def _run(self) -> None:
+        try:
+            asyncio.run(self._main())
+        except BaseException as exc:
+            logging.getLogger("tests.aio").exception("%s failed", self.name)
+            if self.error is None:
+                self.error = exc
+
+    async def _main(self) -> None:
+        member = self
+
+        class Listener:
+            async def on_partitions_assigned(self, partitions: frozenset[TopicPartition]) -> None:
+                member.ledger.assigned(member.name, partitions)
+
+            async def on_partitions_revoked(self, partitions: frozenset[TopicPartition]) -> None:
+                await member._commit_async(frozenset(partitions))
+                member.ledger.revoked(member.name, partitions)
+
+            async def on_partitions_lost(self, partitions: frozenset[TopicPartition]) -> None:
+                member._forget_pending(frozenset(partitions))
+                member.ledger.lost(member.name, partitions)
+
+        async with AsyncConsumer(self.config) as consumer:
+            self.consumer = consumer
+            consumer.subscribe(self.topics, listener=Listener())
+            while not self._stop.is_set():
+                try:
+                    records = await consumer.consume(200, 0.05)
+                except coopconsumer.CoopConsumerError as exc:
+                    if self.tolerate is None or not self.tolerate(exc):
+                        raise
+                    continue
+                self._account(records)
+                await self._commit_async(None)
+            await self._commit_async(None)
+
+    async def _commit_async(self, only: frozenset[TopicPartition] | None) -> None:
+        consumer = self.consumer
+        if consumer is None:
+            return
+        offsets = self._take_pending(only)
+        if not offsets:
+            return
+        try:
+            await consumer.commit(offsets)
+        except coopconsumer.RebalanceInProgressError as exc:
+            if only is not None:
+                self.commit_failures.append(f"on revoke of {sorted(offsets)}: {exc}")
+                return
+            self._restore_pending(offsets)
+            return
+        except coopconsumer.CommitFailedError as exc:
+            self.commit_failures.append(f"{exc}")
+            return
+        assert self.accounting is not None
+        self.accounting.committed(self.name, offsets)
+
+
+def _balanced(
+    ledger: OwnershipLedger, members: Sequence[_MemberThread], tps: list[TopicPartition]
+) -> bool:
+    owners = ledger.owners()
+    if set(owners) != set(tps):
+        return False
+    counts = [len(ledger.owned_by(m.name)) for m in members]
+    return max(counts) - min(counts) <= 1 and ledger.quiet_for() >= 1.0
+
+
+def test_a_group_of_async_and_sync_consumers(kafka: EmbeddedBroker) -> None:
+    on_mock = kafka.kind == "mock"
+    topic = unique_name("aio")
+    group = unique_name("g")
+    kafka.create_topic(topic, PARTITIONS)
+    tps = [TopicPartition(topic, p) for p in range(PARTITIONS)]
+    ledger = OwnershipLedger()
+    accounting = RecordAccounting()
+    producer = KeyProducer(kafka.bootstrap, topic, PARTITIONS, accounting, rate=150)
+    producer.produce(300)
+    producer.start()
+    tolerate = late_sync_on_mock if on_mock else None
+    a1 = AsyncMember("async-1", kafka.bootstrap, group, [topic], ledger, accounting)
+    s1 = CoopMember(
+        "sync-1",
+        kafka.bootstrap,
+        group,
+        [topic],
+        ledger,
+        accounting,
+        assign_delay_s=MOCK_ASSIGN_DELAY_S if on_mock else 0.0,
+        tolerate=tolerate,
+    )
+    a2 = AsyncMember("async-2", kafka.bootstrap, group, [topic], ledger, accounting)
+    a1.tolerate = a2.tolerate = tolerate
+    live: list[_MemberThread] = []
+    try:
+        for member in (a1, s1, a2):
+            member.start()
+            live.append(member)
+            wait_for(
+                lambda: _balanced(ledger, live, tps),
+                SETTLE_S,
+                f"{member.name} to join",
+                members=live,
+            )
+        s1.stop()
+        live.remove(s1)
+        wait_for(lambda: _balanced(ledger, live, tps), SETTLE_S, "a hand-over", members=live)
+        producer.stop()
+        wait_for(lambda: not accounting.missing(), SETTLE_S, "every record", members=live)
+        for running in list(live):
+            running.stop()
+            live.remove(running)
+    finally:
+        producer.stop()
+        for running in live:
+            running.stop()
+    for member in (a1, s1, a2):
+        assert member.error is None, f"{member.name}: {member.error!r}"
+    ledger.check()  # no partition ever had two owners
+    assert not producer.errors
+    assert accounting.missing() == []
+    assert accounting.duplicates() == 0, accounting.duplicate_readers()
+
+
+class _CallbackClock:
+    """Times every callback the loop runs: wall clock, CPU, and whether the thread
+    blocked (voluntary context switches). A callback over the slow-callback limit that
+    used little CPU and never blocked was preempted by the machine, not slow itself."""
+
+    def __init__(self, limit_s: float) -> None:
+        self.limit_s = limit_s
+        self.blocking: list[str] = []
+        self.preempted = 0
+        self._original: Any = None
+
+    def __enter__(self) -> _CallbackClock:
+        handle = asyncio.events.Handle
+        original = handle._run
+        clock = self
+
+        def timed(self: asyncio.events.Handle) -> None:
+            before = resource.getrusage(resource.RUSAGE_THREAD)
+            wall, cpu = time.perf_counter(), time.thread_time()
+            try:
+                original(self)
+            finally:
+                wall = time.perf_counter() - wall
+                if wall > clock.limit_s:
+                    cpu = time.thread_time() - cpu
+                    after = resource.getrusage(resource.RUSAGE_THREAD)
+                    blocked = after.ru_nvcsw - before.ru_nvcsw
+                    if cpu > clock.limit_s or blocked:
+                        clock.blocking.append(
+                            f"{self!r}: {wall:.3f}s wall, {cpu:.3f}s CPU, blocked {blocked}x"
+                        )
+                    else:
+                        clock.preempted += 1
+
+        self._original = original
+        handle._run = timed  # type: ignore[method-assign]
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        asyncio.events.Handle._run = self._original  # type: ignore[method-assign]
+
+
+def test_the_loop_stays_healthy_through_a_rebalance(
+    kafka: EmbeddedBroker, caplog: pytest.LogCaptureFixture
+) -> None:
+    topic = unique_name("aio")
+    group = unique_name("g")
+    kafka.create_topic(topic, PARTITIONS)
+    produce(kafka, topic, 20_000)
+    limit_s = 0.05
+
+    async def main() -> tuple[int, int]:
+        loop = asyncio.get_running_loop()
+        loop.slow_callback_duration = limit_s
+        cfg = config(kafka, group)
+        seen = 0
+        deadline = loop.time() + SETTLE_S
+        async with AsyncConsumer(cfg) as first:
+            first.subscribe([topic])
+            while seen < 5_000 and loop.time() < deadline:
+                seen += len(await first.consume(500, 0.5))
+            # A second member joins: a cooperative rebalance on the same loop.
+            async with AsyncConsumer(cfg) as second:
+                second.subscribe([topic])
+                while loop.time() < deadline and (
+                    len(first.assignment()) + len(second.assignment()) != PARTITIONS
+                    or not first.assignment()
+                    or not second.assignment()
+                    or seen < 20_000
+                ):
+                    batches = await asyncio.gather(
+                        first.consume(500, 0.2), second.consume(500, 0.2)
+                    )
+                    seen += sum(len(b) for b in batches)
+                assert first.assignment()
+                assert second.assignment()
+        return seen, PARTITIONS
+
+    with _CallbackClock(limit_s) as clock, caplog.at_level(logging.WARNING, "asyncio"):
+        seen, _ = asyncio.run(main(), debug=True)
+    assert seen >= 20_000
+    assert clock.blocking == [], clock.blocking
+    slow = [r.getMessage() for r in caplog.records if "took" in r.getMessage()]
+    # asyncio's own report counts the wall clock; every slow one must be one the clock
+    # above saw preempted (a busy machine), never one that blocked or computed.
+    assert len(slow) <= clock.preempted, slow
+
+
+def test_an_idle_consumer_sleeps(kafka: EmbeddedBroker) -> None:
+    topic = unique_name("aio")
+    kafka.create_topic(topic, PARTITIONS)
+    produce(kafka, topic, 10)
+
+    async def main() -> None:
+        async with AsyncConsumer(config(kafka, unique_name("g"))) as c:
+            c.subscribe([topic])
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + SETTLE_S
+            count = 0
+            while count < 10 and loop.time() < deadline:
+                count += len(await c.consume(10, 0.5))
+            assert count == 10
+            driver = c._driver
+            steps = driver.steps
+            signal_sleeps = c._signal.sleeps
+            assert await c.poll(3.0) is None  # three idle seconds
+            # Heartbeats every 300 ms, each a send and an answer; a busy loop would make
+            # thousands of steps. poll() itself sleeps until woken or a second passed.
+            assert driver.steps - steps < 100
+            assert c._signal.sleeps - signal_sleeps <= 10
+
+    asyncio.run(main())
+
+
+def test_the_callback_clock_catches_a_blocking_callback() -> None:
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        loop.call_soon(time.sleep, 0.1)  # blocks: voluntary context switch
+        loop.call_soon(sum, range(10))  # quick
+        await asyncio.sleep(0.2)
+
+    with _CallbackClock(0.05) as clock:
+        asyncio.run(main())
+    assert len(clock.blocking) == 1
+    assert "sleep" in clock.blocking[0]

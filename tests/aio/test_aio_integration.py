@@ -456,3 +456,79 @@ def test_the_callback_clock_catches_a_blocking_callback() -> None:
         asyncio.run(main())
     assert len(clock.blocking) == 1
     assert "sleep" in clock.blocking[0]
+
+
+def test_the_consumer_group_protocol_kip848(kafka: EmbeddedBroker) -> None:
+    if kafka.kind != "mock":
+        pytest.skip("Tansu does not answer ConsumerGroupHeartbeat (docs/testing.md)")
+    topic = unique_name("aio")
+    group = unique_name("g")
+    kafka.create_topic(topic, PARTITIONS)
+    produce(kafka, topic, 100)
+    cfg: dict[str, object] = {
+        "bootstrap.servers": kafka.bootstrap,
+        "group.id": group,
+        "group.protocol": "consumer",
+        "auto.offset.reset": "earliest",
+        "enable.auto.commit": False,
+    }
+    all_tps = frozenset(TopicPartition(topic, p) for p in range(PARTITIONS))
+
+    async def main() -> None:
+        async with AsyncConsumer(cfg) as c:
+            listener = Recorder(c)
+            c.subscribe([topic], listener=listener)
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + SETTLE_S
+            count = 0
+            while count < 100 and loop.time() < deadline:
+                count += len(await c.consume(100, 0.5))
+            assert count == 100
+            assert c.assignment() == all_tps
+            assert c.group_metadata().generation_id >= 1  # the member epoch
+            assert ("assigned", all_tps) in listener.calls
+        assert listener.calls[-1] == ("revoked", all_tps)
+
+    asyncio.run(main())
+    final = committed_offsets(kafka.bootstrap, group, sorted(all_tps))
+    assert sum(o or 0 for o in final.values()) == 100  # committed in the revocation
+
+
+def test_pause_is_kept_for_retained_partitions_and_dropped_for_revoked_ones(
+    kafka: EmbeddedBroker,
+) -> None:
+    topic = unique_name("aio")
+    group = unique_name("g")
+    kafka.create_topic(topic, PARTITIONS)
+
+    async def main() -> None:
+        cfg = config(kafka, group)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + SETTLE_S
+        async with AsyncConsumer(cfg) as first:
+            first.subscribe([topic])
+            while len(first.assignment()) < PARTITIONS and loop.time() < deadline:
+                await first.poll(0.2)
+            first.pause(first.assignment())
+            assert first.paused() == first.assignment()
+            async with AsyncConsumer(cfg) as second:
+                second.subscribe([topic])
+                while loop.time() < deadline and not (
+                    second.assignment()
+                    and len(first.assignment()) + len(second.assignment()) == PARTITIONS
+                ):
+                    await asyncio.gather(first.poll(0.2), second.poll(0.2))
+                kept = first.assignment()
+                assert 0 < len(kept) < PARTITIONS
+                # Retained partitions stay paused; the revoked ones left the set.
+                assert first.paused() == kept
+                produce(kafka, topic, 40)
+                got = 0
+                end = loop.time() + 3.0
+                while loop.time() < min(end, deadline):
+                    records = await first.consume(100, 0.2)
+                    assert records == []  # everything it owns is paused
+                    got += len(await second.consume(100, 0.2))
+                assert got > 0  # the moved partitions flow at the new owner
+
+    asyncio.run(main())

@@ -26,8 +26,9 @@ _KINDS = ["external"] if EXTERNAL else ["tansu", "mock"]
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
-        path = item.path.resolve()
-        if path.is_relative_to(_HERE) and path.name.startswith("test_aio_integration"):
+        if item.path.resolve().is_relative_to(_HERE) and "kafka" in getattr(
+            item, "fixturenames", ()
+        ):
             item.add_marker(pytest.mark.integration)
 
 

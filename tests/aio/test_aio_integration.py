@@ -532,3 +532,44 @@ def test_pause_is_kept_for_retained_partitions_and_dropped_for_revoked_ones(
                 assert got > 0  # the moved partitions flow at the new owner
 
     asyncio.run(main())
+
+
+def test_no_record_is_returned_while_a_coroutine_callback_runs(kafka: EmbeddedBroker) -> None:
+    topic = unique_name("aio")
+    group = unique_name("g")
+    kafka.create_topic(topic, PARTITIONS)
+    produce(kafka, topic, 20_000)  # a backlog the first member is still reading
+    revoking: list[tuple[float, float, frozenset[TopicPartition]]] = []
+    returned: list[tuple[float, TopicPartition]] = []
+
+    class SlowRevoke:
+        async def on_partitions_revoked(self, partitions: frozenset[TopicPartition]) -> None:
+            start = time.monotonic()
+            await asyncio.sleep(1.0)  # records of these partitions keep arriving meanwhile
+            revoking.append((start, time.monotonic(), partitions))
+
+    async def main() -> None:
+        cfg = config(kafka, group, **{"enable.auto.commit": False})
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + SETTLE_S
+        async with AsyncConsumer(cfg) as first:
+            first.subscribe([topic], listener=SlowRevoke())
+            while len(returned) < 1000 and loop.time() < deadline:
+                for r in await first.consume(10, 0.1):
+                    returned.append((time.monotonic(), TopicPartition(topic, r.partition() or 0)))
+            async with AsyncConsumer(cfg) as second:
+                second.subscribe([topic])
+                while not revoking and loop.time() < deadline:
+                    _, records = await asyncio.gather(second.poll(0.01), first.consume(10, 0.01))
+                    for r in records:
+                        returned.append(
+                            (time.monotonic(), TopicPartition(topic, r.partition() or 0))
+                        )
+                    await asyncio.sleep(0.005)  # reads slowly: the backlog lasts
+
+    asyncio.run(main())
+    assert revoking, "the second member never took partitions from the first"
+    start, end, _ = revoking[0]
+    # As with a sync callback, which runs inside poll(): nothing while it runs.
+    during = [tp for at, tp in returned if start <= at <= end]
+    assert during == [], f"{len(during)} records returned during the callback"

@@ -13,6 +13,7 @@ import asyncio
 import logging
 import re
 import time
+import weakref
 from collections.abc import AsyncIterator, Iterable, Mapping
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any, Final, TypeVar
@@ -73,7 +74,7 @@ class AsyncConsumer:
     """
 
     def __init__(self, config: Mapping[str, object]) -> None:
-        from .._io._fetcher import Fetcher  # loads librdkafka
+        from ._gated_fetcher import GatedFetcher  # loads librdkafka
 
         try:
             loop = asyncio.get_running_loop()
@@ -88,7 +89,7 @@ class AsyncConsumer:
         self._signal = Signal()
         self._closed = False
         self._api_timeout_s = cfg.default_api_timeout_ms / 1000.0
-        fetcher = Fetcher(cfg.fetcher_config(), logger=cfg.logger)
+        fetcher = GatedFetcher(cfg.fetcher_config(), logger=cfg.logger)
         client: LoopKafkaClient | None = None
         wakeup: RecordsWakeup | None = None
         try:
@@ -100,6 +101,7 @@ class AsyncConsumer:
             hosted = HostedConsumer.__new__(HostedConsumer)
             hosted._init_async(self._signal.set)
             hosted._setup(cfg, fetcher, client)
+            fetcher.shut = hosted.callback_running
         except BaseException:
             if wakeup is not None:
                 wakeup.close()
@@ -108,6 +110,10 @@ class AsyncConsumer:
             fetcher.close()
             raise
         self._records_wakeup = wakeup
+        if wakeup is not None:
+            # Dropped without close(): librdkafka must stop writing to the socket pair
+            # before its descriptors can be closed and reused.
+            weakref.finalize(self, wakeup.close)
         self._hosted = hosted
         driver = hosted._driver
         assert isinstance(driver, LoopDriver)
@@ -201,7 +207,16 @@ class AsyncConsumer:
         deadline = None if timeout is None or timeout < 0 else time.monotonic() + timeout
         while True:
             call = hosted.listener_call
-            if (call is not None and call.task.done()) or hosted.has_listener_error:
+            if call is not None and not call.task.done():
+                # As a sync callback runs inside poll(), no record is returned while a
+                # coroutine callback runs (none of partitions being revoked, above all).
+                # Cancelling this await leaves the callback running.
+                if deadline is not None and time.monotonic() >= deadline:
+                    return []
+                remaining = None if deadline is None else deadline - time.monotonic()
+                await asyncio.wait({call.task}, timeout=remaining)
+                continue
+            if call is not None or hosted.has_listener_error:
                 hosted.run_app_work()
             # Never blocks: librdkafka is asked with a zero timeout.
             records = hosted.consume(count, 0)

@@ -70,6 +70,11 @@ class HostedConsumer(Consumer):
         """The coroutine callback running now, if any."""
         return self._listener_call
 
+    def callback_running(self) -> bool:
+        """Whether a coroutine callback is under way (the fetcher stays shut then)."""
+        call = self._listener_call
+        return call is not None and not call.task.done()
+
     def set_async_listener(self, listener: object | None) -> None:
         self._async_listener = listener
 
@@ -90,6 +95,7 @@ class HostedConsumer(Consumer):
                 return  # what follows the callback waits for it
             self._finish_listener(call)
             if self._replay_after_listener():
+                self._flush_starts()  # what the replayed work positioned
                 return
         super()._run_app_work()
 

@@ -59,6 +59,10 @@ class LoopSelector(selectors.BaseSelector):
     ``requested_wait`` seconds at most, the timeout the client asked ``select`` for
     (its own deadlines and the driver's folded in).
 
+    A socket drained after the loop queued its callback is reported ready once more
+    (a spurious readiness, as any level-triggered selector may give): the connection's
+    reads and writes treat ``EAGAIN`` as "nothing now".
+
     Loop thread only.
     """
 

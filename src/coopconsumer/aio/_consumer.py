@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-import time
 import weakref
 from collections.abc import AsyncIterator, Iterable, Mapping
 from concurrent.futures import Future
@@ -42,8 +41,9 @@ log = logging.getLogger("coopconsumer.aio")
 _T = TypeVar("_T")
 
 #: Longest await inside ``poll()`` when librdkafka wakes the loop itself: between two
-#: awaits the consumer reports that it polls (``max.poll.interval.ms``) and checks its
-#: own timers (auto-commit, retries).
+#: awaits the consumer reports that it polls (``max.poll.interval.ms``) and retries a
+#: failed committed-offset lookup. The member's own timers (auto-commit among them)
+#: wake it through the driver.
 _IDLE_SLICE_S: Final = 1.0
 #: The await while a commit before revoking runs (the sync consumer's slice then).
 _REVOKE_COMMIT_SLICE_S: Final = 0.01
@@ -150,7 +150,7 @@ class AsyncConsumer:
         hosted._check_usable()
         if self._driver.state in _MANUAL:
             hosted._commit_removed(frozenset(hosted._assigned))
-        deadline = time.monotonic() + self._api_timeout_s
+        deadline = self._driver.clock() + self._api_timeout_s
         hosted._driver.request(LeaveRequested(commit_wait_s=self._api_timeout_s / 2), 0.0)
         await self._run_until(
             lambda: self._driver.state in (*_UNJOINED, *_STOPPED),
@@ -204,16 +204,16 @@ class AsyncConsumer:
 
     async def _consume(self, count: int, timeout: float | None) -> list[Message]:
         hosted = self._hosted
-        deadline = None if timeout is None or timeout < 0 else time.monotonic() + timeout
+        deadline = None if timeout is None or timeout < 0 else self._driver.clock() + timeout
         while True:
             call = hosted.listener_call
             if call is not None and not call.task.done():
                 # As a sync callback runs inside poll(), no record is returned while a
                 # coroutine callback runs (none of partitions being revoked, above all).
                 # Cancelling this await leaves the callback running.
-                if deadline is not None and time.monotonic() >= deadline:
+                if deadline is not None and self._driver.clock() >= deadline:
                     return []
-                remaining = None if deadline is None else deadline - time.monotonic()
+                remaining = None if deadline is None else deadline - self._driver.clock()
                 await asyncio.wait({call.task}, timeout=remaining)
                 continue
             if call is not None or hosted.has_listener_error:
@@ -222,7 +222,7 @@ class AsyncConsumer:
             records = hosted.consume(count, 0)
             if records:
                 return records
-            now = time.monotonic()
+            now = self._driver.clock()
             if deadline is not None and now >= deadline:
                 return []
             wait = self._slice(now)
@@ -238,8 +238,6 @@ class AsyncConsumer:
         if hosted._revoke_commit is not None:
             return _REVOKE_COMMIT_SLICE_S
         wait = _IDLE_SLICE_S
-        if hosted._auto_commit:
-            wait = min(wait, hosted._next_auto_commit - now)
         if hosted._unpositioned and hosted._lookup is None:
             # A failed committed-offset lookup is retried by the next call after this.
             wait = min(wait, hosted._next_position_retry - now)
@@ -378,25 +376,21 @@ class AsyncConsumer:
         hosted._closing = True
         hosted._finalizer.detach()
         timeout_s = _CLOSE_TIMEOUT_S if timeout is None else max(0.0, timeout)
-        deadline = time.monotonic() + timeout_s
+        deadline = self._driver.clock() + timeout_s
         driver = self._driver
         stopped = False
         try:
             if driver.failure is None and driver.alive:
                 try:
                     if hosted._auto_commit and driver.state in _MANUAL:
-                        offsets = hosted._uncommitted(frozenset(hosted._assigned))
-                        if offsets:
-                            await self._answer(
-                                driver.commit(offsets), timeout_s / 2, "commit at close"
-                            )
+                        await self._commit_manual_before_close(timeout_s / 2)
                     driver.submit(CloseRequested(commit_wait_s=timeout_s / 2))
                     await self._run_until(lambda: driver.state in _STOPPED, deadline, "close")
                 except CoopConsumerError as exc:
                     log.warning("close: leaving the group did not complete: %s", exc)
         finally:
             try:
-                stopped = await driver.stopped(max(0.1, deadline - time.monotonic()))
+                stopped = await driver.stopped(max(0.1, deadline - self._driver.clock()))
             finally:
                 hosted._closed = True
                 hosted._assigned.clear()
@@ -413,20 +407,43 @@ class AsyncConsumer:
                 f"close(): the consumer's driver task did not stop within {timeout_s:g} s"
             )
 
+    async def _commit_manual_before_close(self, timeout_s: float) -> None:
+        """``Consumer._commit_manual_before_close`` with an await: the member retries
+        the commit until ``timeout_s``; a failure is logged (close goes on)."""
+        hosted = self._hosted
+        offsets = hosted._uncommitted(frozenset(hosted._assigned))
+        if not offsets:
+            return
+        future = self._driver.commit_retried(offsets, timeout_s, "auto-commit at close")
+        try:
+            # The member answers at its deadline at the latest; the margin covers one
+            # step of the driver task.
+            await self._answer(future, timeout_s + _POLLING_SLICE_S, "auto-commit at close")
+        except CoopConsumerError as exc:
+            if self._driver.failure is not None:
+                raise
+            log.warning(
+                "auto-commit of %d manually assigned partition(s) at close failed: %s",
+                len(offsets),
+                exc,
+            )
+            return
+        hosted._last_auto_commit.update({tp: om.offset for tp, om in offsets.items()})
+
     async def _run_until(self, done: Any, deadline: float, what: str) -> None:
         """Run app work (callbacks included) until ``done()``, awaiting between."""
         hosted = self._hosted
         while True:
             call = hosted.listener_call
             if call is not None and not call.task.done():
-                remaining = deadline - time.monotonic()
+                remaining = deadline - self._driver.clock()
                 if remaining <= 0:
                     raise RequestTimeoutError(f"{what} did not complete in time")
                 await asyncio.wait({call.task}, timeout=remaining)
             hosted._run_app_work()
             if hosted._fatal is not None or done():
                 return
-            remaining = deadline - time.monotonic()
+            remaining = deadline - self._driver.clock()
             if remaining <= 0:
                 raise RequestTimeoutError(f"{what} did not complete in time")
             slice_s = _REVOKE_COMMIT_SLICE_S if hosted._revoke_commit is not None else 0.5

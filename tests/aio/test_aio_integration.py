@@ -19,12 +19,20 @@ import pytest
 import coopconsumer
 from coopconsumer import TopicPartition
 from coopconsumer.aio import AsyncConsumer
+from coopconsumer.assignors import (
+    ClusterMetadata,
+    CooperativeStickyAssignor,
+    GroupAssignment,
+    GroupSubscription,
+    RebalanceProtocol,
+)
 from coopconsumer.testing import EmbeddedBroker, unique_name
 from integration._ledger import (
     MOCK_ASSIGN_DELAY_S,
     CoopMember,
     KeyProducer,
     OwnershipLedger,
+    RdkafkaMember,
     RecordAccounting,
     _MemberThread,
     committed_offsets,
@@ -277,7 +285,7 @@ def _balanced(
     return max(counts) - min(counts) <= 1 and ledger.quiet_for() >= 1.0
 
 
-def test_a_group_of_async_and_sync_consumers(kafka: EmbeddedBroker) -> None:
+def test_a_group_of_async_sync_and_librdkafka_consumers(kafka: EmbeddedBroker) -> None:
     on_mock = kafka.kind == "mock"
     topic = unique_name("aio")
     group = unique_name("g")
@@ -300,12 +308,15 @@ def test_a_group_of_async_and_sync_consumers(kafka: EmbeddedBroker) -> None:
         assign_delay_s=MOCK_ASSIGN_DELAY_S if on_mock else 0.0,
         tolerate=tolerate,
     )
+    r1 = RdkafkaMember("rdkafka-1", kafka.bootstrap, group, [topic], ledger, accounting)
     a2 = AsyncMember("async-2", kafka.bootstrap, group, [topic], ledger, accounting)
     a1.tolerate = a2.tolerate = tolerate
     live: list[_MemberThread] = []
     try:
-        for member in (a1, s1, a2):
+        for member in (a1, s1, r1, a2):
+            since = time.monotonic()
             member.start()
+            earlier = list(live)
             live.append(member)
             wait_for(
                 lambda: _balanced(ledger, live, tps),
@@ -313,6 +324,12 @@ def test_a_group_of_async_and_sync_consumers(kafka: EmbeddedBroker) -> None:
                 f"{member.name} to join",
                 members=live,
             )
+            for other in earlier:
+                # KIP-429: a join revokes only partitions that move, never a kept one.
+                kept_but_revoked = ledger.removed_since(other.name, since) & ledger.owned_by(
+                    other.name
+                )
+                assert not kept_but_revoked, (other.name, ledger.events(other.name))
         s1.stop()
         live.remove(s1)
         wait_for(lambda: _balanced(ledger, live, tps), SETTLE_S, "a hand-over", members=live)
@@ -325,7 +342,7 @@ def test_a_group_of_async_and_sync_consumers(kafka: EmbeddedBroker) -> None:
         producer.stop()
         for running in live:
             running.stop()
-    for member in (a1, s1, a2):
+    for member in (a1, s1, r1, a2):
         assert member.error is None, f"{member.name}: {member.error!r}"
     ledger.check()  # no partition ever had two owners
     assert not producer.errors
@@ -625,3 +642,67 @@ def test_no_record_is_returned_while_a_coroutine_callback_runs(kafka: EmbeddedBr
     # As with a sync callback, which runs inside poll(): nothing while it runs.
     during = [tp for at, tp in returned if start <= at <= end]
     assert during == [], f"{len(during)} records returned during the callback"
+
+
+def test_a_python_assignor_runs_on_the_loop(kafka: EmbeddedBroker) -> None:
+    topic = unique_name("aio")
+    kafka.create_topic(topic, PARTITIONS)
+    produce(kafka, topic, 20)
+    loop_thread = threading.get_ident()
+
+    class Recording(CooperativeStickyAssignor):
+        def __init__(self) -> None:
+            super().__init__()
+            self.threads: list[int] = []
+
+        def assign(
+            self, metadata: ClusterMetadata, group_subscription: GroupSubscription
+        ) -> GroupAssignment:
+            self.threads.append(threading.get_ident())
+            return super().assign(metadata, group_subscription)
+
+    assignor = Recording()
+
+    async def main() -> None:
+        cfg = config(kafka, unique_name("g"), **{"partition.assignment.strategy": [assignor]})
+        async with AsyncConsumer(cfg) as c:
+            c.subscribe([topic])
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + SETTLE_S
+            count = 0
+            while count < 20 and loop.time() < deadline:
+                count += len(await c.consume(20, 0.5))
+            assert count == 20
+            assert c.is_leader
+            assert c.assignor == "cooperative-sticky"
+            assert c.rebalance_protocol is RebalanceProtocol.COOPERATIVE
+
+    asyncio.run(main())
+    assert assignor.threads
+    assert set(assignor.threads) == {loop_thread}  # the leader's assignment: on the loop
+
+
+def test_manual_assignment_commits_at_close_with_auto_commit(kafka: EmbeddedBroker) -> None:
+    topic = unique_name("aio")
+    group = unique_name("g")
+    kafka.create_topic(topic, PARTITIONS)
+    produce(kafka, topic, 40)
+    tps = [TopicPartition(topic, p) for p in range(PARTITIONS)]
+
+    async def main() -> None:
+        cfg = config(kafka, group, **{"enable.auto.commit": True})
+        async with AsyncConsumer(cfg) as c:
+            c.assign(tps)
+            assert c.assignment() == frozenset(tps)
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + SETTLE_S
+            count = 0
+            while count < 40 and loop.time() < deadline:
+                count += len(await c.consume(40, 0.5))
+            assert count == 40
+        # close() committed the consumed positions (no group to leave: Java's
+        # maybeAutoCommitOffsetsSync), through the member's retried commit.
+
+    asyncio.run(main())
+    final = committed_offsets(kafka.bootstrap, group, tps)
+    assert sum(o or 0 for o in final.values()) == 40

@@ -24,9 +24,14 @@ class Signal:
 
     def set(self) -> None:
         waiter = self._waiter
-        if waiter is not None and not waiter.done():
+        if waiter is None or waiter.done():
+            # Nobody waits, or the waiter was resolved and has not resumed yet: the
+            # next wait() returns at once (a wake-up is never lost).
+            self._set = True
+            return
+        try:
             waiter.set_result(None)
-        else:
+        except RuntimeError:  # its loop is closed (a finalizer after the loop ended)
             self._set = True
 
     def clear(self) -> None:
@@ -59,7 +64,6 @@ class Signal:
                 timer.cancel()
             if self._waiter is waiter:
                 self._waiter = None
-            self._set = False
 
 
 def _resolve(waiter: asyncio.Future[None]) -> None:

@@ -5,6 +5,7 @@ cancellation; and a quiet, healthy event loop through a rebalance."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import ipaddress
 import logging
 import socket
@@ -347,7 +348,16 @@ def test_a_group_of_async_sync_and_librdkafka_consumers(kafka: EmbeddedBroker) -
     ledger.check()  # no partition ever had two owners
     assert not producer.errors
     assert accounting.missing() == []
-    assert accounting.duplicates() == 0, accounting.duplicate_readers()
+    # Every member commits before giving a partition up, so no record is processed
+    # twice, except where a broker refused a commit (test_interop.py names the
+    # embedded brokers' refusals of librdkafka's commits): a duplicate is accepted only
+    # from a member that reported a failed commit.
+    failures = {m.name: m.commit_failures[:3] for m in (a1, s1, r1, a2) if m.commit_failures}
+    for name, count in accounting.duplicated_after().items():
+        assert name in failures, (
+            f"{count} record(s) first processed by {name} were processed again, but "
+            f"{name} had no failed commit: {accounting.duplicate_readers()}"
+        )
 
 
 class _LoopWatch:
@@ -387,22 +397,36 @@ class _LoopWatch:
         self._undo.append((owner, name, original))
         setattr(owner, name, watched)
 
+    def _gc(self, phase: str, _info: dict[str, int]) -> None:
+        if threading.get_ident() != self._loop_thread:
+            return
+        if phase == "start":
+            self._gc_started = time.thread_time()
+        else:
+            self.gc_cpu += time.thread_time() - self._gc_started
+
     def __enter__(self) -> _LoopWatch:
         from coopconsumer._io._fetcher import Fetcher
 
         handle = asyncio.events.Handle
         original = handle._run
         watch = self
+        # The interpreter's cyclic garbage collection may run inside any callback of
+        # any program; its CPU time is counted apart, not as the callback's.
+        self.gc_cpu = 0.0
+        self._gc_started = 0.0
+        gc.callbacks.append(self._gc)
+        self._undo.append((None, "gc", self._gc))
 
         def timed(self: asyncio.events.Handle) -> None:
-            wall, cpu = time.perf_counter(), time.thread_time()
+            wall, cpu, in_gc = time.perf_counter(), time.thread_time(), watch.gc_cpu
             try:
                 original(self)
             finally:
                 wall = time.perf_counter() - wall
                 if wall > watch.limit_s:
                     watch.slow_wall += 1
-                    cpu = time.thread_time() - cpu
+                    cpu = time.thread_time() - cpu - (watch.gc_cpu - in_gc)
                     if cpu > watch.limit_s:
                         watch.heavy.append(f"{self!r}: {cpu:.3f}s CPU ({wall:.3f}s wall)")
 
@@ -426,7 +450,10 @@ class _LoopWatch:
 
     def __exit__(self, *exc: object) -> None:
         for owner, name, original in reversed(self._undo):
-            setattr(owner, name, original)
+            if owner is None:
+                gc.callbacks.remove(original)
+            else:
+                setattr(owner, name, original)
 
 
 def _named_host(host: Any, *_args: Any, **_kwargs: Any) -> str | None:

@@ -20,7 +20,7 @@ import weakref
 from collections.abc import Iterable, Mapping
 from concurrent.futures import Future
 from functools import partial
-from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, overload
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, Protocol, overload
 
 import attrs
 
@@ -323,6 +323,10 @@ class Consumer:
     started then.
     """
 
+    #: The driver ``_setup`` builds: the thread one here; ``coopconsumer.aio`` runs this
+    #: class's logic with a driver task on the event loop instead.
+    _driver_type: ClassVar[type[Driver]] = Driver
+
     def __init__(self, config: Mapping[str, object]) -> None:
         from ._io._fetcher import Fetcher  # loads librdkafka (see Message above)
 
@@ -390,7 +394,7 @@ class Consumer:
                 if isinstance(member, GroupMember)
                 else RebalanceProtocol.COOPERATIVE
             )
-            self._driver = Driver(
+            self._driver = self._driver_type(
                 member,
                 client,
                 self._metrics,

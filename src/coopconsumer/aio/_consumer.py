@@ -1,0 +1,456 @@
+"""``AsyncConsumer``: the consumer for asyncio applications (docs/asyncio.md).
+
+The group member, every broker connection and the consumer's own logic run on the
+event loop (``_hosted``, ``_loop_driver``, ``_loop_client``); librdkafka's fetch
+threads wake the loop through a file descriptor when records arrive
+(``_records_wakeup``). No method blocks the loop: where the sync ``Consumer`` waits,
+this one awaits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import weakref
+from collections.abc import AsyncIterator, Iterable, Mapping
+from concurrent.futures import Future
+from typing import TYPE_CHECKING, Any, Final, TypeVar
+
+from .._config import ConsumerConfig
+from .._consumer import client_for
+from .._coordinator import CloseRequested, LeaveRequested, MemberState
+from .._coordinator.kip848 import ConsumerMemberState
+from .._errors import ConfigurationError, CoopConsumerError, RequestTimeoutError
+from .._listener import RebalanceListener, RebalanceListenerLike
+from .._types import ConsumerGroupMetadata, TopicPartition
+from ..assignors import RebalanceProtocol
+from ._hosted import HostedConsumer, is_async_listener
+from ._loop_client import LoopKafkaClient
+from ._loop_driver import LoopDriver
+from ._records_wakeup import RecordsWakeup
+from ._signal import Signal
+
+if TYPE_CHECKING:
+    from .._io._fetcher import Record as Message
+
+__all__ = ["AsyncConsumer"]
+
+log = logging.getLogger("coopconsumer.aio")
+
+_T = TypeVar("_T")
+
+#: Longest await inside ``poll()`` when librdkafka wakes the loop itself: between two
+#: awaits the consumer reports that it polls (``max.poll.interval.ms``) and retries a
+#: failed committed-offset lookup. The member's own timers (auto-commit among them)
+#: wake it through the driver.
+_IDLE_SLICE_S: Final = 1.0
+#: The await while a commit before revoking runs (the sync consumer's slice then).
+_REVOKE_COMMIT_SLICE_S: Final = 0.01
+#: Without librdkafka's wake-up (not Linux), records are looked for this often: the
+#: sync consumer's slice.
+_POLLING_SLICE_S: Final = 0.05
+_CLOSE_TIMEOUT_S: Final = 30.0
+_STOPPED: Final = frozenset(
+    {MemberState.CLOSED, MemberState.FATAL, ConsumerMemberState.CLOSED, ConsumerMemberState.FATAL}
+)
+_UNJOINED: Final = frozenset({MemberState.UNJOINED, ConsumerMemberState.UNSUBSCRIBED})
+_MANUAL: Final = frozenset({MemberState.MANUAL, ConsumerMemberState.MANUAL})
+
+
+class AsyncConsumer:
+    """A Kafka consumer in a consumer group for asyncio: the configuration keys and
+    semantics of :class:`coopconsumer.Consumer` (KIP-429 cooperative rebalancing,
+    ``group.protocol`` classic or consumer, assignors written in Python, TLS and
+    SASL), with ``await`` where the sync consumer blocks.
+
+    Build it inside a running event loop (``async with AsyncConsumer(config) as c``).
+    One coroutine at a time should poll. Rebalance listener callbacks may be
+    ``async def`` (they are awaited, and may ``await consumer.commit()``) or plain
+    methods; either way they run on the loop, in the sync consumer's order.
+
+    Raises :class:`ConfigurationError` for an unknown key or invalid value, or when no
+    loop is running; nothing is started then.
+    """
+
+    def __init__(self, config: Mapping[str, object]) -> None:
+        from ._gated_fetcher import GatedFetcher  # loads librdkafka
+
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            raise ConfigurationError(
+                "AsyncConsumer must be created inside a running event loop "
+                "(in a coroutine, e.g. 'async with AsyncConsumer(config) as consumer')"
+            ) from None
+        cfg = ConsumerConfig.from_mapping(config)
+        cfg.require_group_id()
+        self._loop = loop
+        self._signal = Signal()
+        self._closed = False
+        self._api_timeout_s = cfg.default_api_timeout_ms / 1000.0
+        fetcher = GatedFetcher(cfg.fetcher_config(), logger=cfg.logger)
+        client: LoopKafkaClient | None = None
+        wakeup: RecordsWakeup | None = None
+        try:
+            # The sync consumer's client settings (client_for), on the loop.
+            settings = client_for(cfg)
+            settings.close()
+            client = LoopKafkaClient(settings.config, loop, self._wake_driver)
+            wakeup = RecordsWakeup.create(loop, fetcher._consumer, self._signal.set)
+            hosted = HostedConsumer.__new__(HostedConsumer)
+            hosted._init_async(self._signal.set)
+            hosted._setup(cfg, fetcher, client)
+            fetcher.shut = hosted.callback_running
+        except BaseException:
+            if wakeup is not None:
+                wakeup.close()
+            if client is not None:
+                client.close()
+            fetcher.close()
+            raise
+        self._records_wakeup = wakeup
+        if wakeup is not None:
+            # Dropped without close(): librdkafka must stop writing to the socket pair
+            # before its descriptors can be closed and reused.
+            weakref.finalize(self, wakeup.close)
+        self._hosted = hosted
+        driver = hosted._driver
+        assert isinstance(driver, LoopDriver)
+        self._driver = driver
+        driver.set_on_publish(self._signal.set)
+
+    def _wake_driver(self) -> None:
+        driver = getattr(self, "_driver", None)
+        if driver is not None:
+            driver.wake()
+
+    # ------------------------------------------------------------------ subscription
+
+    def subscribe(
+        self,
+        topics: Iterable[str] | str | re.Pattern[str],
+        listener: RebalanceListener | RebalanceListenerLike | object | None = None,
+    ) -> None:
+        """Join the group for ``topics`` (names or a pattern, as
+        :meth:`Consumer.subscribe`). ``listener``'s callbacks may be coroutines.
+        Returns at once; the following :meth:`poll` calls join and run the callbacks."""
+        hosted = self._hosted
+        if listener is not None and is_async_listener(listener):
+            hosted.subscribe(topics, None)
+            hosted.set_async_listener(listener)
+        else:
+            hosted.subscribe(topics, listener)  # type: ignore[arg-type]
+            hosted.set_async_listener(None)
+
+    async def unsubscribe(self) -> None:
+        """Leave the group, as :meth:`Consumer.unsubscribe` (callbacks on the loop,
+        commit first with ``enable.auto.commit``)."""
+        hosted = self._hosted
+        hosted._check_usable()
+        if self._driver.state in _MANUAL:
+            hosted._commit_removed(frozenset(hosted._assigned))
+        deadline = self._driver.clock() + self._api_timeout_s
+        hosted._driver.request(LeaveRequested(commit_wait_s=self._api_timeout_s / 2), 0.0)
+        await self._run_until(
+            lambda: self._driver.state in (*_UNJOINED, *_STOPPED),
+            deadline,
+            "leaving the group",
+        )
+        hosted._raise_pending()
+
+    def assign(self, partitions: Iterable[object]) -> None:
+        """Consume exactly ``partitions`` without joining the group
+        (:meth:`Consumer.assign`)."""
+        self._hosted.assign(partitions)
+
+    def unassign(self) -> None:
+        """Drop the manual assignment (:meth:`Consumer.unassign`)."""
+        self._hosted.unassign()
+
+    def incremental_assign(self, partitions: Iterable[object]) -> None:
+        """Add to the manual assignment (:meth:`Consumer.incremental_assign`)."""
+        self._hosted.incremental_assign(partitions)
+
+    def incremental_unassign(self, partitions: Iterable[object]) -> None:
+        """Remove from the manual assignment (:meth:`Consumer.incremental_unassign`)."""
+        self._hosted.incremental_unassign(partitions)
+
+    # ------------------------------------------------------------------ records
+
+    async def poll(self, timeout: float | None = None) -> Message | None:
+        """The next record, or None if none arrived within ``timeout`` seconds (None
+        or negative: wait until one does). Runs the rebalance work first; raises as
+        :meth:`Consumer.poll`. Cancelling it loses no record and leaves the consumer
+        usable (a callback it started keeps running and completes the rebalance)."""
+        records = await self._consume(1, timeout)
+        return records[0] if records else None
+
+    async def consume(self, num_messages: int = 1, timeout: float = -1) -> list[Message]:
+        """Up to ``num_messages`` records, waiting at most ``timeout`` seconds
+        (negative: until one arrives) for the first."""
+        if not isinstance(num_messages, int) or num_messages < 1:
+            raise ConfigurationError(f"num_messages must be a positive int: {num_messages!r}")
+        return await self._consume(num_messages, timeout)
+
+    def __aiter__(self) -> AsyncIterator[Message]:
+        return self._records()
+
+    async def _records(self) -> AsyncIterator[Message]:
+        while not self._closed:
+            record = await self.poll(None)
+            if record is not None:
+                yield record
+
+    async def _consume(self, count: int, timeout: float | None) -> list[Message]:
+        hosted = self._hosted
+        deadline = None if timeout is None or timeout < 0 else self._driver.clock() + timeout
+        while True:
+            call = hosted.listener_call
+            if call is not None and not call.task.done():
+                # As a sync callback runs inside poll(), no record is returned while a
+                # coroutine callback runs (none of partitions being revoked, above all).
+                # Cancelling this await leaves the callback running.
+                if deadline is not None and self._driver.clock() >= deadline:
+                    return []
+                remaining = None if deadline is None else deadline - self._driver.clock()
+                await asyncio.wait({call.task}, timeout=remaining)
+                continue
+            if call is not None or hosted.has_listener_error:
+                hosted.run_app_work()
+            # Never blocks: librdkafka is asked with a zero timeout.
+            records = hosted.consume(count, 0)
+            if records:
+                return records
+            now = self._driver.clock()
+            if deadline is not None and now >= deadline:
+                return []
+            wait = self._slice(now)
+            if deadline is not None:
+                wait = min(wait, deadline - now)
+            await self._signal.wait(wait)
+
+    def _slice(self, now: float) -> float:
+        """How long to await before looking again when nothing woke us."""
+        hosted = self._hosted
+        if self._records_wakeup is None:
+            return _POLLING_SLICE_S
+        if hosted._revoke_commit is not None:
+            return _REVOKE_COMMIT_SLICE_S
+        wait = _IDLE_SLICE_S
+        if hosted._unpositioned and hosted._lookup is None:
+            # A failed committed-offset lookup is retried by the next call after this.
+            wait = min(wait, hosted._next_position_retry - now)
+        return max(0.0, wait)
+
+    # ------------------------------------------------------------------ offsets
+
+    async def commit(self, offsets: object = None) -> None:
+        """Commit ``offsets`` (None: the consumed position of every assigned
+        partition) with the member's generation; errors as :meth:`Consumer.commit`.
+        Cancelling the await does not cancel the commit (it may still be made)."""
+        future = self._hosted.commit(offsets, asynchronous=True)
+        await self._answer(future, self._api_timeout_s, "commit")
+
+    def commit_nowait(self, offsets: object = None) -> Future[None]:
+        """Start a commit and return its ``concurrent.futures.Future`` (completed on
+        the loop; ``asyncio.wrap_future`` makes it awaitable)."""
+        return self._hosted.commit(offsets, asynchronous=True)
+
+    async def committed(
+        self, partitions: Iterable[TopicPartition], timeout: float | None = None
+    ) -> dict[TopicPartition, int | None]:
+        """The group's committed offsets of ``partitions`` (None: nothing committed)."""
+        hosted = self._hosted
+        hosted._check_usable()
+        wanted = frozenset(partitions)
+        timeout_s = hosted._timeout_or_default(timeout)
+        result = await self._answer(
+            self._driver.fetch_committed(wanted, timeout_s), timeout_s, "committed()"
+        )
+        return {tp: (None if om is None else om.offset) for tp, om in result.items()}
+
+    async def _answer(self, future: Future[_T], timeout_s: float, what: str) -> _T:
+        """Await a driver future; cancelling the await leaves the future alone."""
+        waiter = asyncio.wrap_future(future, loop=self._loop)
+        try:
+            return await asyncio.wait_for(asyncio.shield(waiter), timeout_s)
+        except TimeoutError:
+            if self._driver.failure is not None:
+                raise self._driver.failure from None
+            raise RequestTimeoutError(
+                f"{what}: no answer within {timeout_s:.1f}s (default.api.timeout.ms)"
+            ) from None
+
+    def position(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int | None]:
+        """The offset of the next record per assigned partition (:meth:`Consumer.position`)."""
+        return self._hosted.position(partitions)
+
+    def seek(self, partition: TopicPartition, offset: int) -> None:
+        """Fetch ``partition`` from ``offset`` next (:meth:`Consumer.seek`)."""
+        self._hosted.seek(partition, offset)
+
+    def seek_to_beginning(self, partitions: Iterable[TopicPartition]) -> None:
+        """:meth:`Consumer.seek_to_beginning`."""
+        self._hosted.seek_to_beginning(partitions)
+
+    def seek_to_end(self, partitions: Iterable[TopicPartition]) -> None:
+        """:meth:`Consumer.seek_to_end`."""
+        self._hosted.seek_to_end(partitions)
+
+    def pause(self, partitions: Iterable[TopicPartition]) -> None:
+        """Stop returning records of ``partitions`` until :meth:`resume`; kept across
+        rebalances for partitions this member keeps, dropped with revoked ones."""
+        self._hosted.pause(partitions)
+
+    def resume(self, partitions: Iterable[TopicPartition]) -> None:
+        """Undo :meth:`pause`."""
+        self._hosted.resume(partitions)
+
+    def paused(self) -> frozenset[TopicPartition]:
+        """The partitions paused by the application."""
+        return frozenset(self._hosted._paused)
+
+    def assignment(self) -> frozenset[TopicPartition]:
+        """The partitions currently assigned to this consumer."""
+        return self._hosted.assignment()
+
+    async def lag(self, partition: TopicPartition, timeout: float | None = None) -> int | None:
+        """:meth:`Consumer.lag`: asks the partition leader for its end offset through
+        librdkafka, whose call blocks; it runs in the loop's default executor."""
+        return await self._loop.run_in_executor(None, self._hosted.lag, partition, timeout)
+
+    async def get_watermark_offsets(
+        self, partition: TopicPartition, timeout: float | None = None, cached: bool = False
+    ) -> tuple[int, int]:
+        """:meth:`Consumer.get_watermark_offsets` (the broker's answer through
+        librdkafka in the default executor; ``cached=True`` asks nothing)."""
+        if cached:
+            return self._hosted.get_watermark_offsets(partition, timeout, cached=True)
+        return await self._loop.run_in_executor(
+            None, self._hosted.get_watermark_offsets, partition, timeout, False
+        )
+
+    def records_lag(self) -> dict[TopicPartition, int]:
+        """Per assigned partition, the records after the position as of the last fetch."""
+        return self._hosted.records_lag()
+
+    def metrics(self) -> dict[str, float]:
+        """The ``consumer-coordinator-metrics`` group (:meth:`Consumer.metrics`)."""
+        return self._hosted.metrics()
+
+    def fetch_metrics(self) -> dict[str, float]:
+        """The ``consumer-fetch-manager-metrics`` group (:meth:`Consumer.fetch_metrics`)."""
+        return self._hosted.fetch_metrics()
+
+    def group_metadata(self) -> ConsumerGroupMetadata:
+        """:meth:`Consumer.group_metadata`."""
+        return self._hosted.group_metadata()
+
+    @property
+    def rebalance_protocol(self) -> RebalanceProtocol:
+        """``EAGER`` or ``COOPERATIVE`` (:attr:`Consumer.rebalance_protocol`)."""
+        return self._hosted.rebalance_protocol
+
+    @property
+    def assignor(self) -> str | None:
+        """The assignor the coordinator chose at the last join."""
+        return self._hosted.assignor
+
+    @property
+    def is_leader(self) -> bool:
+        """Whether this member led its last join."""
+        return self._hosted.is_leader
+
+    # ------------------------------------------------------------------ close
+
+    async def close(self, timeout: float | None = None) -> None:
+        """Leave the group and release everything, as :meth:`Consumer.close`: commit
+        the consumed positions (``enable.auto.commit``), run the revocation callback,
+        send LeaveGroup, stop the driver task, close the fetcher and the sockets.
+        Waits at most ``timeout`` seconds (default 30). Idempotent."""
+        hosted = self._hosted
+        if self._closed or hosted._closing or hosted._closed:
+            return
+        self._closed = True
+        hosted._closing = True
+        hosted._finalizer.detach()
+        timeout_s = _CLOSE_TIMEOUT_S if timeout is None else max(0.0, timeout)
+        deadline = self._driver.clock() + timeout_s
+        driver = self._driver
+        stopped = False
+        try:
+            if driver.failure is None and driver.alive:
+                try:
+                    if hosted._auto_commit and driver.state in _MANUAL:
+                        await self._commit_manual_before_close(timeout_s / 2)
+                    driver.submit(CloseRequested(commit_wait_s=timeout_s / 2))
+                    await self._run_until(lambda: driver.state in _STOPPED, deadline, "close")
+                except CoopConsumerError as exc:
+                    log.warning("close: leaving the group did not complete: %s", exc)
+        finally:
+            try:
+                stopped = await driver.stopped(max(0.1, deadline - self._driver.clock()))
+            finally:
+                hosted._closed = True
+                hosted._assigned.clear()
+                hosted._unpositioned.clear()
+                if self._records_wakeup is not None:
+                    self._records_wakeup.close()
+                hosted._fetcher.close()
+        error = hosted._invoker.take_error() or hosted._listener_error
+        hosted._listener_error = None
+        if error is not None:
+            raise error
+        if not stopped:
+            raise CoopConsumerError(
+                f"close(): the consumer's driver task did not stop within {timeout_s:g} s"
+            )
+
+    async def _commit_manual_before_close(self, timeout_s: float) -> None:
+        """``Consumer._commit_manual_before_close`` with an await: the member retries
+        the commit until ``timeout_s``; a failure is logged (close goes on)."""
+        hosted = self._hosted
+        offsets = hosted._uncommitted(frozenset(hosted._assigned))
+        if not offsets:
+            return
+        future = self._driver.commit_retried(offsets, timeout_s, "auto-commit at close")
+        try:
+            # The member answers at its deadline at the latest; the margin covers one
+            # step of the driver task.
+            await self._answer(future, timeout_s + _POLLING_SLICE_S, "auto-commit at close")
+        except CoopConsumerError as exc:
+            if self._driver.failure is not None:
+                raise
+            log.warning(
+                "auto-commit of %d manually assigned partition(s) at close failed: %s",
+                len(offsets),
+                exc,
+            )
+            return
+        hosted._last_auto_commit.update({tp: om.offset for tp, om in offsets.items()})
+
+    async def _run_until(self, done: Any, deadline: float, what: str) -> None:
+        """Run app work (callbacks included) until ``done()``, awaiting between."""
+        hosted = self._hosted
+        while True:
+            call = hosted.listener_call
+            if call is not None and not call.task.done():
+                remaining = deadline - self._driver.clock()
+                if remaining <= 0:
+                    raise RequestTimeoutError(f"{what} did not complete in time")
+                await asyncio.wait({call.task}, timeout=remaining)
+            hosted._run_app_work()
+            if hosted._fatal is not None or done():
+                return
+            remaining = deadline - self._driver.clock()
+            if remaining <= 0:
+                raise RequestTimeoutError(f"{what} did not complete in time")
+            slice_s = _REVOKE_COMMIT_SLICE_S if hosted._revoke_commit is not None else 0.5
+            await self._signal.wait(min(remaining, slice_s))
+
+    async def __aenter__(self) -> AsyncConsumer:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()

@@ -1,0 +1,173 @@
+"""Waking the event loop when librdkafka has records, without polling for them.
+
+confluent-kafka's ``consume()`` can only wait by blocking its caller, and its Python
+binding does not expose librdkafka's ``rd_kafka_queue_io_event_enable``. librdkafka
+itself offers exactly what an event loop needs: it writes a byte to a file descriptor
+of ours whenever an element (a record, an error, a log line) is put on the consumer
+queue while that queue was empty, once until the queue is served again. So:
+
+* a non-blocking socket pair; librdkafka's own fetch threads write to one end, the
+  event loop watches the other (``add_reader``). That one byte is all that crosses
+  threads (docs/asyncio.md);
+* the librdkafka handle is the ``rd_kafka_t *`` that every confluent-kafka client
+  object keeps right after its Python object header (``Handle.rk`` in
+  confluent-kafka's C source, unchanged since its first release); it is checked to
+  be a consumer handle (``rd_kafka_type``) before it is used;
+* the functions are called through ``ctypes`` in the librdkafka that confluent-kafka
+  has loaded (the library file mapped into this process), never another copy.
+
+The contract for the reader: after a wake-up, ``consume(n, 0)`` until it returns fewer
+than ``n`` (the queue is then empty and served, and the next record writes again).
+
+Linux only for now (the mapped library is found in ``/proc/self/maps``); elsewhere
+``RecordsWakeup.create`` returns None and the consumer falls back to short timed
+polls (``AsyncConsumer`` documents the cost).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ctypes
+import logging
+import os
+import socket
+from collections.abc import Callable
+from typing import Final
+
+__all__ = ["RecordsWakeup", "loaded_librdkafka"]
+
+log = logging.getLogger("coopconsumer.aio.wakeup")
+
+#: ``rd_kafka_type_t``'s RD_KAFKA_CONSUMER.
+_RD_KAFKA_CONSUMER: Final = 1
+#: Where confluent-kafka's ``Handle`` keeps ``rd_kafka_t *rk``: right after the object
+#: header (``PyObject_HEAD``), whose size ``object`` reports.
+_RK_OFFSET: Final = object.__basicsize__
+_PAYLOAD: Final = b"r"
+
+_lib: ctypes.CDLL | None = None
+
+
+def loaded_librdkafka() -> ctypes.CDLL | None:
+    """The librdkafka this process has loaded (confluent-kafka's), None if not found.
+
+    Reads ``/proc/self/maps`` for the mapped file, so the handle is the same library
+    object confluent-kafka uses (``dlopen`` of a loaded path returns it).
+    """
+    global _lib
+    if _lib is not None:
+        return _lib
+    try:
+        with open("/proc/self/maps", encoding="utf-8", errors="replace") as maps:
+            paths = {
+                line.split(None, 5)[5].strip()
+                for line in maps
+                if "librdkafka" in line and len(line.split(None, 5)) == 6
+            }
+    except OSError:
+        return None
+    for path in sorted(paths):
+        if not os.path.isfile(path):
+            continue
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError:
+            continue
+        if not hasattr(lib, "rd_kafka_queue_io_event_enable"):
+            continue
+        lib.rd_kafka_type.restype = ctypes.c_int
+        lib.rd_kafka_type.argtypes = [ctypes.c_void_p]
+        lib.rd_kafka_queue_get_consumer.restype = ctypes.c_void_p
+        lib.rd_kafka_queue_get_consumer.argtypes = [ctypes.c_void_p]
+        lib.rd_kafka_queue_io_event_enable.restype = None
+        lib.rd_kafka_queue_io_event_enable.argtypes = [
+            ctypes.c_void_p,
+            ctypes.c_int,
+            ctypes.c_char_p,
+            ctypes.c_size_t,
+        ]
+        lib.rd_kafka_queue_destroy.restype = None
+        lib.rd_kafka_queue_destroy.argtypes = [ctypes.c_void_p]
+        _lib = lib
+        return lib
+    return None
+
+
+class RecordsWakeup:
+    """Calls ``on_ready`` on the loop when librdkafka queues something for ``consume``.
+
+    Build it with :meth:`create`; :meth:`close` before the confluent-kafka consumer is
+    closed (it detaches the descriptor from librdkafka's queue first).
+    """
+
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        lib: ctypes.CDLL,
+        queue: int,
+        reader: socket.socket,
+        writer: socket.socket,
+        on_ready: Callable[[], None],
+    ) -> None:
+        self._loop = loop
+        self._lib = lib
+        self._queue: int | None = queue
+        self._reader = reader
+        self._writer = writer
+        self._on_ready = on_ready
+        #: How many times librdkafka woke the loop (benchmarks and tests read it).
+        self.wakeups = 0
+        lib.rd_kafka_queue_io_event_enable(queue, writer.fileno(), _PAYLOAD, len(_PAYLOAD))
+        loop.add_reader(reader.fileno(), self._readable)
+
+    @classmethod
+    def create(
+        cls,
+        loop: asyncio.AbstractEventLoop,
+        rdkafka_client: object,
+        on_ready: Callable[[], None],
+    ) -> RecordsWakeup | None:
+        """Attach to ``rdkafka_client`` (a ``confluent_kafka.Consumer``), or None when
+        this platform's librdkafka cannot be reached."""
+        lib = loaded_librdkafka()
+        if lib is None:
+            log.info("librdkafka's queue events are not reachable here; polling records")
+            return None
+        rk = ctypes.c_void_p.from_address(id(rdkafka_client) + _RK_OFFSET).value
+        if not rk or lib.rd_kafka_type(rk) != _RD_KAFKA_CONSUMER:
+            log.warning("not a librdkafka consumer handle; polling records")
+            return None
+        queue = lib.rd_kafka_queue_get_consumer(rk)
+        if not queue:
+            log.warning("librdkafka has no consumer queue; polling records")
+            return None
+        reader, writer = socket.socketpair()
+        try:
+            reader.setblocking(False)
+            writer.setblocking(False)
+            return cls(loop, lib, queue, reader, writer, on_ready)
+        except BaseException:
+            lib.rd_kafka_queue_destroy(queue)
+            reader.close()
+            writer.close()
+            raise
+
+    def _readable(self) -> None:
+        with contextlib.suppress(BlockingIOError, InterruptedError):
+            while self._reader.recv(4096):
+                pass
+        self.wakeups += 1
+        self._on_ready()
+
+    def close(self) -> None:
+        """Detach from librdkafka's queue and close the sockets. Idempotent."""
+        queue, self._queue = self._queue, None
+        if queue is None:
+            return
+        self._lib.rd_kafka_queue_io_event_enable(queue, -1, None, 0)
+        self._lib.rd_kafka_queue_destroy(queue)
+        with contextlib.suppress(ValueError, RuntimeError):
+            self._loop.remove_reader(self._reader.fileno())
+        self._reader.close()
+        self._writer.close()

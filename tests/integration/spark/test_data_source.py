@@ -205,6 +205,14 @@ def test_streaming_query_commits_the_group_offsets_after_each_micro_batch(
     finished: dict[int, dict[int, int]] = {}  # batch id -> its end offsets
     # Where batches started; the first at the earliest offsets of the fresh topic.
     starts: list[dict[int, int]] = [dict.fromkeys(range(PARTITIONS), 0)]
+
+    def read_progress() -> None:
+        for progress in query.recentProgress:
+            batch_end = offsets_of(progress["sources"][0]["endOffset"], unique_topic)
+            if progress["numInputRows"] > 0:
+                finished[progress["batchId"]] = batch_end
+                starts.append(offsets_of(progress["sources"][0]["startOffset"], unique_topic))
+
     try:
         with Consumer(config) as consumer:
             admin = KafkaAdminClient(bootstrap_servers=tansu_broker.bootstrap)
@@ -216,13 +224,7 @@ def test_streaming_query_commits_the_group_offsets_after_each_micro_batch(
                         f"stuck at {snapshots[-1:]}: {query.lastProgress}"
                     )
                     assert query.exception() is None, query.exception()
-                    for progress in query.recentProgress:
-                        batch_end = offsets_of(progress["sources"][0]["endOffset"], unique_topic)
-                        if progress["numInputRows"] > 0:
-                            finished[progress["batchId"]] = batch_end
-                            starts.append(
-                                offsets_of(progress["sources"][0]["startOffset"], unique_topic)
-                            )
+                    read_progress()
                     snapshot = group_offsets(consumer, admin, unique_group, unique_topic)
                     snapshots.append(snapshot)
                     if produced is None and len(finished) >= 4:
@@ -230,7 +232,16 @@ def test_streaming_query_commits_the_group_offsets_after_each_micro_batch(
                     if produced is not None:
                         end = [produced // 4 + (p < produced % 4) for p in range(4)]
                         if snapshot == (dict(enumerate(end)), dict(enumerate(end))):
-                            break  # the query read everything and committed it: lag 0
+                            # The query read everything and committed it: lag 0. Spark
+                            # posts a batch's progress after the source's commit, so
+                            # the last batch may not be in recentProgress yet: wait for it.
+                            while dict(enumerate(end)) not in finished.values():
+                                assert time.monotonic() < deadline, (
+                                    f"no progress of the batch ending at {end}: {finished}"
+                                )
+                                time.sleep(0.2)
+                                read_progress()
+                            break
                     time.sleep(0.2)
             finally:
                 admin.close()

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import platform
 import time
+import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
@@ -19,7 +20,7 @@ import confluent_kafka
 
 from coopconsumer.testing import EmbeddedBroker, embedded_broker
 
-__all__ = ["describe_machine", "print_table", "produce", "tansu"]
+__all__ = ["describe_machine", "filled_topic", "print_table", "produce", "tansu"]
 
 
 @contextmanager
@@ -75,6 +76,23 @@ def produce(
     if remaining or failures:
         raise RuntimeError(f"{remaining} undelivered, failures: {failures[:3]}")
     return elapsed
+
+
+def filled_topic(
+    broker: EmbeddedBroker, prefix: str, records: int, *, value_size: int, partitions: int
+) -> str:
+    """A fresh topic of ``partitions`` partitions holding ``records`` records of
+    ``value_size`` bytes (``produce``); prints how long producing took. Returns its name."""
+    topic = f"{prefix}-{uuid.uuid4().hex[:8]}"
+    broker.create_topic(topic, partitions)
+    produce_s = produce(
+        broker.bootstrap, topic, records, value_size=value_size, partitions=partitions
+    )
+    print(
+        f"produced {records:,} records of {value_size} B over "
+        f"{partitions} partitions in {produce_s:.1f} s (embedded Tansu, memory)"
+    )
+    return topic
 
 
 def print_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> None:

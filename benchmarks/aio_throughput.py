@@ -50,7 +50,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from _common import describe_machine, print_table, produce, tansu
+from _common import describe_machine, filled_topic, print_table, tansu
 from throughput import Pass, _settings, coop_pass
 
 import coopconsumer
@@ -284,18 +284,12 @@ def main() -> None:
     print(describe_machine())
     order = list(_PASSES)
     with tansu() as broker:
-        topic = f"aio-throughput-{uuid.uuid4().hex[:8]}"
-        broker.create_topic(topic, args.partitions)
-        produce_s = produce(
-            broker.bootstrap,
-            topic,
+        topic = filled_topic(
+            broker,
+            "aio-throughput",
             args.records,
             value_size=args.value_size,
             partitions=args.partitions,
-        )
-        print(
-            f"produced {args.records:,} records of {args.value_size} B over "
-            f"{args.partitions} partitions in {produce_s:.1f} s (embedded Tansu, memory)"
         )
         warmup = coop_pass(broker.bootstrap, topic, args.records)
         print(f"warm-up read (not counted): {warmup.rate:,.0f} records/s")

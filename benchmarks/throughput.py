@@ -56,7 +56,7 @@ import uuid
 from collections.abc import Callable
 
 import confluent_kafka
-from _common import describe_machine, print_table, produce, tansu
+from _common import describe_machine, filled_topic, print_table, tansu
 
 import coopconsumer
 from coopconsumer._config import ConsumerConfig
@@ -224,18 +224,12 @@ def main() -> None:
 
     print(describe_machine())
     with tansu() as broker:
-        topic = f"throughput-{uuid.uuid4().hex[:8]}"
-        broker.create_topic(topic, args.partitions)
-        produce_s = produce(
-            broker.bootstrap,
-            topic,
+        topic = filled_topic(
+            broker,
+            "throughput",
             args.records,
             value_size=args.value_size,
             partitions=args.partitions,
-        )
-        print(
-            f"produced {args.records:,} records of {args.value_size} B over "
-            f"{args.partitions} partitions in {produce_s:.1f} s (embedded Tansu, memory)"
         )
         # The first read of a fresh topic is slower on both sides (the broker warms up):
         # one untimed raw pass first, so neither side gets the cold read.

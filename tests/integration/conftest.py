@@ -5,6 +5,8 @@
   external cluster it names (id ``external``). Shared by every test in the session:
   isolate with ``unique_topic``/``unique_group`` and never inject faults through it.
 * ``tansu_broker`` (session scope): Tansu only, for tests of Tansu-specific behaviour.
+* ``proxied`` (module scope): Tansu behind coopconsumer's transactions proxy
+  (``embedded_broker("tansu", transactions=True)``), for fencing and fault injection.
 * ``mock_broker`` (function scope): a fresh 3-broker mock cluster per test, for fault
   injection; nothing a test injects leaks into the next one.
 * ``unique_topic`` / ``unique_group`` (function scope): names no other test uses.
@@ -28,6 +30,7 @@ import pytest
 from coopconsumer.testing import (
     BOOTSTRAP_ENV,
     EmbeddedBroker,
+    TransactionalBroker,
     embedded_broker,
     external_broker,
     unique_name,
@@ -75,6 +78,17 @@ def tansu_broker() -> Iterator[EmbeddedBroker]:
     if EXTERNAL_BOOTSTRAP:
         pytest.skip(_SKIP_EXTERNAL)
     yield from _start("tansu")
+
+
+@pytest.fixture(scope="module")
+def proxied() -> Iterator[TransactionalBroker]:
+    """Tansu behind the transactions proxy, which fences TxnOffsetCommit by generation,
+    member id and group instance id as Kafka does (docs/testing.md); one per module."""
+    if EXTERNAL_BOOTSTRAP:
+        pytest.skip(_SKIP_EXTERNAL)
+    with embedded_broker("tansu", transactions=True) as broker:
+        assert isinstance(broker, TransactionalBroker)
+        yield broker
 
 
 @pytest.fixture

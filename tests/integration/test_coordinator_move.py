@@ -11,12 +11,11 @@ after a failed heartbeat, and so does coopconsumer now.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 
 import pytest
 
 from coopconsumer import Consumer
-from coopconsumer.testing import TransactionalBroker, embedded_broker, unique_name
+from coopconsumer.testing import TransactionalBroker, unique_name
 
 pytestmark = pytest.mark.slow
 
@@ -24,13 +23,6 @@ HEARTBEAT = 12
 FIND_COORDINATOR = 10
 MOVE_S = 2.0
 RETRY_BACKOFF_MS = 100
-
-
-@pytest.fixture(scope="module")
-def proxied() -> Iterator[TransactionalBroker]:
-    with embedded_broker("tansu", transactions=True) as broker:
-        assert isinstance(broker, TransactionalBroker)
-        yield broker
 
 
 def test_a_moving_coordinator_is_asked_at_the_retry_backoff(proxied: TransactionalBroker) -> None:

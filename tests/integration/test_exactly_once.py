@@ -15,7 +15,6 @@ from __future__ import annotations
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
 from typing import Any
 
 import confluent_kafka
@@ -31,7 +30,6 @@ from coopconsumer import (
 from coopconsumer.testing import (
     EmbeddedBroker,
     TransactionalBroker,
-    embedded_broker,
     unique_name,
 )
 
@@ -415,15 +413,6 @@ def test_kip848_member_epoch_fences_transactions(
 # ---------------------------------------------------------------- static membership (KIP-345)
 
 FENCED_INSTANCE_ID = 82
-
-
-@pytest.fixture(scope="module")
-def proxied() -> Iterator[TransactionalBroker]:
-    """Tansu behind coopconsumer's transactions proxy, which fences TxnOffsetCommit by
-    generation, member id and group instance id as Kafka does (docs/testing.md)."""
-    with embedded_broker("tansu", transactions=True) as broker:
-        assert isinstance(broker, TransactionalBroker)
-        yield broker
 
 
 def test_a_static_member_commits_with_its_instance_id_and_a_fenced_instance_aborts(

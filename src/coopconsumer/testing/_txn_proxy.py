@@ -218,7 +218,9 @@ class _Connection:
             (self._read_answers, "answers"),
             (self._write_answers, "writer"),
         ):
-            thread = threading.Thread(target=target, name=f"txn-proxy-{name}", daemon=True)
+            thread = threading.Thread(
+                target=target, name=f"{self._proxy.thread_prefix}{name}", daemon=True
+            )
             self._threads.append(thread)
             thread.start()
 
@@ -436,6 +438,9 @@ class TransactionProxy:
         self._listener.listen(128)
         self._listener.settimeout(0.1)
         self.port: int = self._listener.getsockname()[1]
+        #: What the names of this proxy's threads start with (its port tells two proxies
+        #: of one process apart).
+        self.thread_prefix = f"txn-proxy-{self.port}-"
         self._threads: list[threading.Thread] = []
 
     @property
@@ -449,7 +454,9 @@ class TransactionProxy:
         if self._transaction_timeouts:
             targets.append((self._timeout_loop, "timeouts"))
         for target, name in targets:
-            thread = threading.Thread(target=target, name=f"txn-proxy-{name}", daemon=True)
+            thread = threading.Thread(
+                target=target, name=f"{self.thread_prefix}{name}", daemon=True
+            )
             self._threads.append(thread)
             thread.start()
 

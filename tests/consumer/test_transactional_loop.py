@@ -517,7 +517,7 @@ def test_a_long_wait_is_sliced_so_that_stop_takes_effect() -> None:
     s.consumer.consume = timed_consume  # type: ignore[method-assign]
     assert s.processor.step(10.0) == 0
     assert waits == [0.5, 0.5, 0.5]  # stopped after the third slice, not after 10 s
-    s.processor._stop.clear()
+    s.processor._loop.stopping.clear()
     waits.clear()
     assert s.processor.step(1.2) == 0
     assert waits == pytest.approx([0.5, 0.5, 0.2])

@@ -781,3 +781,47 @@ def test_manual_assignment_commits_at_close_with_auto_commit(kafka: EmbeddedBrok
     asyncio.run(main())
     final = committed_offsets(kafka.bootstrap, group, tps)
     assert sum(o or 0 for o in final.values()) == 40
+
+
+def test_every_public_name_of_the_sync_consumer_exists_on_the_async_one() -> None:
+    def public(cls: type) -> set[str]:
+        return {name for name in dir(cls) if not name.startswith("_")}
+
+    missing = public(coopconsumer.Consumer) - public(AsyncConsumer)
+    assert missing == set(), f"AsyncConsumer lacks {sorted(missing)}"
+
+
+def test_offsets_for_times_and_consumer_group_metadata(kafka: EmbeddedBroker) -> None:
+    topic = unique_name("aio")
+    kafka.create_topic(topic, PARTITIONS)
+    produce(kafka, topic, 40)
+    first, second = TopicPartition(topic, 0), TopicPartition(topic, 1)
+
+    async def main() -> None:
+        async with AsyncConsumer(config(kafka, unique_name("g"))) as c:
+            c.subscribe([topic])
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + SETTLE_S
+            count = 0
+            while count < 40 and loop.time() < deadline:
+                count += len(await c.consume(40, 0.5))
+            assert count == 40
+            assert c.consumer_group_metadata() == c.group_metadata()
+            assert c.group_metadata().generation_id >= 0
+            # As the sync test (tests/integration/test_consumer.py): neither embedded
+            # broker searches by timestamp; each is asked where its answer is Kafka's.
+            far_future = int(time.time() * 1000) + 3_600_000
+            asked: dict[TopicPartition, int]
+            expected: dict[TopicPartition, int | None]
+            if kafka.kind == "mock":
+                asked, expected = {first: far_future}, {first: None}
+            else:
+                asked, expected = {first: 0, second: 0}, {first: 0, second: 0}
+            assert await c.offsets_for_times(asked, timeout=SETTLE_S) == expected
+            assert await c.offsets_for_times({}) == {}
+            with pytest.raises(coopconsumer.ConfigurationError, match="must be an int >= 0"):
+                await c.offsets_for_times({first: -1})
+        with pytest.raises(coopconsumer.CoopConsumerError):
+            await c.offsets_for_times({first: 0})  # closed: as the sync consumer
+
+    asyncio.run(main())

@@ -345,6 +345,18 @@ class AsyncConsumer:
             None, self._hosted.get_watermark_offsets, partition, timeout, False
         )
 
+    async def offsets_for_times(
+        self, timestamps: Mapping[TopicPartition, int], timeout: float | None = None
+    ) -> dict[TopicPartition, int | None]:
+        """:meth:`Consumer.offsets_for_times`: per partition, the earliest offset whose
+        record timestamp is at least the given one (ms since the epoch), None if there
+        is none. Same errors (``ConfigurationError`` for a negative timestamp,
+        ``KafkaError``, ``RequestTimeoutError``). librdkafka's ListOffsets blocks its
+        caller: it runs in the loop's default executor."""
+        return await self._loop.run_in_executor(
+            None, self._hosted.offsets_for_times, timestamps, timeout
+        )
+
     def records_lag(self) -> dict[TopicPartition, int]:
         """Per assigned partition, the records after the position as of the last fetch."""
         return self._hosted.records_lag()
@@ -360,6 +372,10 @@ class AsyncConsumer:
     def group_metadata(self) -> ConsumerGroupMetadata:
         """:meth:`Consumer.group_metadata`."""
         return self._hosted.group_metadata()
+
+    def consumer_group_metadata(self) -> ConsumerGroupMetadata:
+        """confluent-kafka's name for :meth:`group_metadata`."""
+        return self.group_metadata()
 
     @property
     def rebalance_protocol(self) -> RebalanceProtocol:

@@ -38,7 +38,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Generator, Iterable, Mapping
-from typing import TYPE_CHECKING, Any, Final, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Final, Protocol, Self, TypeVar
 
 import attrs
 
@@ -748,6 +748,167 @@ def processor_settings(
     return ProcessorSettings(consumer_keys=consumer_keys, producer_keys=producer_keys, cfg=cfg)
 
 
+class ProcessorBase:
+    """What the sync and the async processor share: building the producer and the
+    consumer from a checked configuration, the core, the listener's subscription, and
+    the reads. Subclasses say which consumer (``_consumer_type``), which listener
+    (``_start_io``), and how to drive the core's requests."""
+
+    _process_fn: Callable[..., Any]
+    _consumer: Any  # the sync or the async consumer (or a test's fake)
+    _closed: bool
+
+    def _open(
+        self,
+        consumer_config: Mapping[str, object],
+        producer_config: Mapping[str, object],
+        process: Callable[..., Any],
+        *,
+        topics: Iterable[str] | str,
+        listener: object | None,
+        batch_size: int,
+        commit_interval_ms: int,
+        max_records_per_transaction: int,
+    ) -> None:
+        settings = processor_settings(
+            consumer_config,
+            producer_config,
+            process,
+            batch_size=batch_size,
+            commit_interval_ms=commit_interval_ms,
+            max_records_per_transaction=max_records_per_transaction,
+        )
+        from ._io._txn_producer import TransactionalProducer
+
+        producer = TransactionalProducer(settings.producer_keys)
+        try:
+            consumer = self._consumer_type(settings.consumer_keys)
+        except BaseException:
+            producer.close()
+            raise
+        self._setup(
+            consumer=consumer,
+            producer=producer,
+            process=process,
+            topics=topics,
+            listener=listener,
+            batch_size=batch_size,
+            commit_interval_ms=commit_interval_ms,
+            max_records_per_transaction=max_records_per_transaction,
+            broker_check=settings.broker_check,
+            contiguous_generations=settings.contiguous_generations,
+        )
+
+    def _consumer_type(self, config: Mapping[str, object]) -> Any:
+        raise NotImplementedError
+
+    def _start_io(self, user: object | None) -> object:
+        """Set up what driving the core needs; the listener to subscribe with, which
+        settles the open transaction before ``user``'s callbacks."""
+        raise NotImplementedError
+
+    def _abandon(self) -> None:
+        """Release what the subclass holds when subscribing failed in construction."""
+
+    @classmethod
+    def _with_io(
+        cls,
+        consumer: Any,
+        producer: _ProducerLike,
+        process: Callable[..., Any],
+        *,
+        topics: Iterable[str] | str,
+        listener: object | None = None,
+        batch_size: int = DEFAULT_BATCH_SIZE,
+        commit_interval_ms: int = DEFAULT_COMMIT_INTERVAL_MS,
+        max_records_per_transaction: int = DEFAULT_MAX_RECORDS_PER_TRANSACTION,
+        clock: Callable[[], float] = time.monotonic,
+        contiguous_generations: bool = True,
+    ) -> Self:
+        """A processor on the given consumer and producer (tests run the loop's
+        decisions on fakes, without brokers)."""
+        self = cls.__new__(cls)
+        self._setup(
+            consumer=consumer,
+            producer=producer,
+            process=process,
+            topics=topics,
+            listener=listener,
+            batch_size=batch_size,
+            commit_interval_ms=commit_interval_ms,
+            max_records_per_transaction=max_records_per_transaction,
+            broker_check=lambda: None,
+            clock=clock,
+            contiguous_generations=contiguous_generations,
+        )
+        return self
+
+    def _setup(
+        self,
+        *,
+        consumer: Any,
+        producer: _ProducerLike,
+        process: Callable[..., Any],
+        topics: Iterable[str] | str,
+        listener: object | None,
+        batch_size: int,
+        commit_interval_ms: int,
+        max_records_per_transaction: int,
+        broker_check: Callable[[], None],
+        clock: Callable[[], float] = time.monotonic,
+        contiguous_generations: bool = True,
+    ) -> None:
+        self._process_fn = process
+        self._broker_check = broker_check
+        self._closed = False
+        self._producer = producer
+        self._consumer = consumer
+        self._loop = TransactionLoop(
+            consumer,
+            producer,
+            batch_size=batch_size,
+            commit_interval_ms=commit_interval_ms,
+            max_records_per_transaction=max_records_per_transaction,
+            clock=clock,
+            contiguous_generations=contiguous_generations,
+        )
+        listening = self._start_io(listener)
+        try:
+            consumer.subscribe([topics] if isinstance(topics, str) else list(topics), listening)
+        except BaseException:
+            self._abandon()
+            producer.close()
+            raise
+
+    @property
+    def transactional_id(self) -> str:
+        """The producer's ``transactional.id``."""
+        return self._producer.transactional_id
+
+    def stop(self) -> None:
+        """Ask ``run()`` to return after the current batch (thread-safe)."""
+        self._loop.stopping.set()
+
+    def stats(self) -> TransactionStats:
+        """What the processor did so far."""
+        return self._loop.stats()
+
+    def assignment(self) -> frozenset[TopicPartition]:
+        """The partitions the member owns (as the consumer's ``assignment``)."""
+        frozen: frozenset[TopicPartition] = self._consumer.assignment()
+        return frozen
+
+    def group_metadata(self) -> ConsumerGroupMetadata:
+        """The member's group metadata (as the consumer's ``group_metadata``)."""
+        metadata: ConsumerGroupMetadata = self._consumer.group_metadata()
+        return metadata
+
+    def metrics(self) -> dict[str, float]:
+        """The member's ``consumer-coordinator-metrics`` (as the consumer's ``metrics``)."""
+        values: dict[str, float] = self._consumer.metrics()
+        return values
+
+
 class _Listener(RebalanceListener):
     """Settles the open transaction before the application's listener runs."""
 
@@ -781,7 +942,7 @@ class _Listener(RebalanceListener):
             lost(partitions)
 
 
-class TransactionalProcessor:
+class TransactionalProcessor(ProcessorBase):
     """Exactly-once Kafka -> Python -> Kafka across cooperative rebalances (KIP-447).
 
     ``consumer_config`` configures the group member reading ``topics`` (a
@@ -814,6 +975,9 @@ class TransactionalProcessor:
     ``coopconsumer.aio.AsyncTransactionalProcessor`` is the same loop for asyncio.
     """
 
+    _consumer: _ConsumerLike
+    _process_fn: ProcessFunction
+
     def __init__(
         self,
         consumer_config: Mapping[str, object],
@@ -826,106 +990,25 @@ class TransactionalProcessor:
         commit_interval_ms: int = DEFAULT_COMMIT_INTERVAL_MS,
         max_records_per_transaction: int = DEFAULT_MAX_RECORDS_PER_TRANSACTION,
     ) -> None:
-        settings = processor_settings(
+        self._open(
             consumer_config,
             producer_config,
             process,
-            batch_size=batch_size,
-            commit_interval_ms=commit_interval_ms,
-            max_records_per_transaction=max_records_per_transaction,
-        )
-        from ._io._txn_producer import TransactionalProducer
-
-        producer = TransactionalProducer(settings.producer_keys)
-        try:
-            consumer = Consumer(settings.consumer_keys)
-        except BaseException:
-            producer.close()
-            raise
-        self._setup(
-            consumer=consumer,
-            producer=producer,
-            process=process,
             topics=topics,
             listener=listener,
             batch_size=batch_size,
             commit_interval_ms=commit_interval_ms,
             max_records_per_transaction=max_records_per_transaction,
-            broker_check=settings.broker_check,
-            contiguous_generations=settings.contiguous_generations,
         )
 
-    @classmethod
-    def _with_io(
-        cls,
-        consumer: _ConsumerLike,
-        producer: _ProducerLike,
-        process: ProcessFunction,
-        *,
-        topics: Iterable[str] | str,
-        listener: RebalanceListenerLike | None = None,
-        batch_size: int = DEFAULT_BATCH_SIZE,
-        commit_interval_ms: int = DEFAULT_COMMIT_INTERVAL_MS,
-        max_records_per_transaction: int = DEFAULT_MAX_RECORDS_PER_TRANSACTION,
-        clock: Callable[[], float] = time.monotonic,
-        contiguous_generations: bool = True,
-    ) -> TransactionalProcessor:
-        """A processor on the given consumer and producer (tests run the loop's
-        decisions on fakes, without brokers)."""
-        self = cls.__new__(cls)
-        self._setup(
-            consumer=consumer,
-            producer=producer,
-            process=process,
-            topics=topics,
-            listener=listener,
-            batch_size=batch_size,
-            commit_interval_ms=commit_interval_ms,
-            max_records_per_transaction=max_records_per_transaction,
-            broker_check=lambda: None,
-            clock=clock,
-            contiguous_generations=contiguous_generations,
-        )
-        return self
+    def _consumer_type(self, config: Mapping[str, object]) -> Consumer:
+        return Consumer(config)
 
-    def _setup(
-        self,
-        *,
-        consumer: _ConsumerLike,
-        producer: _ProducerLike,
-        process: ProcessFunction,
-        topics: Iterable[str] | str,
-        listener: RebalanceListenerLike | None,
-        batch_size: int,
-        commit_interval_ms: int,
-        max_records_per_transaction: int,
-        broker_check: Callable[[], None],
-        clock: Callable[[], float] = time.monotonic,
-        contiguous_generations: bool = True,
-    ) -> None:
-        self._process_fn = process
-        self._broker_check = broker_check
-        self._closed = False
-        self._producer = producer
-        self._consumer = consumer
-        self._loop = TransactionLoop(
-            consumer,
-            producer,
-            batch_size=batch_size,
-            commit_interval_ms=commit_interval_ms,
-            max_records_per_transaction=max_records_per_transaction,
-            clock=clock,
-            contiguous_generations=contiguous_generations,
-        )
-        try:
-            consumer.subscribe(
-                [topics] if isinstance(topics, str) else list(topics),
-                _Listener(self, listener),
-            )
-        except BaseException:
-            consumer.close(0)
-            producer.close()
-            raise
+    def _start_io(self, user: object | None) -> _Listener:
+        return _Listener(self, user)  # type: ignore[arg-type]
+
+    def _abandon(self) -> None:
+        self._consumer.close(0)
 
     def _drive(self, steps: Steps[_R]) -> _R:
         """Perform the core's requests on this thread until the step returns."""
@@ -950,11 +1033,6 @@ class TransactionalProcessor:
 
     # ------------------------------------------------------------------ public
 
-    @property
-    def transactional_id(self) -> str:
-        """The producer's ``transactional.id``."""
-        return self._producer.transactional_id
-
     def run(self, *, poll_timeout: float = 0.5) -> TransactionStats:
         """Process until :meth:`stop` is called: then commit the open transaction and
         return (the processor stays open; :meth:`close` it). Raises what the process
@@ -969,10 +1047,6 @@ class TransactionalProcessor:
         self._drive(self._loop.finish("stop"))
         return self.stats()
 
-    def stop(self) -> None:
-        """Ask :meth:`run` to return after the current batch (thread-safe)."""
-        self._loop.stopping.set()
-
     def step(self, timeout: float = 0.5) -> int:
         """One turn of the loop: commit the open transaction if it is due, consume a
         batch (waiting at most ``timeout`` seconds, less when the open transaction is
@@ -983,22 +1057,6 @@ class TransactionalProcessor:
         if self._closed:
             raise CoopConsumerError("the processor is closed")
         return self._drive(self._loop.step(timeout))
-
-    def stats(self) -> TransactionStats:
-        """What the processor did so far."""
-        return self._loop.stats()
-
-    def assignment(self) -> frozenset[TopicPartition]:
-        """The partitions the member owns (as ``Consumer.assignment``)."""
-        return self._consumer.assignment()
-
-    def group_metadata(self) -> ConsumerGroupMetadata:
-        """The member's group metadata (as ``Consumer.group_metadata``)."""
-        return self._consumer.group_metadata()
-
-    def metrics(self) -> dict[str, float]:
-        """The member's ``consumer-coordinator-metrics`` (as ``Consumer.metrics``)."""
-        return self._consumer.metrics()
 
     def close(self, timeout: float | None = None) -> None:
         """Commit the open transaction (abort it if that fails, or after a fatal

@@ -68,6 +68,16 @@ def produce(kafka: EmbeddedBroker, topic: str, count: int) -> None:
     assert producer.flush(30) == 0
 
 
+async def read_all(consumer: AsyncConsumer, count: int) -> int:
+    """Consume until ``count`` records arrived (or SETTLE_S passed); how many did."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + SETTLE_S
+    seen = 0
+    while seen < count and loop.time() < deadline:
+        seen += len(await consumer.consume(count, 0.5))
+    return seen
+
+
 class Recorder:
     """A listener whose callbacks are coroutines: records calls, commits on revoke."""
 
@@ -559,12 +569,7 @@ def test_an_idle_consumer_sleeps(kafka: EmbeddedBroker) -> None:
     async def main() -> None:
         async with AsyncConsumer(config(kafka, unique_name("g"))) as c:
             c.subscribe([topic])
-            loop = asyncio.get_running_loop()
-            deadline = loop.time() + SETTLE_S
-            count = 0
-            while count < 10 and loop.time() < deadline:
-                count += len(await c.consume(10, 0.5))
-            assert count == 10
+            assert await read_all(c, 10) == 10
             driver = c._driver
             steps = driver.steps
             signal_sleeps = c._signal.sleeps
@@ -800,12 +805,7 @@ def test_offsets_for_times_and_consumer_group_metadata(kafka: EmbeddedBroker) ->
     async def main() -> None:
         async with AsyncConsumer(config(kafka, unique_name("g"))) as c:
             c.subscribe([topic])
-            loop = asyncio.get_running_loop()
-            deadline = loop.time() + SETTLE_S
-            count = 0
-            while count < 40 and loop.time() < deadline:
-                count += len(await c.consume(40, 0.5))
-            assert count == 40
+            assert await read_all(c, 40) == 40
             assert c.consumer_group_metadata() == c.group_metadata()
             assert c.group_metadata().generation_id >= 0
             # As the sync test (tests/integration/test_consumer.py): neither embedded

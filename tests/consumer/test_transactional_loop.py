@@ -320,7 +320,7 @@ class Setup:
         if MODE == "async":
             self.processor = AsyncView(
                 AsyncTransactionalProcessor._with_io(
-                    self.consumer,  # type: ignore[arg-type]
+                    self.consumer,
                     self.producer,
                     process,
                     **options,

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
@@ -38,14 +37,12 @@ from .._transactional import (
     CheckBrokers,
     Consume,
     Process,
+    ProcessorBase,
     ProducerCall,
     Steps,
     TransactionalOutput,
-    TransactionLoop,
     TransactionStats,
-    _ProducerLike,
     perform_blocking,
-    processor_settings,
 )
 from .._types import ConsumerGroupMetadata, TopicPartition
 
@@ -132,7 +129,7 @@ class _CallbackScope:
         self._processor._callback_task = None
 
 
-class AsyncTransactionalProcessor:
+class AsyncTransactionalProcessor(ProcessorBase):
     """:class:`coopconsumer.TransactionalProcessor` for asyncio: exactly-once Kafka ->
     Python -> Kafka across cooperative rebalances, with an
     :class:`~coopconsumer.aio.AsyncConsumer` as the group member.
@@ -150,6 +147,9 @@ class AsyncTransactionalProcessor:
     :meth:`stop` may be called from any thread.
     """
 
+    _consumer: _AsyncConsumerLike
+    _process_fn: AsyncProcessFunction
+
     def __init__(
         self,
         consumer_config: Mapping[str, object],
@@ -162,111 +162,31 @@ class AsyncTransactionalProcessor:
         commit_interval_ms: int = DEFAULT_COMMIT_INTERVAL_MS,
         max_records_per_transaction: int = DEFAULT_MAX_RECORDS_PER_TRANSACTION,
     ) -> None:
-        settings = processor_settings(
+        self._open(
             consumer_config,
             producer_config,
             process,
+            topics=topics,
+            listener=listener,
             batch_size=batch_size,
             commit_interval_ms=commit_interval_ms,
             max_records_per_transaction=max_records_per_transaction,
         )
-        from .._io._txn_producer import TransactionalProducer
+
+    def _consumer_type(self, config: Mapping[str, object]) -> Any:
         from ._consumer import AsyncConsumer
 
-        producer = TransactionalProducer(settings.producer_keys)
-        try:
-            consumer = AsyncConsumer(settings.consumer_keys)
-        except BaseException:
-            producer.close(0)
-            raise
-        self._setup(
-            consumer=consumer,
-            producer=producer,
-            process=process,
-            topics=topics,
-            listener=listener,
-            batch_size=batch_size,
-            commit_interval_ms=commit_interval_ms,
-            max_records_per_transaction=max_records_per_transaction,
-            broker_check=settings.broker_check,
-            contiguous_generations=settings.contiguous_generations,
-        )
+        return AsyncConsumer(config)
 
-    @classmethod
-    def _with_io(
-        cls,
-        consumer: _AsyncConsumerLike,
-        producer: _ProducerLike,
-        process: AsyncProcessFunction,
-        *,
-        topics: Iterable[str] | str,
-        listener: object | None = None,
-        batch_size: int = DEFAULT_BATCH_SIZE,
-        commit_interval_ms: int = DEFAULT_COMMIT_INTERVAL_MS,
-        max_records_per_transaction: int = DEFAULT_MAX_RECORDS_PER_TRANSACTION,
-        clock: Callable[[], float] = time.monotonic,
-        contiguous_generations: bool = True,
-    ) -> AsyncTransactionalProcessor:
-        """A processor on the given consumer and producer (tests run the loop on
-        fakes, without brokers)."""
-        self = cls.__new__(cls)
-        self._setup(
-            consumer=consumer,
-            producer=producer,
-            process=process,
-            topics=topics,
-            listener=listener,
-            batch_size=batch_size,
-            commit_interval_ms=commit_interval_ms,
-            max_records_per_transaction=max_records_per_transaction,
-            broker_check=lambda: None,
-            clock=clock,
-            contiguous_generations=contiguous_generations,
-        )
-        return self
-
-    def _setup(
-        self,
-        *,
-        consumer: _AsyncConsumerLike,
-        producer: _ProducerLike,
-        process: AsyncProcessFunction,
-        topics: Iterable[str] | str,
-        listener: object | None,
-        batch_size: int,
-        commit_interval_ms: int,
-        max_records_per_transaction: int,
-        broker_check: Callable[[], None],
-        clock: Callable[[], float] = time.monotonic,
-        contiguous_generations: bool = True,
-    ) -> None:
-        self._process_fn = process
-        self._broker_check = broker_check
-        self._closed = False
-        self._producer = producer
-        self._consumer = consumer
+    def _start_io(self, user: object | None) -> _AsyncListener:
         self._callback_task: asyncio.Task[Any] | None = None
         # One thread: the producer's transactional calls are made one at a time, in the
         # core's order.
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="coopconsumer-txn")
-        self._loop = TransactionLoop(
-            consumer,
-            producer,
-            batch_size=batch_size,
-            commit_interval_ms=commit_interval_ms,
-            max_records_per_transaction=max_records_per_transaction,
-            clock=clock,
-            contiguous_generations=contiguous_generations,
-        )
-        try:
-            consumer.subscribe(
-                [topics] if isinstance(topics, str) else list(topics),
-                _AsyncListener(self, listener),
-            )
-        except BaseException:
-            self._executor.shutdown(wait=False)
-            producer.close()
-            raise
+        return _AsyncListener(self, user)
+
+    def _abandon(self) -> None:
+        self._executor.shutdown(wait=False)
 
     # ------------------------------------------------------------------ driving the core
 
@@ -346,11 +266,6 @@ class AsyncTransactionalProcessor:
 
     # ------------------------------------------------------------------ public
 
-    @property
-    def transactional_id(self) -> str:
-        """The producer's ``transactional.id``."""
-        return self._producer.transactional_id
-
     async def run(self, *, poll_timeout: float = 0.5) -> TransactionStats:
         """:meth:`TransactionalProcessor.run`: process until :meth:`stop`, then commit
         the open transaction and return; raises as it does."""
@@ -361,10 +276,6 @@ class AsyncTransactionalProcessor:
         await self._drive(self._loop.finish("stop"))
         return self.stats()
 
-    def stop(self) -> None:
-        """Ask :meth:`run` to return after the current batch (thread-safe)."""
-        self._loop.stopping.set()
-
     async def step(self, timeout: float = 0.5) -> int:
         """:meth:`TransactionalProcessor.step`: one turn of the loop; returns the
         number of records processed. Cancelling it leaves the processor usable: a
@@ -372,22 +283,6 @@ class AsyncTransactionalProcessor:
         if self._closed:
             raise CoopConsumerError("the processor is closed")
         return await self._drive(self._loop.step(timeout))
-
-    def stats(self) -> TransactionStats:
-        """What the processor did so far."""
-        return self._loop.stats()
-
-    def assignment(self) -> frozenset[TopicPartition]:
-        """The partitions the member owns (as ``AsyncConsumer.assignment``)."""
-        return self._consumer.assignment()
-
-    def group_metadata(self) -> ConsumerGroupMetadata:
-        """The member's group metadata (as ``AsyncConsumer.group_metadata``)."""
-        return self._consumer.group_metadata()
-
-    def metrics(self) -> dict[str, float]:
-        """The member's ``consumer-coordinator-metrics``."""
-        return self._consumer.metrics()
 
     async def close(self, timeout: float | None = None) -> None:
         """:meth:`TransactionalProcessor.close`: commit the open transaction (abort it

@@ -327,6 +327,50 @@ class Consumer:
     #: class's logic with a driver task on the event loop instead.
     _driver_type: ClassVar[type[Driver]] = Driver
 
+    #: The protected surface the asyncio host builds on (``aio._hosted.HostedConsumer``
+    #: subclasses this class, ``aio._consumer.AsyncConsumer`` drives it): the methods it
+    #: overrides (``_do``, ``_run_app_work``, ``_raise_pending``, ``_driver_type``) and
+    #: the state and steps it uses. Renaming one, or changing what it means, changes
+    #: aio too; tests/aio/test_aio_hooks.py fails when aio uses a name not listed here or
+    #: one listed here is gone. docs/architecture.md, "The asyncio host's hooks".
+    _ASYNCIO_HOST_SURFACE: ClassVar[frozenset[str]] = frozenset(
+        {
+            # overridden
+            "_do",
+            "_driver_type",
+            "_held_work",
+            "_raise_pending",
+            "_run_app_work",
+            # construction and checks
+            "_setup",
+            "_check_usable",
+            "_timeout_or_default",
+            # state read or changed
+            "_assigned",
+            "_auto_commit",
+            "_closed",
+            "_closing",
+            "_driver",
+            "_errors",
+            "_fatal",
+            "_fetcher",
+            "_finalizer",
+            "_invoker",
+            "_last_auto_commit",
+            "_lookup",
+            "_metrics",
+            "_next_position_retry",
+            "_paused",
+            "_revoke_commit",
+            "_unpositioned",
+            # steps reused
+            "_commit_removed",
+            "_drop",
+            "_flush_starts",
+            "_uncommitted",
+        }
+    )
+
     def __init__(self, config: Mapping[str, object]) -> None:
         from ._io._fetcher import Fetcher  # loads librdkafka (see Message above)
 
@@ -675,6 +719,8 @@ class Consumer:
     # ------------------------------------------------------------------ app work
 
     def _run_app_work(self) -> None:
+        """Run the app work the driver queued (hook of the asyncio host, which
+        overrides it to hold the work behind a coroutine callback)."""
         self._check_lookup()
         if (
             self._unpositioned
@@ -699,6 +745,8 @@ class Consumer:
             self._fatal = self._driver.failure
 
     def _do(self, item: AppWork) -> None:
+        """Carry out one item of app work (hook of the asyncio host, which overrides
+        it to run coroutine callbacks as tasks)."""
         if isinstance(item, InvokeListener):
             try:
                 self._invoker.invoke(item.kind, item.partitions)
@@ -956,6 +1004,8 @@ class Consumer:
         return {tp: OffsetAndMetadata(offset=p) for tp, p in positions.items() if p >= 0}
 
     def _raise_pending(self) -> None:
+        """Raise what the last app work left to raise (hook of the asyncio host, which
+        adds its coroutine callbacks' first error)."""
         if self._fatal is not None:
             raise self._fatal
         error = self._invoker.take_error()

@@ -1,15 +1,22 @@
 """The exactly-once loop's decisions, on a scripted consumer and a recording producer.
 
-No broker, no thread, no real clock: each ``consume()`` of the fake consumer plays one
-scripted step (rebalance callbacks, a generation change, records), and the fake
-producer records every transactional call and raises what a test injects. What a real
-broker does with these calls is tested in tests/integration/test_exactly_once.py.
+No broker, no real clock: each ``consume()`` of the fake consumer plays one scripted
+step (rebalance callbacks, a generation change, records), and the fake producer records
+every transactional call and raises what a test injects. Every test runs twice, on the
+sync ``TransactionalProcessor`` and on ``coopconsumer.aio.AsyncTransactionalProcessor``
+(its producer calls on its worker thread, its callbacks and process function awaited):
+both drive one core, ``TransactionLoop``, so both must give the same transcript. The
+core's own requests, and what only the async driver does (cancellation), are tested at
+the end. What a real broker does with these calls is tested in
+tests/integration/test_exactly_once.py and tests/aio/test_aio_exactly_once.py.
 """
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Generator, Iterator, Mapping
 from typing import Any
 
 import pytest
@@ -25,6 +32,15 @@ from coopconsumer import (
     TransactionError,
 )
 from coopconsumer._io._txn_producer import check_group_metadata
+from coopconsumer._transactional import (
+    CheckBrokers,
+    Consume,
+    Process,
+    ProducerCall,
+    Request,
+    TransactionLoop,
+)
+from coopconsumer.aio import AsyncTransactionalProcessor
 
 P0 = TopicPartition("in", 0)
 P1 = TopicPartition("in", 1)
@@ -66,7 +82,8 @@ Event = tuple[str, Any]
 
 class FakeConsumer:
     def __init__(self) -> None:
-        self.listener: RebalanceListener | None = None
+        # Any: the async processor's listener returns coroutines.
+        self.listener: Any = None
         self.steps: deque[list[Event]] = deque()
         self.owned: set[TopicPartition] = set()
         self.metadata = GEN1
@@ -80,19 +97,21 @@ class FakeConsumer:
     def subscribe(self, topics: list[str], listener: RebalanceListener) -> None:
         self.listener = listener
 
-    def consume(self, num_messages: int, timeout: float) -> list[Any]:
+    def _play(self, num_messages: int) -> Generator[Any, None, list[Any]]:
+        """One scripted step; yields what each listener callback returned (the async
+        processor's callbacks are coroutines, awaited before the step goes on)."""
         assert self.listener is not None
         out: list[Any] = []
         for kind, arg in self.steps.popleft() if self.steps else []:
             if kind == "assign":
                 self.owned |= arg
-                self.listener.on_partitions_assigned(frozenset(arg))
+                yield self.listener.on_partitions_assigned(frozenset(arg))
             elif kind == "revoke":
                 self.log.append(f"revoke {sorted(arg)}")
-                self.listener.on_partitions_revoked(frozenset(arg))
+                yield self.listener.on_partitions_revoked(frozenset(arg))
                 self.owned -= arg
             elif kind == "lost":
-                self.listener.on_partitions_lost(frozenset(arg))
+                yield self.listener.on_partitions_lost(frozenset(arg))
                 self.owned -= arg
             elif kind == "generation":
                 self.metadata = arg
@@ -102,6 +121,15 @@ class FakeConsumer:
                 raise AssertionError(kind)
         assert len(out) <= num_messages
         return out
+
+    def consume(self, num_messages: int, timeout: float) -> list[Any]:
+        play = self._play(num_messages)
+        while True:
+            try:
+                next(play)
+            except StopIteration as done:
+                result: list[Any] = done.value
+                return result
 
     def seek(self, partition: TopicPartition, offset: int) -> None:
         assert partition in self.owned, f"seek of {partition}, which is not owned"
@@ -117,6 +145,25 @@ class FakeConsumer:
         return {}
 
     def close(self, timeout: float | None = None) -> None:
+        self.closed = True
+
+
+class AsyncFakeConsumer(FakeConsumer):
+    """The fake for ``AsyncTransactionalProcessor``: ``consume`` and ``close`` are
+    coroutines; the callbacks are awaited where the sync fake calls them."""
+
+    async def consume(self, num_messages: int, timeout: float) -> list[Any]:  # type: ignore[override]
+        play = self._play(num_messages)
+        while True:
+            try:
+                result = next(play)
+            except StopIteration as done:
+                records: list[Any] = done.value
+                return records
+            if inspect.isawaitable(result):
+                await result
+
+    async def close(self, timeout: float | None = None) -> None:  # type: ignore[override]
         self.closed = True
 
 
@@ -205,6 +252,49 @@ def copy_all(batch: list[Any], out: TransactionalOutput) -> None:
         out.produce("out", record.value())
 
 
+@pytest.fixture(params=["sync", "async"], autouse=True)
+def mode(request: pytest.FixtureRequest) -> Iterator[str]:
+    """Which processor ``Setup`` builds: every test runs on both."""
+    global MODE
+    MODE = request.param
+    yield MODE
+    MODE = "sync"
+    while RUNNERS:
+        RUNNERS.pop().close()
+
+
+MODE = "sync"
+RUNNERS: list[asyncio.Runner] = []
+
+
+class AsyncView:
+    """An ``AsyncTransactionalProcessor`` seen through the sync processor's methods:
+    each coroutine runs to its end on one event loop kept for the test."""
+
+    def __init__(self, processor: AsyncTransactionalProcessor) -> None:
+        self._processor = processor
+        self._runner = asyncio.Runner()
+        RUNNERS.append(self._runner)
+
+    def step(self, timeout: float = 0.5) -> int:
+        return self._runner.run(self._processor.step(timeout))
+
+    def run(self, *, poll_timeout: float = 0.5) -> Any:
+        return self._runner.run(self._processor.run(poll_timeout=poll_timeout))
+
+    def close(self, timeout: float | None = None) -> None:
+        self._runner.run(self._processor.close(timeout))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._processor, name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "_process_fn":
+            setattr(self._processor, name, value)
+        else:
+            super().__setattr__(name, value)
+
+
 class Setup:
     def __init__(
         self,
@@ -215,20 +305,31 @@ class Setup:
         max_records: int = 10_000,
         contiguous_generations: bool = True,
     ) -> None:
-        self.consumer = FakeConsumer()
+        self.consumer = AsyncFakeConsumer() if MODE == "async" else FakeConsumer()
         self.producer = FakeProducer(self.consumer)
         self.clock = Clock()
-        self.processor = TransactionalProcessor._with_io(
-            self.consumer,
-            self.producer,
-            process,
-            topics=["in"],
-            listener=listener,
-            commit_interval_ms=commit_interval_ms,
-            max_records_per_transaction=max_records,
-            clock=self.clock,
-            contiguous_generations=contiguous_generations,
-        )
+        options: dict[str, Any] = {
+            "topics": ["in"],
+            "listener": listener,
+            "commit_interval_ms": commit_interval_ms,
+            "max_records_per_transaction": max_records,
+            "clock": self.clock,
+            "contiguous_generations": contiguous_generations,
+        }
+        self.processor: Any
+        if MODE == "async":
+            self.processor = AsyncView(
+                AsyncTransactionalProcessor._with_io(
+                    self.consumer,
+                    self.producer,
+                    process,
+                    **options,
+                )
+            )
+        else:
+            self.processor = TransactionalProcessor._with_io(
+                self.consumer, self.producer, process, **options
+            )
 
 
 def test_a_batch_and_its_offsets_commit_in_one_transaction() -> None:
@@ -507,17 +608,20 @@ def test_a_long_wait_is_sliced_so_that_stop_takes_effect() -> None:
     waits: list[float] = []
     consume = s.consumer.consume
 
-    def timed_consume(num_messages: int, timeout: float) -> list[Any]:
+    def timed(num_messages: int, timeout: float) -> Any:
         waits.append(timeout)
         s.clock.now += timeout
         if len(waits) == 3:
             s.processor.stop()
         return consume(num_messages, timeout)
 
-    s.consumer.consume = timed_consume  # type: ignore[method-assign]
+    async def timed_async(num_messages: int, timeout: float) -> Any:
+        return await timed(num_messages, timeout)
+
+    s.consumer.consume = timed_async if MODE == "async" else timed  # type: ignore[method-assign,assignment]
     assert s.processor.step(10.0) == 0
     assert waits == [0.5, 0.5, 0.5]  # stopped after the third slice, not after 10 s
-    s.processor._stop.clear()
+    s.processor._loop.stopping.clear()
     waits.clear()
     assert s.processor.step(1.2) == 0
     assert waits == pytest.approx([0.5, 0.5, 0.2])
@@ -578,3 +682,137 @@ def test_a_kip848_member_epoch_may_jump() -> None:
     s.processor.step(0.1)
     s.processor.step(0.1)
     assert s.producer.sent() == [({P1: 2}, GEN4)]
+
+
+# ------------------------------------------------------------ the core's requests
+
+
+def core(consumer: FakeConsumer, commit_interval_ms: int = 0) -> TransactionLoop:
+    return TransactionLoop(
+        consumer,
+        FakeProducer(consumer),
+        batch_size=10,
+        commit_interval_ms=commit_interval_ms,
+        max_records_per_transaction=100,
+        clock=Clock(),
+        contiguous_generations=True,
+    )
+
+
+def answer(steps: Generator[Request, Any, Any], *results: Any) -> list[Request]:
+    """Send ``results`` one by one into ``steps``; the requests it made, in order."""
+    asked = [next(steps)]
+    for result in results:
+        asked.append(steps.send(result))
+    return asked
+
+
+@pytest.mark.parametrize("mode", ["sync"], indirect=True)
+def test_the_core_asks_for_every_io_and_performs_none(mode: str) -> None:
+    consumer = FakeConsumer()
+    consumer.owned = {P0}
+    loop = core(consumer)
+    steps = loop.step(0.1)
+    batch = records(P0, 0, 2)
+    asked = answer(steps, None, None, batch, None, None, None)
+    assert asked[:2] == [CheckBrokers(), ProducerCall("init")]
+    assert asked[2] == Consume(10, pytest.approx(0.1))  # type: ignore[arg-type]
+    assert asked[3] == ProducerCall("begin")
+    assert isinstance(asked[4], Process)
+    assert [r.offset() for r in asked[4].records] == [0, 1]
+    assert asked[5:] == [ProducerCall("send_offsets", ({P0: 2}, GEN1)), ProducerCall("commit")]
+    with pytest.raises(StopIteration) as done:
+        steps.send(None)
+    assert done.value.value == 2
+    assert loop.stats().transactions_committed == 1
+
+
+@pytest.mark.parametrize("mode", ["sync"], indirect=True)
+def test_the_core_turns_a_refused_commit_into_an_abort_and_a_rewind(mode: str) -> None:
+    consumer = FakeConsumer()
+    consumer.owned = {P0}
+    loop = core(consumer)
+    steps = loop.step(0.1)
+    answer(steps, None, None, records(P0, 7, 3), None, None)  # up to send_offsets
+    assert steps.send(None) == ProducerCall("commit")
+    refused = TransactionAbortedError("fenced", reason="group generation fenced", code=22)
+    assert steps.throw(refused) == ProducerCall("abort")
+    with pytest.raises(StopIteration) as done:
+        steps.send(None)
+    assert done.value.value == 3
+    assert consumer.seeks == [(P0, 7)]
+    assert loop.stats().aborts == {"group generation fenced": 1}
+    assert loop.txn is None
+
+
+# ------------------------------------------------------------ cancellation (async only)
+
+
+@pytest.mark.parametrize("mode", ["async"], indirect=True)
+def test_cancelling_an_async_process_function_aborts_and_replays_its_batch(mode: str) -> None:
+    started = asyncio.Event()
+    calls = 0
+
+    async def slow(batch: list[Any], out: TransactionalOutput) -> None:
+        nonlocal calls
+        calls += 1
+        copy_all(batch, out)
+        if calls == 1:
+            started.set()
+            await asyncio.sleep(60)
+
+    s = Setup(slow)  # type: ignore[arg-type]
+    s.consumer.play(("assign", {P0}), ("records", records(P0, 0, 3)))
+    processor = s.processor._processor
+
+    async def scenario() -> None:
+        task = asyncio.create_task(processor.step(0.1))
+        await started.wait()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert s.producer.names()[-1] == "abort"
+        assert s.consumer.seeks == [(P0, 0)]
+        s.consumer.play(("records", records(P0, 0, 3)))
+        assert await processor.step(0.1) == 3  # the replay commits
+
+    s.processor._runner.run(scenario())
+    assert s.producer.sent() == [({P0: 3}, GEN1)]
+    assert s.processor.stats().aborts == {"process function raised": 1}
+
+
+@pytest.mark.parametrize("mode", ["async"], indirect=True)
+def test_cancelling_during_a_commit_waits_for_it_and_keeps_the_core_in_step(mode: str) -> None:
+    import threading
+
+    s = Setup()
+    s.consumer.play(("assign", {P0}), ("records", records(P0, 0, 2)))
+    in_commit = threading.Event()
+    release = threading.Event()
+    commit = s.producer.commit
+
+    def blocking_commit(timeout_s: float | None = None) -> None:
+        in_commit.set()
+        assert release.wait(10)
+        commit(timeout_s)
+
+    s.producer.commit = blocking_commit  # type: ignore[method-assign]
+    processor = s.processor._processor
+
+    async def scenario() -> None:
+        task = asyncio.create_task(processor.step(0.1))
+        while not in_commit.is_set():
+            await asyncio.sleep(0.001)
+        task.cancel()
+        await asyncio.sleep(0.01)
+        assert not task.done()  # the commit on the worker thread is waited for
+        release.set()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        # The core saw the commit succeed: nothing is open, nothing is committed twice.
+        assert processor.stats().transactions_committed == 1
+        assert await processor.step(0.1) == 0
+
+    s.processor._runner.run(scenario())
+    assert s.producer.names().count("commit") == 1
+    assert "abort" not in s.producer.names()

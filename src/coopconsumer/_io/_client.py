@@ -28,7 +28,7 @@ import selectors
 import socket
 import time
 from collections.abc import Callable, Iterable
-from typing import Any, Final
+from typing import Any, ClassVar, Final
 
 import attrs
 
@@ -300,6 +300,13 @@ class KafkaClient:
     response are not raised. After ``close()`` requests fail with
     ``BrokerConnectionError``; the client cannot be reopened.
     """
+
+    #: The protected surface the asyncio host's ``aio._loop_client.LoopKafkaClient``
+    #: uses: the selector it replaces with one on the event loop's readiness callbacks,
+    #: ``wakeup`` (which wakes the loop instead) and the wake-up socket it unregisters.
+    #: tests/aio/test_aio_hooks.py checks the list against both sides;
+    #: docs/architecture.md, "The asyncio host's hooks".
+    _ASYNCIO_HOST_SURFACE: ClassVar[frozenset[str]] = frozenset({"_selector", "_wake_r", "wakeup"})
 
     def __init__(
         self,

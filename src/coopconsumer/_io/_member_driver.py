@@ -32,7 +32,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future
 from concurrent.futures import wait as wait_futures
-from typing import Any, Final, Protocol
+from typing import Any, ClassVar, Final, Protocol
 
 from .._coordinator import (
     AddBrokers,
@@ -204,6 +204,32 @@ class Driver:
     read-only properties. Everything else runs on the
     driver thread.
     """
+
+    #: The protected surface the asyncio host's ``aio._loop_driver.LoopDriver`` (this
+    #: class's step run as an event-loop task) overrides and uses. Renaming one, or
+    #: changing what it means, changes aio too; tests/aio/test_aio_hooks.py checks the
+    #: list against both sides. docs/architecture.md, "The asyncio host's hooks".
+    _ASYNCIO_HOST_SURFACE: ClassVar[frozenset[str]] = frozenset(
+        {
+            # overridden: waiting and the thread's life become the loop's
+            "_execute_all",
+            "_feed",
+            "alive",
+            "start",
+            "stop",
+            "wait_answer",
+            "wait_for",
+            # the step and its parts
+            "_once",
+            "_drain_commands",
+            "_die",
+            # state
+            "_client",
+            "_failure",
+            "_state",
+            "_stopping",
+        }
+    )
 
     def __init__(
         self,
@@ -532,10 +558,14 @@ class Driver:
                 call.on_error(_as_error(error))
 
     def _feed(self, event: object) -> None:
+        """Hand ``event`` to the member and execute its effects (hook of the asyncio
+        host's ``LoopDriver``, which wakes the loop's poller after it)."""
         effects = self._member.handle(event, self._clock())
         self._execute_all(effects)
 
     def _execute_all(self, effects: list[Effect]) -> None:
+        """Execute the member's effects (hook of the asyncio host's ``LoopDriver``,
+        which publishes the app work they queue to the loop)."""
         queued: list[AppWork] = []
         for effect in effects:
             if isinstance(effect, _APP_WORK_TYPES):

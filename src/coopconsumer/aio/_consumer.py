@@ -51,6 +51,10 @@ _REVOKE_COMMIT_SLICE_S: Final = 0.01
 #: sync consumer's slice.
 _POLLING_SLICE_S: Final = 0.05
 _CLOSE_TIMEOUT_S: Final = 30.0
+#: poll()/consume() suspend at least this often, even while records are ready: a
+#: reading loop that never awaits anything else would otherwise hold the event loop
+#: (its slow-callback limit is 100 ms by default, 50 ms in our health test).
+_YIELD_EVERY_S: Final = 0.01
 _STOPPED: Final = frozenset(
     {MemberState.CLOSED, MemberState.FATAL, ConsumerMemberState.CLOSED, ConsumerMemberState.FATAL}
 )
@@ -87,6 +91,8 @@ class AsyncConsumer:
         cfg.require_group_id()
         self._loop = loop
         self._signal = Signal()
+        #: When poll()/consume() last resumed from a suspension (see _YIELD_EVERY_S).
+        self._resumed_at = 0.0
         self._closed = False
         self._api_timeout_s = cfg.default_api_timeout_ms / 1000.0
         fetcher = GatedFetcher(cfg.fetcher_config(), logger=cfg.logger)
@@ -218,17 +224,25 @@ class AsyncConsumer:
                 continue
             if call is not None or hosted.has_listener_error:
                 hosted.run_app_work()
+            now = self._driver.clock()
+            if now - self._resumed_at >= _YIELD_EVERY_S:
+                # Records ready make this return without suspending, so a reading loop
+                # could hold the loop for as long as records keep coming: let the loop
+                # run its other callbacks (the driver's heartbeats) first. Before taking
+                # records, so that cancelling this await loses none.
+                await asyncio.sleep(0)
+                self._resumed_at = now = self._driver.clock()
             # Never blocks: librdkafka is asked with a zero timeout.
             records = hosted.consume(count, 0)
             if records:
                 return records
-            now = self._driver.clock()
             if deadline is not None and now >= deadline:
                 return []
             wait = self._slice(now)
             if deadline is not None:
                 wait = min(wait, deadline - now)
             await self._signal.wait(wait)
+            self._resumed_at = self._driver.clock()
 
     def _slice(self, now: float) -> float:
         """How long to await before looking again when nothing woke us."""
@@ -331,6 +345,18 @@ class AsyncConsumer:
             None, self._hosted.get_watermark_offsets, partition, timeout, False
         )
 
+    async def offsets_for_times(
+        self, timestamps: Mapping[TopicPartition, int], timeout: float | None = None
+    ) -> dict[TopicPartition, int | None]:
+        """:meth:`Consumer.offsets_for_times`: per partition, the earliest offset whose
+        record timestamp is at least the given one (ms since the epoch), None if there
+        is none. Same errors (``ConfigurationError`` for a negative timestamp,
+        ``KafkaError``, ``RequestTimeoutError``). librdkafka's ListOffsets blocks its
+        caller: it runs in the loop's default executor."""
+        return await self._loop.run_in_executor(
+            None, self._hosted.offsets_for_times, timestamps, timeout
+        )
+
     def records_lag(self) -> dict[TopicPartition, int]:
         """Per assigned partition, the records after the position as of the last fetch."""
         return self._hosted.records_lag()
@@ -346,6 +372,10 @@ class AsyncConsumer:
     def group_metadata(self) -> ConsumerGroupMetadata:
         """:meth:`Consumer.group_metadata`."""
         return self._hosted.group_metadata()
+
+    def consumer_group_metadata(self) -> ConsumerGroupMetadata:
+        """confluent-kafka's name for :meth:`group_metadata`."""
+        return self.group_metadata()
 
     @property
     def rebalance_protocol(self) -> RebalanceProtocol:

@@ -11,8 +11,15 @@ queue while that queue was empty, once until the queue is served again. So:
   threads (docs/asyncio.md);
 * the librdkafka handle is the ``rd_kafka_t *`` that every confluent-kafka client
   object keeps right after its Python object header (``Handle.rk`` in
-  confluent-kafka's C source, unchanged since its first release); it is checked to
-  be a consumer handle (``rd_kafka_type``) before it is used;
+  confluent-kafka's C source, unchanged since its first release). That layout is
+  confluent-kafka's private business, so every handle read is validated before
+  librdkafka is given it (``librdkafka_handle``): the pointer must lie inside a
+  readable mapping of this process (``/proc/self/maps``), ``rd_kafka_type`` must say
+  consumer, and ``rd_kafka_name`` must point inside the same object and read
+  ``<client.id>#consumer-<n>``, the name librdkafka gives every consumer. A layout
+  that fails is ``HandleLayoutError`` (an ``IncompatibleVersionError`` naming the
+  confluent-kafka version); ``create`` logs it once and returns None, and the consumer
+  polls for records instead (docs/asyncio.md);
 * the functions are called through ``ctypes`` in the librdkafka that confluent-kafka
   has loaded (the library file mapped into this process), never another copy.
 
@@ -29,13 +36,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ctypes
+import importlib.metadata
 import logging
 import os
 import socket
 from collections.abc import Callable
 from typing import Final
 
-__all__ = ["RecordsWakeup", "loaded_librdkafka"]
+from .._errors import IncompatibleVersionError
+
+__all__ = ["HandleLayoutError", "RecordsWakeup", "librdkafka_handle", "loaded_librdkafka"]
 
 log = logging.getLogger("coopconsumer.aio.wakeup")
 
@@ -45,8 +55,22 @@ _RD_KAFKA_CONSUMER: Final = 1
 #: header (``PyObject_HEAD``), whose size ``object`` reports.
 _RK_OFFSET: Final = object.__basicsize__
 _PAYLOAD: Final = b"r"
+#: What must be readable from the handle for the calls below: ``rd_kafka_t`` is a few
+#: kilobytes; ``rk_name`` is an array inside it.
+_HANDLE_SPAN: Final = 4096
+_NAME_SPAN: Final = 64 * 1024
+_NAME_BYTES: Final = 128
+#: librdkafka names every consumer ``<client.id>#consumer-<n>``.
+_CONSUMER_NAME: Final = b"#consumer-"
 
 _lib: ctypes.CDLL | None = None
+_layout_warned = False
+
+
+class HandleLayoutError(IncompatibleVersionError):
+    """The installed confluent-kafka does not keep librdkafka's handle where
+    coopconsumer reads it (the layout of its private ``Handle`` changed), or the object
+    is not a confluent-kafka consumer. Nothing was given to librdkafka."""
 
 
 def loaded_librdkafka() -> ctypes.CDLL | None:
@@ -78,6 +102,8 @@ def loaded_librdkafka() -> ctypes.CDLL | None:
             continue
         lib.rd_kafka_type.restype = ctypes.c_int
         lib.rd_kafka_type.argtypes = [ctypes.c_void_p]
+        lib.rd_kafka_name.restype = ctypes.c_void_p
+        lib.rd_kafka_name.argtypes = [ctypes.c_void_p]
         lib.rd_kafka_queue_get_consumer.restype = ctypes.c_void_p
         lib.rd_kafka_queue_get_consumer.argtypes = [ctypes.c_void_p]
         lib.rd_kafka_queue_io_event_enable.restype = None
@@ -92,6 +118,64 @@ def loaded_librdkafka() -> ctypes.CDLL | None:
         _lib = lib
         return lib
     return None
+
+
+def _readable_span(address: int, size: int) -> bool:
+    """Whether ``[address, address + size)`` lies inside one readable mapping."""
+    try:
+        with open("/proc/self/maps", encoding="ascii", errors="replace") as maps:
+            for line in maps:
+                span, perms = line.split(None, 2)[:2]
+                start, _, end = span.partition("-")
+                if int(start, 16) <= address and address + size <= int(end, 16):
+                    return perms.startswith("r")
+    except (OSError, ValueError):
+        return False
+    return False
+
+
+def _is_confluent_consumer(client: object) -> bool:
+    """Whether ``client`` is a ``confluent_kafka.Consumer`` (or a subclass), told
+    without importing confluent-kafka here (only ``_io`` does)."""
+    return any(
+        cls.__name__ == "Consumer"
+        # The C type is named ``cimpl.Consumer`` (its extension, confluent_kafka.cimpl).
+        and (cls.__module__ == "cimpl" or cls.__module__.startswith("confluent_kafka"))
+        for cls in type(client).__mro__
+    )
+
+
+def _versions(lib: ctypes.CDLL) -> str:
+    try:
+        client = importlib.metadata.version("confluent-kafka")
+    except importlib.metadata.PackageNotFoundError:
+        client = "(version unknown)"
+    lib.rd_kafka_version_str.restype = ctypes.c_char_p
+    native = lib.rd_kafka_version_str() or b"?"
+    return f"confluent-kafka {client} (librdkafka {native.decode(errors='replace')})"
+
+
+def librdkafka_handle(lib: ctypes.CDLL, client: object) -> int:
+    """The ``rd_kafka_t *`` of ``client`` (a ``confluent_kafka.Consumer``), validated
+    (see the module) before anything dereferences it. Raises ``HandleLayoutError``."""
+
+    def refuse(why: str) -> HandleLayoutError:
+        return HandleLayoutError(f"cannot reach librdkafka's handle in {_versions(lib)}: {why}")
+
+    if not _is_confluent_consumer(client):
+        raise refuse(f"{type(client).__name__} is not a confluent_kafka.Consumer")
+    rk = ctypes.c_void_p.from_address(id(client) + _RK_OFFSET).value
+    if not rk or not _readable_span(rk, _HANDLE_SPAN):
+        raise refuse("the word after the object header is not a pointer into readable memory")
+    if lib.rd_kafka_type(rk) != _RD_KAFKA_CONSUMER:
+        raise refuse("the pointer after the object header is not a consumer handle")
+    name = lib.rd_kafka_name(rk)
+    if not name or not rk <= name < rk + _NAME_SPAN or not _readable_span(name, _NAME_BYTES):
+        raise refuse("the handle's name is not inside it")
+    text = ctypes.string_at(name, _NAME_BYTES).partition(b"\0")[0]
+    if _CONSUMER_NAME not in text:
+        raise refuse(f"the handle's name {text[:40]!r} is not a librdkafka consumer's")
+    return rk
 
 
 class RecordsWakeup:
@@ -130,13 +214,17 @@ class RecordsWakeup:
     ) -> RecordsWakeup | None:
         """Attach to ``rdkafka_client`` (a ``confluent_kafka.Consumer``), or None when
         this platform's librdkafka cannot be reached."""
+        global _layout_warned
         lib = loaded_librdkafka()
         if lib is None:
             log.info("librdkafka's queue events are not reachable here; polling records")
             return None
-        rk = ctypes.c_void_p.from_address(id(rdkafka_client) + _RK_OFFSET).value
-        if not rk or lib.rd_kafka_type(rk) != _RD_KAFKA_CONSUMER:
-            log.warning("not a librdkafka consumer handle; polling records")
+        try:
+            rk = librdkafka_handle(lib, rdkafka_client)
+        except HandleLayoutError as exc:
+            if not _layout_warned:
+                _layout_warned = True
+                log.warning("%s; AsyncConsumer polls for records every 50 ms instead", exc)
             return None
         queue = lib.rd_kafka_queue_get_consumer(rk)
         if not queue:

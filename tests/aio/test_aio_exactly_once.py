@@ -1,0 +1,219 @@
+"""Exactly-once Kafka -> ``AsyncTransactionalProcessor`` -> Kafka on real brokers.
+
+What each broker can verify is said in tests/integration/test_exactly_once.py (and
+docs/testing.md, "Transactions and exactly-once"): the one-member copy runs on both
+embedded brokers; the runs across rebalances need committed transactional offsets,
+which only Tansu stores (the mock accepts TxnOffsetCommit and keeps nothing, so a
+partition's next owner would read it again from the start), and run on plain Tansu and
+on Tansu behind coopconsumer's transactions proxy, which fences TxnOffsetCommit by
+generation and member id as Kafka does and hides aborted records from
+``read_committed`` readers. Every output is counted by an independent confluent-kafka
+``read_committed`` reader.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import confluent_kafka
+import pytest
+
+from coopconsumer import TransactionalOutput, TransactionStats
+from coopconsumer.aio import AsyncTransactionalProcessor
+from coopconsumer.testing import (
+    EmbeddedBroker,
+    TransactionalBroker,
+    embedded_broker,
+    unique_name,
+)
+from integration.test_exactly_once import (
+    PARTITIONS,
+    exactly_once,
+    produce_inputs,
+    read_committed,
+)
+
+pytestmark = [pytest.mark.slow, pytest.mark.integration]
+
+
+@pytest.fixture(scope="module")
+def tansu_txn() -> Iterator[TransactionalBroker]:
+    """Tansu behind the transactions proxy (one per module)."""
+    with embedded_broker("tansu", transactions=True) as broker:
+        assert isinstance(broker, TransactionalBroker)
+        yield broker
+
+
+@pytest.fixture(scope="module")
+def tansu_plain() -> Iterator[EmbeddedBroker]:
+    with embedded_broker("tansu") as broker:
+        yield broker
+
+
+def consumer_config(broker: EmbeddedBroker, group: str) -> dict[str, object]:
+    return {
+        "bootstrap.servers": broker.bootstrap,
+        "group.id": group,
+        "auto.offset.reset": "earliest",
+        "session.timeout.ms": 6000,
+        "heartbeat.interval.ms": 500,
+        "partition.assignment.strategy": "cooperative-sticky",
+        **broker.client_config,
+    }
+
+
+def topics(broker: EmbeddedBroker) -> tuple[str, str]:
+    source, sink = unique_name("aeos-in"), unique_name("aeos-out")
+    broker.create_topic(source, PARTITIONS)
+    broker.create_topic(sink, PARTITIONS)
+    return source, sink
+
+
+def copy_to(topic: str) -> Callable[[list[Any], TransactionalOutput], Any]:
+    async def process(records: list[Any], out: TransactionalOutput) -> None:
+        for record in records:
+            out.produce(topic, b"out-" + record.value(), record.key())
+        await asyncio.sleep(0)  # an await inside the transaction, as a real service has
+
+    return process
+
+
+async def until(condition: Callable[[], bool], timeout_s: float, what: str) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        await asyncio.sleep(0.05)
+
+
+def test_one_member_copies_every_record_exactly_once(kafka: EmbeddedBroker) -> None:
+    source, sink = topics(kafka)
+    produce_inputs(kafka, source, 0, 2000)
+    group = unique_name("g-aeos")
+
+    async def scenario() -> TransactionStats:
+        processor = AsyncTransactionalProcessor(
+            consumer_config(kafka, group),
+            {"transactional.id": unique_name("txn")},
+            copy_to(sink),
+            topics=[source],
+        )
+        async with processor:
+            deadline = time.monotonic() + 60
+            processed = 0
+            while processed < 2000 and time.monotonic() < deadline:
+                processed += await processor.step(0.2)
+            await processor.step(0.2)  # idle: commit what is open
+            assert processor.group_metadata().generation_id >= 0
+            return processor.stats()
+
+    stats = asyncio.run(scenario())
+    assert stats.records_processed == 2000
+    assert stats.transactions_aborted == 0
+    missing, duplicated = exactly_once(read_committed(kafka, sink, 2000), 2000)
+    assert (missing, duplicated) == ([], [])
+
+
+class Member:
+    """A processor running ``run()`` as a task of the test's loop."""
+
+    def __init__(self, processor: AsyncTransactionalProcessor) -> None:
+        self.processor = processor
+        self.task = asyncio.create_task(self._run())
+
+    async def _run(self) -> TransactionStats:
+        try:
+            return await self.processor.run(poll_timeout=5.0)
+        finally:
+            await self.processor.close(10)
+
+    async def stop(self) -> TransactionStats:
+        self.processor.stop()
+        return await asyncio.wait_for(self.task, 60)
+
+
+def _scale_out_and_in(
+    broker: EmbeddedBroker, group: str
+) -> tuple[TransactionStats, TransactionStats]:
+    """A processes alone, B joins while input keeps arriving (a cooperative rebalance
+    moves partitions from A to B under open transactions), then B leaves; the output is
+    checked exactly once. Both members run on one event loop."""
+    source, sink = topics(broker)
+    total = 5000
+    produce_inputs(broker, source, 0, 1500)
+    config = consumer_config(broker, group)
+
+    def make() -> AsyncTransactionalProcessor:
+        # A long interval and long polls keep transactions open while records flow,
+        # so the rebalances meet open transactions (the case this test is about).
+        return AsyncTransactionalProcessor(
+            config,
+            {"transactional.id": unique_name("txn")},
+            copy_to(sink),
+            topics=[source],
+            commit_interval_ms=20_000,
+            batch_size=50,
+        )
+
+    def feed() -> None:
+        producer = confluent_kafka.Producer(
+            {"bootstrap.servers": broker.bootstrap, "linger.ms": 2, **broker.client_config}
+        )
+        for i in range(1500, total):
+            producer.produce(source, f"v{i}".encode(), key=f"k{i}".encode())
+            producer.poll(0)
+            time.sleep(0.001)
+        assert producer.flush(30) == 0
+
+    async def scenario() -> tuple[TransactionStats, TransactionStats]:
+        a = Member(make())
+        await until(lambda: len(a.processor.assignment()) == PARTITIONS, 30, "A to own all")
+        feeder = threading.Thread(target=feed, daemon=True)
+        feeder.start()
+        b = Member(make())
+        await until(
+            lambda: (
+                len(b.processor.assignment()) > 0
+                and len(a.processor.assignment()) + len(b.processor.assignment()) == PARTITIONS
+            ),
+            60,
+            "B to take partitions",
+        )
+        await until(lambda: b.processor.stats().records_processed >= 200, 60, "B to process")
+        b_stats = await b.stop()  # leaves the group: A takes its partitions back
+        await asyncio.to_thread(feeder.join, 120)
+        await until(lambda: len(a.processor.assignment()) == PARTITIONS, 60, "A to own all again")
+        await asyncio.sleep(1.0)
+        return await a.stop(), b_stats
+
+    a_stats, b_stats = asyncio.run(scenario())
+    missing, duplicated = exactly_once(read_committed(broker, sink, total), total)
+    assert missing == [], f"{len(missing)} missing, e.g. {missing[:5]}"
+    assert duplicated == [], f"{len(duplicated)} duplicated, e.g. {duplicated[:5]}"
+    # Revocations met open transactions and committed them before the partitions moved.
+    assert a_stats.commits_on_revoke + b_stats.commits_on_revoke >= 1
+    assert a_stats.records_processed + b_stats.records_processed == total
+    return a_stats, b_stats
+
+
+def test_a_cooperative_rebalance_commits_every_record_once_on_tansu(
+    tansu_plain: EmbeddedBroker,
+) -> None:
+    a, b = _scale_out_and_in(tansu_plain, unique_name("g-aeos"))
+    assert a.transactions_aborted == 0, a.aborts
+    assert b.transactions_aborted == 0, b.aborts
+
+
+def test_a_cooperative_rebalance_commits_every_record_once_behind_the_proxy(
+    tansu_txn: TransactionalBroker,
+) -> None:
+    group = unique_name("g-aeos")
+    _scale_out_and_in(tansu_txn, group)
+    commits = [c for c in tansu_txn.proxy.txn_offset_commits if c.group_id == group]
+    assert commits, "no TxnOffsetCommit went through the proxy"
+    # Every transactional commit carried a generation and was accepted by the fence.
+    assert all(c.generation_id >= 0 for c in commits), commits
+    assert all(c.error_code == 0 for c in commits), [c for c in commits if c.error_code]

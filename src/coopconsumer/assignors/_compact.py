@@ -19,11 +19,13 @@ Imports only the standard library and ``_types``; no I/O, no clock.
 
 from __future__ import annotations
 
-from bisect import bisect_left, bisect_right
+from array import array
+from bisect import bisect_right
+from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from itertools import chain, repeat
-from operator import add, itemgetter
-from typing import Any, overload
+from operator import add, itemgetter, lt
+from typing import Any, cast, overload
 
 from .._types import TopicPartition
 
@@ -59,10 +61,21 @@ class PartitionSpace:
     ``TopicPartition`` objects at C speed.
     """
 
-    __slots__ = ("_number_at", "_topic_at", "count_of", "start_of", "starts", "topics", "total")
+    __slots__ = (
+        "_number_at",
+        "_topic_at",
+        "count_of",
+        "sorted",
+        "start_of",
+        "starts",
+        "topics",
+        "total",
+    )
 
     def __init__(self, counts: Mapping[str, int]) -> None:
         self.topics: tuple[str, ...] = tuple(counts)
+        #: Whether the topics are in sorted order (so indices sort as the wire does).
+        self.sorted = list(self.topics) == sorted(self.topics)
         self.count_of: dict[str, int] = dict(counts)
         starts: list[int] = []
         total = 0
@@ -265,39 +278,35 @@ class CompactPartitions(Sequence[TopicPartition]):
         # Pickles as the tuple it equals: the index space stays behind.
         return (tuple, (tuple(self),))
 
-    def grouped(self) -> list[tuple[str, list[int]]]:
-        """The partitions grouped by topic, topics and each topic's numbers sorted (the
-        wire's layout), without making ``TopicPartition`` objects for the runs."""
-        by_topic: dict[str, list[int]] = {}
-        for topic, partition in self.kept:
-            found = by_topic.get(topic)
-            if found is None:
-                by_topic[topic] = [partition]
-            else:
-                found.append(partition)
-        indices = sorted(chain.from_iterable(self.runs))
-        if indices:
-            space = self.space
-            starts = space.starts
-            pos = 0
-            end = len(indices)
-            t = bisect_right(starts, indices[0]) - 1
-            while pos < end:
-                base = starts[t]
-                limit = base + space.count_of[space.topics[t]]
-                # Indices are sorted: this topic's end here, the next used topic's after.
-                stop = bisect_left(indices, limit, pos)
-                numbers = list(map(base.__rsub__, indices[pos:stop]))
-                topic = space.topics[t]
-                found = by_topic.get(topic)
-                if found is None:
-                    by_topic[topic] = numbers
-                else:
-                    found.extend(numbers)
-                pos = stop
-                if pos < end:
-                    t = bisect_right(starts, indices[pos]) - 1
-        if self.kept:
-            return [(topic, sorted(by_topic[topic])) for topic in sorted(by_topic)]
-        # Only runs: each topic's numbers are already sorted.
-        return [(topic, by_topic[topic]) for topic in sorted(by_topic)]
+    def sorted_numbers(self) -> tuple[list[tuple[str, int]], array[int]] | None:
+        """The partitions as the wire lays them out, without ``TopicPartition`` objects:
+        ``[(topic, how many), ...]`` in topic order, and every partition number, sorted
+        within its topic, in that order.
+
+        None when that takes objects after all (the kept partitions are not all
+        ``int`` partitions of the space, or its topics are not in sorted order).
+        """
+        space = self.space
+        kept = self._kept_indices()
+        if kept is None or not space.sorted:
+            return None
+        indices = sorted(chain(kept, *self.runs))
+        topic_at, number_at = space.tables()
+        # Sorted indices run topic by topic (topics sorted): counting in C keeps that order.
+        counts = Counter(map(topic_at.__getitem__, indices))
+        return list(counts.items()), array("i", map(number_at.__getitem__, indices))
+
+    def _kept_indices(self) -> list[int] | None:
+        """The indices of ``kept``, or None unless each is an int partition of the space."""
+        kept = self.kept
+        if not kept:
+            return []
+        space = self.space
+        topics = list(map(_topic_of, kept))
+        numbers = list(map(_number_of, kept))
+        limits = list(map(space.count_of.get, topics))
+        if set(map(type, numbers)) != {int} or None in limits or min(numbers) < 0:
+            return None
+        if not all(map(lt, numbers, cast("list[int]", limits))):
+            return None
+        return list(map(add, map(space.start_of.__getitem__, topics), numbers))

@@ -9,6 +9,7 @@ import pickle
 from collections.abc import Mapping
 
 import pytest
+from _gc_counting import collections_started
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -169,19 +170,8 @@ def test_a_large_first_assignment_starts_no_collection(
     # dealt as numbers it allocates a few objects per member.
     metadata, group = _equal_group(3, {"big": 40_000})
     assert gc.isenabled()
-    started: list[int] = []
-
-    def on_collection(phase: str, info: dict[str, int]) -> None:
-        if phase == "start":
-            started.append(info["generation"])
-
-    gc.collect()
-    gc.callbacks.append(on_collection)
-    try:
-        result = assignor_type().assign(metadata, group)
-    finally:
-        gc.callbacks.remove(on_collection)
-    assert len(started) <= 1
+    started, result = collections_started(lambda: assignor_type().assign(metadata, group))
+    assert started <= 1
     assert all(isinstance(a.partitions, CompactPartitions) for a in result.assignments.values())
     assert sorted(tp for a in result.assignments.values() for tp in a.partitions) == [
         TP("big", p) for p in range(40_000)

@@ -13,6 +13,7 @@ import threading
 from collections.abc import Sequence
 
 import pytest
+from _gc_counting import collections_started
 from _strategies_sticky import (
     RACKS,
     TP,
@@ -653,19 +654,7 @@ def _collections_during_large_pass(assignor: _BuiltIn) -> int:
             "c": sticky_subscription(("big",)),
         }
     )
-    started: list[int] = []
-
-    def on_collection(phase: str, info: dict[str, int]) -> None:
-        if phase == "start":
-            started.append(info["generation"])
-
-    gc.collect()
-    gc.callbacks.append(on_collection)
-    try:
-        assignor.assign(metadata, group)
-    finally:
-        gc.callbacks.remove(on_collection)
-    return len(started)
+    return collections_started(lambda: assignor.assign(metadata, group))[0]
 
 
 @pytest.mark.parametrize("assignor_type", _BUILT_INS, ids=lambda t: t.name)

@@ -88,8 +88,9 @@ def test_behaves_as_the_tuple_it_equals(
     assert (compact > other) == (expected > other)
     assert (compact >= other) == (expected >= other)
     assert compact == CompactPartitions(expected, compact.space, ())
-    not_a_partition: object = "not a partition"
-    assert not_a_partition not in compact
+    odd_values: tuple[object, ...] = ("not a partition", (["unhashable"], 0), ("a",), None)
+    for not_a_partition in odd_values:
+        assert not_a_partition not in compact
     assert (compact == list(expected)) is False
 
 

@@ -187,7 +187,10 @@ class CompactPartitions(Sequence[TopicPartition]):
             return True
         if not (isinstance(value, tuple) and len(value) == 2):
             return False
-        i = self.space.index(TopicPartition(value[0], value[1]))
+        try:
+            i = self.space.index(TopicPartition(value[0], value[1]))
+        except TypeError:  # an unhashable topic: equal to no partition, as in a tuple
+            return False
         return i is not None and any(i in run for run in self.runs)
 
     @overload

@@ -10,11 +10,13 @@ Semantics follow Java's ``AbstractStickyAssignor`` (KIP-54, KIP-341, KIP-429, KI
 * all subscriptions equal: Java's constrained assignment. ``min_quota = P // N``,
   ``max_quota = ceil(P / N)``; members keep owned partitions up to their quota (at most
   ``P % N`` members keep ``max_quota``), and the rest are dealt round-robin, neediest
-  member first. O(P) with C-level list, bytearray and slice operations: no
-  per-partition Python objects beyond the ``TopicPartition`` tuples that must be
-  returned. Claims are checked and subtracted with one byte per partition (see
-  ``_mark_claims``) rather than a set of tuples, which hashing a million claims and
-  probing a million partitions made the slowest step.
+  member first. O(P) with C-level range, bytearray and slice operations. Without
+  rack awareness what is dealt are partition numbers (``_compact.PartitionSpace``)
+  and each member's fresh partitions a ``CompactPartitions``: no per-partition
+  Python object at all, so a large pass starts no garbage collection (docs/assignors.md,
+  "Compact assignments"). Claims are checked and subtracted with one byte per
+  partition (see ``_mark_claims``) rather than a set of tuples, which hashing a
+  million claims and probing a million partitions made the slowest step.
 * otherwise: a general balancing pass. Valid owned partitions of subscribed topics are
   kept, unowned ones go to the least loaded subscriber, then partitions move from a
   member to a subscriber of the same topic holding at least two fewer, until no such

@@ -21,7 +21,11 @@ Malformed bytes raise :class:`~coopconsumer.ProtocolError`, naming the member wh
 
 from __future__ import annotations
 
+import struct
+import sys
+from array import array
 from collections.abc import Iterable
+from functools import lru_cache
 from itertools import repeat
 from typing import Final, TypeVar
 
@@ -36,6 +40,7 @@ from ._protocol.consumer_protocol_schemas import (
 )
 from ._types import TopicPartition
 from .assignors._api import Assignment, Subscription
+from .assignors._compact import CompactPartitions
 
 __all__ = [
     "CONSUMER_PROTOCOL_VERSION",
@@ -65,6 +70,50 @@ def _group_by_topic(partitions: Iterable[TopicPartition]) -> list[tuple[str, lis
         else:
             found.append(partition)
     return [(topic, sorted(by_topic[topic])) for topic in sorted(by_topic)]
+
+
+_INT32: Final = struct.Struct(">i")
+_INT16: Final = struct.Struct(">h")
+# The compact writer below writes partition numbers as a C int array, byte-swapped to
+# big-endian on little-endian machines; it needs C ints of 4 bytes.
+_ARRAY_INT32: Final = array("i").itemsize == 4
+
+
+@lru_cache(maxsize=4096)
+def _string(value: str) -> bytes:
+    """A protocol ``string``: int16 length, then UTF-8 (``struct.error`` when too long)."""
+    data = value.encode()
+    return _INT16.pack(len(data)) + data
+
+
+def _encode_compact_assignment(partitions: CompactPartitions, user_data: bytes) -> bytes | None:
+    """``encode_assignment`` of a built-in sticky assignor's compact result, written
+    straight from its partition numbers: the same bytes as the generic codec writes for
+    the tuple of the same partitions (tests/protocol checks), without making a
+    ``TopicPartition`` or a message object per partition. None when the compact form
+    cannot say it without objects (``CompactPartitions.sorted_numbers``)."""
+    layout = partitions.sorted_numbers() if _ARRAY_INT32 else None
+    if layout is None:
+        return None
+    topic_counts, numbers = layout
+    if sys.byteorder == "little":
+        numbers.byteswap()
+    raw = memoryview(numbers.tobytes())
+    parts: list[bytes | memoryview] = [_PREFIX_V3, _INT32.pack(len(topic_counts))]
+    append = parts.append
+    pos = 0
+    try:
+        for topic, count in topic_counts:
+            append(_string(topic))
+            append(_INT32.pack(count))
+            end = pos + 4 * count
+            append(raw[pos:end])
+            pos = end
+    except struct.error:
+        return None  # a topic name too long for the wire: the generic codec says so
+    append(_INT32.pack(len(user_data)))
+    append(user_data)
+    return b"".join(parts)
 
 
 def _flatten(groups: Iterable[tuple[str, tuple[int, ...]]]) -> tuple[TopicPartition, ...]:
@@ -138,8 +187,13 @@ def encode_assignment(assignment: Assignment) -> bytes:
     """The SyncGroup assignment bytes for ``assignment``, as version 3.
 
     Partitions are grouped by topic, topics and partitions sorted; user data is
-    written as bytes (empty when none).
+    written as bytes (empty when none). A ``CompactPartitions`` (the built-in sticky
+    assignors' result) is written from its partition numbers.
     """
+    if isinstance(assignment.partitions, CompactPartitions):
+        data = _encode_compact_assignment(assignment.partitions, assignment.user_data)
+        if data is not None:
+            return data
     message = ConsumerProtocolAssignment(
         assigned_partitions=tuple(
             ConsumerProtocolAssignmentTopicPartition(topic=topic, partitions=tuple(parts))

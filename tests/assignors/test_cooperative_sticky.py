@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import logging
 import struct
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import pytest
 from _strategies_sticky import (
@@ -38,7 +38,7 @@ from coopconsumer.assignors._sticky_userdata import encode_sticky_user_data
 
 def coop(
     topics: tuple[str, ...],
-    owned: tuple[TopicPartition, ...] = (),
+    owned: Sequence[TopicPartition] = (),
     generation: int = -1,
     *,
     user_data: bytes = b"",
@@ -265,12 +265,12 @@ def _rounds_until_stable(
     assignor: CooperativeStickyAssignor,
     metadata: ClusterMetadata,
     topics_of: dict[str, tuple[str, ...]],
-    owned: dict[str, tuple[TopicPartition, ...]],
+    owned: dict[str, Sequence[TopicPartition]],
     generation: int,
     *,
     max_rounds: int,
     racks: Mapping[str, str | None] | None = None,
-) -> tuple[list[GroupAssignment], dict[str, tuple[TopicPartition, ...]], int]:
+) -> tuple[list[GroupAssignment], dict[str, Sequence[TopicPartition]], int]:
     """Rebalance like a COOPERATIVE group: each round the members apply the result
     (revoking what they lost); a member that revoked anything triggers a follow-up."""
     results: list[GroupAssignment] = []
@@ -345,7 +345,7 @@ def test_equal_subscriptions_one_follow_up_completes_every_move(
     topics = next(iter(problem.members.values())).topics
     topics_of = dict.fromkeys(problem.members, topics)
     assignor = CooperativeStickyAssignor()
-    owned: dict[str, tuple[TopicPartition, ...]] = {}
+    owned: dict[str, Sequence[TopicPartition]] = {}
     generation = 1
     for kind, arg in [("start", None), *steps]:
         if kind == "join":
@@ -379,7 +379,7 @@ def test_unequal_subscriptions_converge_to_a_balanced_assignment(
     topics_of = {m: d.topics for m, d in problem.members.items()}
     pool = sorted({t for d in problem.members.values() for t in d.topics})
     assignor = CooperativeStickyAssignor()
-    owned: dict[str, tuple[TopicPartition, ...]] = {}
+    owned: dict[str, Sequence[TopicPartition]] = {}
     generation = 1
     for kind, arg in [("start", None), *steps]:
         if kind == "join":
@@ -441,7 +441,7 @@ def test_rack_aware_rounds_converge_complete_and_balanced(problem: Problem, leav
     topics_of = {m: d.topics for m, d in problem.members.items()}
     racks = {m: d.rack for m, d in problem.members.items()}
     assignor = CooperativeStickyAssignor()
-    owned: dict[str, tuple[TopicPartition, ...]] = {}
+    owned: dict[str, Sequence[TopicPartition]] = {}
     generation = 1
     for phase in ("start", "leave"):
         if phase == "leave" and len(topics_of) > 1:

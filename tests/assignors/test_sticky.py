@@ -10,8 +10,10 @@ import gc
 import logging
 import struct
 import threading
+from collections.abc import Sequence
 
 import pytest
+from _gc_counting import collections_started
 from _strategies_sticky import (
     RACKS,
     TP,
@@ -53,7 +55,7 @@ from coopconsumer.assignors._sticky_userdata import (
 
 def sticky_subscription(
     topics: tuple[str, ...],
-    owned: tuple[TopicPartition, ...] = (),
+    owned: Sequence[TopicPartition] = (),
     generation: int | None = None,
     rack: str | None = None,
 ) -> Subscription:
@@ -390,7 +392,7 @@ def test_stickiness_across_joins_and_leaves(
     """Equal subscriptions: when members leave, survivors keep everything they had;
     when members join, existing members only lose partitions."""
     topics = tuple(sorted(counts))
-    owned: dict[str, tuple[TopicPartition, ...]] = dict.fromkeys(initial, ())
+    owned: dict[str, Sequence[TopicPartition]] = dict.fromkeys(initial, ())
     generation = 0
     assignor = StickyAssignor()
     metadata = ClusterMetadata.from_partition_counts(counts)
@@ -639,24 +641,20 @@ _BUILT_INS: tuple[type[_BuiltIn], ...] = (
 
 def _collections_during_large_pass(assignor: _BuiltIn) -> int:
     """How many collections the cyclic collector started while ``assignor`` assigned
-    twice ``GC_PAUSE_THRESHOLD`` partitions (gc.callbacks sees every collection)."""
-    metadata = ClusterMetadata.from_partition_counts({"big": 2 * GC_PAUSE_THRESHOLD})
+    twice ``GC_PAUSE_THRESHOLD`` partitions (gc.callbacks sees every collection).
+
+    Member "a" alone also subscribes to "other": with unequal subscriptions the sticky
+    assignors take their general path, which makes a ``TopicPartition`` per partition
+    (with equal ones they deal partition numbers, and nothing triggers a collection)."""
+    metadata = ClusterMetadata.from_partition_counts({"big": 2 * GC_PAUSE_THRESHOLD, "other": 1})
     group = GroupSubscription(
-        subscriptions={m: sticky_subscription(("big",)) for m in ("a", "b", "c")}
+        subscriptions={
+            "a": sticky_subscription(("big", "other")),
+            "b": sticky_subscription(("big",)),
+            "c": sticky_subscription(("big",)),
+        }
     )
-    started: list[int] = []
-
-    def on_collection(phase: str, info: dict[str, int]) -> None:
-        if phase == "start":
-            started.append(info["generation"])
-
-    gc.collect()
-    gc.callbacks.append(on_collection)
-    try:
-        assignor.assign(metadata, group)
-    finally:
-        gc.callbacks.remove(on_collection)
-    return len(started)
+    return collections_started(lambda: assignor.assign(metadata, group))[0]
 
 
 @pytest.mark.parametrize("assignor_type", _BUILT_INS, ids=lambda t: t.name)

@@ -10,7 +10,7 @@ each member's whole assignment, in order, for ``sticky`` and ``cooperative-stick
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import cast
 
 import _sticky_core_reference as reference
@@ -29,10 +29,10 @@ from coopconsumer.assignors import (
 )
 from coopconsumer.assignors._sticky_userdata import encode_sticky_user_data
 
-Outcome = dict[str, tuple[TopicPartition, ...]] | tuple[type[BaseException], str]
+Outcome = dict[str, Sequence[TopicPartition]] | tuple[type[BaseException], str]
 
 
-def outcome(run: Callable[[], Mapping[str, tuple[TopicPartition, ...]]]) -> Outcome:
+def outcome(run: Callable[[], Mapping[str, Sequence[TopicPartition]]]) -> Outcome:
     """Each member's assignment, or the error raised (type and message)."""
     try:
         return dict(run())
@@ -42,7 +42,7 @@ def outcome(run: Callable[[], Mapping[str, tuple[TopicPartition, ...]]]) -> Outc
 
 def reference_assignment(
     metadata: ClusterMetadata, subs: Mapping[str, Subscription], *, cooperative: bool
-) -> dict[str, tuple[TopicPartition, ...]]:
+) -> dict[str, Sequence[TopicPartition]]:
     members = {}
     for m, s in subs.items():
         if cooperative:
@@ -60,7 +60,7 @@ def assignment_of(
     assignor: StickyAssignor | CooperativeStickyAssignor,
     metadata: ClusterMetadata,
     subs: Mapping[str, Subscription],
-) -> dict[str, tuple[TopicPartition, ...]]:
+) -> dict[str, Sequence[TopicPartition]]:
     got = assignor.assign(metadata, GroupSubscription(subscriptions=subs))
     return {m: a.partitions for m, a in got.assignments.items()}
 
@@ -164,7 +164,7 @@ def test_same_as_before_on_larger_groups_after_joins_and_leaves(seed: int) -> No
     topics = tuple(sorted(counts))
     metadata = ClusterMetadata.from_partition_counts(counts)
     members = [f"m{i:03d}" for i in range(rng.randint(1, 40))]
-    owned: dict[str, tuple[TopicPartition, ...]] = {}
+    owned: dict[str, Sequence[TopicPartition]] = {}
     next_id = len(members)
     for generation in range(1, 5):
         subs = {

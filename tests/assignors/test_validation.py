@@ -4,10 +4,11 @@ sanity check on every assignor result)."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import cast
 
 import pytest
 from _strategies_basic import problems
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from coopconsumer._errors import AssignorError, InvalidAssignmentError
@@ -25,6 +26,7 @@ from coopconsumer.assignors import (
     TopicPartition,
     validate_cooperative_assignment,
 )
+from coopconsumer.assignors._compact import CompactPartitions, PartitionSpace
 from coopconsumer.assignors._validation import check_assignment
 
 TP = TopicPartition
@@ -380,3 +382,70 @@ def test_corrupted_results_fail(
         check_assignment(
             metadata, group, GroupAssignment(assignments=assignments), assignor_name="x"
         )
+
+
+# --------------------------------------------------------------------------- compact results
+
+
+def _plus(assignment: Assignment, extra: tuple[TopicPartition, ...]) -> Assignment:
+    """``assignment`` with ``extra`` partitions added, keeping a compact result compact."""
+    partitions = assignment.partitions
+    if isinstance(partitions, CompactPartitions):
+        kept = (*partitions.kept, *extra)
+        return Assignment(partitions=CompactPartitions(kept, partitions.space, partitions.runs))
+    return Assignment(partitions=(*partitions, *extra))
+
+
+@settings(max_examples=100, deadline=None)
+@given(problems(equal_subscriptions=True), st.data())
+def test_corrupted_compact_results_fail(
+    problem: tuple[ClusterMetadata, GroupSubscription], data: st.DataObject
+) -> None:
+    # The checks read a CompactPartitions' numbers without making objects: they must
+    # still catch a duplicate, a foreign or a ghost partition added to one.
+    metadata, group = problem
+    assignments = dict(CooperativeStickyAssignor().assign(metadata, group).assignments)
+    compact = sorted(
+        m for m, a in assignments.items() if isinstance(a.partitions, CompactPartitions)
+    )
+    assume(compact)
+    member = data.draw(st.sampled_from(compact))
+    corruption = data.draw(st.sampled_from(["duplicate", "foreign", "ghost", "twice"]))
+    if corruption == "ghost":
+        assignments[member] = _plus(assignments[member], (TP("no-such-topic", 0),))
+    elif corruption == "twice":
+        first = assignments[member].partitions[0]
+        assignments[member] = _plus(assignments[member], (first,))
+    elif corruption == "duplicate":
+        others = [m for m, a in assignments.items() if a.partitions and m != member]
+        assume(others)
+        donor = data.draw(st.sampled_from(others))
+        tp = data.draw(st.sampled_from(tuple(assignments[donor].partitions)))
+        assignments[member] = _plus(assignments[member], (tp,))
+    else:
+        outsiders = [m for m, s in group.subscriptions.items() if "foreign" not in s.topics]
+        metadata = ClusterMetadata.from_partition_counts(
+            {**metadata.partition_counts, "foreign": 1}
+        )
+        assignments[data.draw(st.sampled_from(outsiders))] = _plus(
+            assignments[member], (TP("foreign", 0),)
+        )
+    with pytest.raises(InvalidAssignmentError):
+        check_assignment(
+            metadata, group, GroupAssignment(assignments=assignments), assignor_name="x"
+        )
+
+
+def test_compact_runs_outside_the_metadata_or_the_subscription_are_reported() -> None:
+    space = PartitionSpace({"t": 5, "u": 2})  # t has 3 partitions in METADATA
+    past_the_end = _result({"a": CompactPartitions((), space, [range(2, 5)])})
+    message = _check_error(_subs(a=["t"]), past_the_end)
+    assert "2 partition(s) not in the metadata: t-3; t-4" in message
+    unsubscribed = _result({"a": CompactPartitions((), PartitionSpace({"t": 3, "u": 2}), [[4]])})
+    assert "'a' got 'u'" in _check_error(_subs(a=["t"]), unsubscribed)
+    fine = _result({"a": CompactPartitions((), PartitionSpace({"t": 3, "u": 2}), [[0, 2]])})
+    check_assignment(METADATA, _subs(a=["t"]), fine, assignor_name="custom")
+    malformed = _result(
+        {"a": CompactPartitions([TP("t", cast(int, 1.5))], PartitionSpace({"t": 3}), [[0]])}
+    )
+    assert "not TopicPartition" in _check_error(_subs(a=["t"]), malformed)

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from coopconsumer import ProtocolError, TopicPartition
 from coopconsumer.assignors import Assignment, Subscription
+from coopconsumer.assignors._compact import CompactPartitions, PartitionSpace
 from coopconsumer.consumer_protocol import (
     CONSUMER_PROTOCOL_VERSION,
     decode_assignment,
@@ -203,3 +204,48 @@ def test_assignment_round_trip_up_to_ordering(
 def test_partition_numbers_beyond_int32_are_refused() -> None:
     with pytest.raises(ProtocolError):
         encode_assignment(Assignment(partitions=[TP("a", 2**31)]))
+
+
+@st.composite
+def compact_assignments(draw: st.DrawFn) -> Assignment:
+    """A built-in sticky assignor's kind of result: kept partitions, then index runs,
+    over topics in sorted order or not."""
+    topics = draw(st.lists(st.sampled_from(["a", "b", "c", "ü"]), unique=True, min_size=1))
+    counts = {t: draw(st.integers(0, 5)) for t in topics}
+    space = PartitionSpace(counts)
+    every = [TP(t, p) for t, n in counts.items() for p in range(n)]
+    kept: list[TopicPartition] = []
+    if every:
+        kept = draw(st.lists(st.sampled_from(every), max_size=4))
+    odd = draw(st.booleans())
+    if kept and odd:
+        kept.append(TP(kept[0].topic, True))  # odd but equal to partition 1: generic path
+    runs: list[list[int]] = []
+    if space.total:
+        runs = draw(st.lists(st.lists(st.integers(0, space.total - 1), max_size=5), max_size=3))
+    return Assignment(
+        partitions=CompactPartitions(kept, space, runs), user_data=draw(st.binary(max_size=6))
+    )
+
+
+@given(compact_assignments())
+def test_a_compact_assignment_is_written_as_the_tuple_it_equals(assignment: Assignment) -> None:
+    # The built-in sticky assignors' CompactPartitions is written from its numbers,
+    # byte for byte as the generic codec writes the same partitions.
+    assert isinstance(assignment.partitions, CompactPartitions)
+    as_tuple = Assignment(partitions=tuple(assignment.partitions), user_data=assignment.user_data)
+    assert encode_assignment(assignment) == encode_assignment(as_tuple)
+
+
+def test_a_compact_assignment_from_the_assignor_is_written_without_objects() -> None:
+    space = PartitionSpace({"a": 4, "b": 4})
+    compact = CompactPartitions([TP("b", 3)], space, [range(0, 8, 3)])
+    assert compact.sorted_numbers() is not None  # the path that makes no TopicPartition
+    expected = h("""
+        0003                           # version 3
+        00000002                       # 2 topics
+        0001 61  00000002 00000000 00000003   # a: 0, 3
+        0001 62  00000002 00000002 00000003   # b: 2, 3
+        00000000                       # empty user data
+    """)
+    assert encode_assignment(Assignment(partitions=compact)) == expected

@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import abc
 import enum
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from types import MappingProxyType
 
 import attrs
 
 from .._types import ConsumerGroupMetadata, TopicPartition
+from ._compact import CompactPartitions
 
 __all__ = [
     "DEFAULT_GENERATION_ID",
@@ -47,6 +48,14 @@ def _str_tuple(values: Iterable[str]) -> tuple[str, ...]:
 def _tp_tuple(values: Iterable[TopicPartition]) -> tuple[TopicPartition, ...]:
     # tuple() of a tuple is the same object: free for callers that already pass tuples,
     # which the assignors do for millions of partitions.
+    return tuple(values)
+
+
+def _tp_sequence(values: Iterable[TopicPartition]) -> Sequence[TopicPartition]:
+    # A built-in sticky assignor's CompactPartitions stays compact (it is immutable and
+    # behaves as the tuple it equals); anything else becomes a tuple.
+    if isinstance(values, CompactPartitions):
+        return values
     return tuple(values)
 
 
@@ -97,9 +106,15 @@ class Subscription:
 
 @attrs.frozen(kw_only=True)
 class Assignment:
-    """What one member gets in its SyncGroup answer (ConsumerProtocolAssignment)."""
+    """What one member gets in its SyncGroup answer (ConsumerProtocolAssignment).
 
-    partitions: tuple[TopicPartition, ...] = attrs.field(converter=_tp_tuple)
+    ``partitions`` is a tuple, except in the leader's results of the built-in sticky
+    assignors, which give a ``CompactPartitions``: an immutable sequence equal to (and
+    hashing like) the tuple of the same partitions, that makes ``TopicPartition``
+    objects only when iterated (docs/assignors.md, "Compact assignments").
+    """
+
+    partitions: Sequence[TopicPartition] = attrs.field(converter=_tp_sequence)
     user_data: bytes = attrs.field(default=b"", converter=_to_bytes)
 
 

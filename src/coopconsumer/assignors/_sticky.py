@@ -10,7 +10,7 @@ Imports the assignor contract, the core and the user-data codec; no I/O, no cloc
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from .._errors import ProtocolError
 from .._types import ConsumerGroupMetadata, TopicPartition
@@ -24,6 +24,7 @@ from ._api import (
     RebalanceProtocol,
     Subscription,
 )
+from ._compact import CompactPartitions
 from ._gc import paused_gc
 from ._sticky_core import MemberData, StickyResult, sticky_assign
 from ._sticky_userdata import (
@@ -72,7 +73,7 @@ class StickyAssignor(ConsumerPartitionAssignor):
     def __init__(self, *, pause_gc: bool = False) -> None:
         #: Whether ``assign`` pauses the cyclic garbage collector on large passes.
         self.pause_gc = pause_gc
-        self._member_assignment: tuple[TopicPartition, ...] | None = None
+        self._member_assignment: Sequence[TopicPartition] | None = None
         self._generation = DEFAULT_GENERATION_ID
 
     def supported_protocols(self) -> list[RebalanceProtocol]:
@@ -226,7 +227,24 @@ def _hold_back_transfers(result: StickyResult, subs: Mapping[str, Subscription])
     claimed = result.claimed
     if not claimed:
         return
+    claimed_numbers: set[int] | None = None
     for m, fresh in result.fresh.items():
+        if isinstance(fresh, CompactPartitions):
+            # Fresh partitions as index runs: compare numbers, make no objects.
+            space = fresh.space
+            if claimed_numbers is None:
+                claimed_numbers = set(space.indices_of(claimed))
+            if all(map(claimed_numbers.isdisjoint, fresh.runs)):
+                continue
+            mine_numbers = set(space.indices_of(subs[m].owned_partitions))
+            drop_numbers = {
+                i for run in fresh.runs for i in run if i in claimed_numbers
+            } - mine_numbers
+            if drop_numbers:
+                runs = [[i for i in run if i not in drop_numbers] for run in fresh.runs]
+                result.fresh[m] = CompactPartitions((), space, runs)
+                _held_back(m, len(drop_numbers))
+            continue
         if not fresh or claimed.isdisjoint(fresh):
             continue
         mine = set(subs[m].owned_partitions)
@@ -234,8 +252,10 @@ def _hold_back_transfers(result: StickyResult, subs: Mapping[str, Subscription])
         if moving:
             drop = set(moving)
             result.fresh[m] = [tp for tp in fresh if tp not in drop]
-            _log.debug(
-                "member %s: %d partitions held back until their owners revoke them",
-                m,
-                len(moving),
-            )
+            _held_back(m, len(moving))
+
+
+def _held_back(member_id: str, count: int) -> None:
+    _log.debug(
+        "member %s: %d partitions held back until their owners revoke them", member_id, count
+    )

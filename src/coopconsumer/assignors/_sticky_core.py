@@ -10,11 +10,13 @@ Semantics follow Java's ``AbstractStickyAssignor`` (KIP-54, KIP-341, KIP-429, KI
 * all subscriptions equal: Java's constrained assignment. ``min_quota = P // N``,
   ``max_quota = ceil(P / N)``; members keep owned partitions up to their quota (at most
   ``P % N`` members keep ``max_quota``), and the rest are dealt round-robin, neediest
-  member first. O(P) with C-level list, bytearray and slice operations: no
-  per-partition Python objects beyond the ``TopicPartition`` tuples that must be
-  returned. Claims are checked and subtracted with one byte per partition (see
-  ``_mark_claims``) rather than a set of tuples, which hashing a million claims and
-  probing a million partitions made the slowest step.
+  member first. O(P) with C-level range, bytearray and slice operations. Without
+  rack awareness what is dealt are partition numbers (``_compact.PartitionSpace``)
+  and each member's fresh partitions a ``CompactPartitions``: no per-partition
+  Python object at all, so a large pass starts no garbage collection (docs/assignors.md,
+  "Compact assignments"). Claims are checked and subtracted with one byte per
+  partition (see ``_mark_claims``) rather than a set of tuples, which hashing a
+  million claims and probing a million partitions made the slowest step.
 * otherwise: a general balancing pass. Valid owned partitions of subscribed topics are
   kept, unowned ones go to the least loaded subscriber, then partitions move from a
   member to a subscriber of the same topic holding at least two fewer, until no such
@@ -38,11 +40,12 @@ import logging
 from collections.abc import Iterable, Mapping, Sequence
 from itertools import compress, filterfalse, islice, repeat
 from operator import itemgetter
-from typing import NamedTuple
+from typing import NamedTuple, TypeVar
 
 from .._errors import AssignorError
 from .._types import TopicPartition
 from ._api import DEFAULT_GENERATION_ID, ClusterMetadata
+from ._compact import CompactPartitions, PartitionSpace, as_partition_number
 
 __all__ = ["MemberData", "StickyResult", "sticky_assign"]
 
@@ -53,6 +56,7 @@ _log = logging.getLogger("coopconsumer.assignors.sticky")
 # partition, about twice as slow at a million partitions.
 _tuple_new = tuple.__new__
 _by_partition_then_topic = itemgetter(1, 0)
+_T = TypeVar("_T")
 
 
 def _make_partitions(topic: str, numbers: Iterable[int]) -> Iterable[TopicPartition]:
@@ -77,7 +81,10 @@ class StickyResult(NamedTuple):
 
     Each member's assignment is ``kept[m] + fresh[m]``. ``kept`` holds only partitions
     the member itself claimed; ``fresh`` holds the rest of what it receives (normally
-    partitions it did not claim; the cooperative assignor re-checks). ``claimed``
+    partitions it did not claim; the cooperative assignor re-checks). Without rack
+    awareness, equal subscriptions give ``CompactPartitions`` as ``fresh`` (index runs,
+    no ``TopicPartition`` objects; see ``_compact``), and ``assignment`` then returns a
+    ``CompactPartitions`` too. ``claimed``
     holds every partition that some member claimed and that can be in a ``fresh``
     list (what the cooperative assignor needs to know which new partitions someone
     still owns). It may hold more claimed partitions than that (all of them, when
@@ -85,13 +92,15 @@ class StickyResult(NamedTuple):
     """
 
     kept: dict[str, Sequence[TopicPartition]]
-    fresh: dict[str, list[TopicPartition]]
+    fresh: dict[str, Sequence[TopicPartition]]
     claimed: set[TopicPartition]
 
-    def assignment(self, member_id: str) -> tuple[TopicPartition, ...]:
+    def assignment(self, member_id: str) -> Sequence[TopicPartition]:
         """The member's full assignment: kept partitions first, then fresh ones."""
         kept = self.kept[member_id]
         fresh = self.fresh[member_id]
+        if isinstance(fresh, CompactPartitions) and fresh:
+            return CompactPartitions(kept, fresh.space, fresh.runs)
         if not fresh:
             return tuple(kept)
         if not kept:
@@ -219,17 +228,17 @@ def _resolve_claims(
 
 
 def _deal_round_robin(
-    order: Sequence[str],
-    needs: Mapping[str, int],
-    partitions: list[TopicPartition],
-    fresh: dict[str, list[TopicPartition]],
-) -> None:
-    """Deal ``partitions`` round-robin to ``order`` (sorted neediest first).
+    order: Sequence[str], needs: Mapping[str, int], partitions: Sequence[_T]
+) -> dict[str, Sequence[_T]]:
+    """Deal ``partitions`` round-robin to ``order`` (sorted neediest first); return
+    what each member got.
 
     Member ``order[i]`` gets exactly ``needs[order[i]]`` partitions; in every round
     each member that still needs one gets the next partition, as Java's round-robin
-    fill. Rounds with the same set of members form one block dealt with slices.
+    fill. Rounds with the same set of members form one block dealt with slices (of a
+    ``range`` of indices, slices are ranges: nothing per partition is allocated).
     """
+    dealt: dict[str, Sequence[_T]] = {}
     active = [m for m in order if needs[m] > 0]
     total = sum(needs[m] for m in active)
     if total != len(partitions):
@@ -241,17 +250,18 @@ def _deal_round_robin(
         # Many different needs would mean many small blocks: deal one by one instead.
         alive = list(range(len(active)))
         left = counts[:]
+        got: list[list[_T]] = [[] for _ in active]
         pos = 0
         while alive:
             still: list[int] = []
             for i in alive:
-                fresh[active[i]].append(partitions[pos])
+                got[i].append(partitions[pos])
                 pos += 1
                 left[i] -= 1
                 if left[i]:
                     still.append(i)
             alive = still
-        return
+        return dict(zip(active, got, strict=True))
     pos = 0
     done = 0  # rounds dealt so far
     a = len(active)
@@ -263,14 +273,13 @@ def _deal_round_robin(
         block = partitions if width == len(partitions) else partitions[pos : pos + width]
         for j in range(a):
             m = active[j]
-            if fresh[m]:
-                fresh[m].extend(block[j::a])
-            else:
-                fresh[m] = block[j::a]
+            before = dealt.get(m)
+            dealt[m] = block[j::a] if before is None else [*before, *block[j::a]]
         pos += width
         done = counts[a - 1]
         while a and counts[a - 1] <= done:
             a -= 1
+    return dealt
 
 
 def _deal_rack_aware(
@@ -485,6 +494,12 @@ def _unmarked_partitions(
     return out
 
 
+def _unmarked_indices(space: PartitionSpace, marks: Mapping[str, bytearray]) -> list[int]:
+    """The indices (into ``space``) of the partitions whose mark is 0, in order; in C."""
+    selectors = b"".join(marks[topic].translate(_FREE_SELECTORS) for topic in space.topics)
+    return list(compress(range(space.total), selectors))
+
+
 def _constrained_assign(
     members: Mapping[str, MemberData],
     order: Sequence[str],
@@ -493,7 +508,9 @@ def _constrained_assign(
 ) -> StickyResult:
     n_members = len(order)
     n_partitions = sum(counts.values())
-    fresh: dict[str, list[TopicPartition]] = {m: [] for m in order}
+    # Without rack awareness, what is dealt are partition numbers (``_compact``): the
+    # fresh partitions of a million-partition assignment then need no objects at all.
+    space = None if racks.enabled else PartitionSpace(counts)
     kept: dict[str, Sequence[TopicPartition]] = {}
     min_quota, extra = divmod(n_partitions, n_members)
     max_quota = min_quota + (1 if extra else 0)
@@ -505,19 +522,13 @@ def _constrained_assign(
         # First assignment: nothing to keep, every partition is dealt.
         for m in order:
             kept[m] = ()
-        under = list(order)
-        _fill(
-            kept,
-            under,
-            at_min,
-            min_quota,
-            extra,
-            over,
-            _all_partitions(counts),
-            racks,
-            fresh,
-        )
-        return StickyResult(kept=kept, fresh=fresh, claimed=set())
+        quotas = _Quotas(list(order), at_min, min_quota, extra, over)
+        if space is not None:
+            fresh = _deal_indices(kept, quotas, range(space.total), space, order)
+            return StickyResult(kept=kept, fresh=fresh, claimed=set())
+        fresh_tps: dict[str, list[TopicPartition]] = {m: [] for m in order}
+        _fill(kept, quotas, _all_partitions(counts), racks, fresh_tps)
+        return StickyResult(kept=kept, fresh=dict(fresh_tps), claimed=set())
 
     marks = _mark_claims(members, order, counts)
     # ``marks`` (the clean case): every claim names an existing partition of a
@@ -560,12 +571,12 @@ def _constrained_assign(
             released.extend(ordered[quota:])
         else:
             kept[m] = owned
+    quotas = _Quotas(under, at_min, min_quota, extra, over)
 
     if marks is not None:
         # What is not kept is what nobody claimed plus what was released, in order.
         for topic, p in released:
             marks[topic][p] = 0
-        unassigned = _unmarked_partitions(counts, marks)
         # A claimed partition can only reach another member's fresh list by being
         # released: those are the ones the cooperative assignor must look at.
         claimed = set(released)
@@ -574,34 +585,50 @@ def _constrained_assign(
         keeping: set[TopicPartition] = set()
         for k in kept.values():
             keeping.update(k)
-        unassigned = _unclaimed_partitions(counts, keeping)
+        marks = _mark_kept(counts, keeping)
         claimed = _all_claims(members, order)
-    _fill(kept, under, at_min, min_quota, extra, over, unassigned, racks, fresh, off_rack)
-    return StickyResult(kept=kept, fresh=fresh, claimed=claimed)
+    if space is not None:
+        unassigned = _unmarked_indices(space, marks)
+        return StickyResult(
+            kept=kept, fresh=_deal_indices(kept, quotas, unassigned, space, order), claimed=claimed
+        )
+    fresh_tps = {m: [] for m in order}
+    _fill(kept, quotas, _unmarked_partitions(counts, marks), racks, fresh_tps, off_rack)
+    return StickyResult(kept=kept, fresh=dict(fresh_tps), claimed=claimed)
 
 
-def _fill(
-    kept: Mapping[str, Sequence[TopicPartition]],
-    under: Sequence[str],
-    at_min: Sequence[str],
-    min_quota: int,
-    extra: int,
-    over: int,
-    unassigned: list[TopicPartition],
-    racks: _RackInfo,
-    fresh: dict[str, list[TopicPartition]],
-    off_rack: Mapping[str, Sequence[TopicPartition]] | None = None,
-) -> None:
-    """Deal ``unassigned`` so every member ends at min_quota or max_quota.
+def _mark_kept(counts: Mapping[str, int], keeping: set[TopicPartition]) -> dict[str, bytearray]:
+    """One row of marks per topic: 1 for the partitions in ``keeping`` (valid claims).
+
+    A claim's number may be any number equal to an int (``TopicPartition("t", 1.0)``
+    equals ``TopicPartition("t", 1)``): it marks that partition, as a set would match.
+    """
+    marks = {topic: bytearray(n) for topic, n in counts.items()}
+    for topic, p in keeping:
+        number = as_partition_number(p)
+        if number is not None:
+            marks[topic][number] = 1
+    return marks
+
+
+class _Quotas(NamedTuple):
+    """Who still needs partitions after the claims, and the quotas (see ``_fill``)."""
+
+    under: Sequence[str]
+    at_min: Sequence[str]
+    min_quota: int
+    extra: int
+    over: int
+
+
+def _needs(kept: Mapping[str, Sequence[TopicPartition]], quotas: _Quotas) -> dict[str, int]:
+    """How many partitions each member of ``quotas.under`` (or ``at_min``) gets.
 
     Members under min_quota are filled to it; the remaining max_quota slots go first to
     members that kept exactly min_quota (Java polls them first), then to the filled
     members in the order they fill up (most kept first).
-
-    ``off_rack`` holds, per member, the owned partitions it did not keep for want of a
-    replica on its rack. Those that no member on a replica's rack takes go back to their
-    owner while it has room, before the round-robin deal (see ``_give_back``).
     """
+    under, at_min, min_quota, extra, over = quotas
     needs = {m: min_quota - len(kept[m]) for m in under}
     spare = extra - over
     if spare:
@@ -616,14 +643,52 @@ def _fill(
                     break
                 needs[m] += 1
                 spare -= 1
-    deal_order = sorted((m for m in needs if needs[m] > 0), key=lambda m: (-needs[m], m))
+    return needs
+
+
+def _deal_order(needs: Mapping[str, int]) -> list[str]:
+    return sorted((m for m in needs if needs[m] > 0), key=lambda m: (-needs[m], m))
+
+
+def _deal_indices(
+    kept: Mapping[str, Sequence[TopicPartition]],
+    quotas: _Quotas,
+    unassigned: Sequence[int],
+    space: PartitionSpace,
+    order: Sequence[str],
+) -> dict[str, Sequence[TopicPartition]]:
+    """``_fill`` without racks, dealing indices into ``space``: each member's fresh
+    partitions become one ``CompactPartitions`` (empty members get ``()``)."""
+    needs = _needs(kept, quotas)
+    dealt = _deal_round_robin(_deal_order(needs), needs, unassigned)
+    empty: tuple[TopicPartition, ...] = ()
+    return {m: CompactPartitions(empty, space, (dealt[m],)) if m in dealt else empty for m in order}
+
+
+def _fill(
+    kept: Mapping[str, Sequence[TopicPartition]],
+    quotas: _Quotas,
+    unassigned: list[TopicPartition],
+    racks: _RackInfo,
+    fresh: dict[str, list[TopicPartition]],
+    off_rack: Mapping[str, Sequence[TopicPartition]] | None = None,
+) -> None:
+    """Deal ``unassigned`` so every member ends at min_quota or max_quota (``_needs``).
+
+    ``off_rack`` holds, per member, the owned partitions it did not keep for want of a
+    replica on its rack. Those that no member on a replica's rack takes go back to their
+    owner while it has room, before the round-robin deal (see ``_give_back``).
+    """
+    needs = _needs(kept, quotas)
+    deal_order = _deal_order(needs)
     if racks.enabled:
         unassigned = _deal_rack_aware(deal_order, needs, unassigned, racks, fresh)
         if off_rack:
             unassigned = _give_back(off_rack, needs, unassigned, fresh)
-        deal_order = sorted((m for m in needs if needs[m] > 0), key=lambda m: (-needs[m], m))
+        deal_order = _deal_order(needs)
         unassigned.sort()
-    _deal_round_robin(deal_order, needs, unassigned, fresh)
+    for m, got in _deal_round_robin(deal_order, needs, unassigned).items():
+        fresh[m].extend(got)
 
 
 # --------------------------------------------------------------------------- general
@@ -634,7 +699,7 @@ def _general_assign(
     order: Sequence[str],
     counts: Mapping[str, int],
     racks: _RackInfo,
-) -> tuple[dict[str, Sequence[TopicPartition]], dict[str, list[TopicPartition]]]:
+) -> tuple[dict[str, Sequence[TopicPartition]], dict[str, Sequence[TopicPartition]]]:
     topics_of = {m: frozenset(t for t in members[m].topics if t in counts) for m in order}
     subscribers: dict[str, list[str]] = {t: [] for t in counts}
     for m in order:
@@ -684,7 +749,7 @@ def _general_assign(
     _balance(order, subscribers, holdings, load, racks)
 
     kept: dict[str, Sequence[TopicPartition]] = {}
-    fresh: dict[str, list[TopicPartition]] = {}
+    fresh: dict[str, Sequence[TopicPartition]] = {}
     for m in order:
         k: list[TopicPartition] = []
         f: list[TopicPartition] = []

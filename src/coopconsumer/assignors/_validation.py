@@ -4,17 +4,22 @@
 ``validate_cooperative_assignment`` enforces KIP-429's rule for COOPERATIVE (Java's
 ``ConsumerCoordinator.validateCooperativeAssignment``).
 
-Pure: imports only ``_api``, ``_types`` and ``_errors``; no I/O, no clock.
+A built-in sticky assignor's ``CompactPartitions`` is checked without making its
+partitions into objects: its index runs are partitions of its ``PartitionSpace``, so
+only that space is checked against the metadata and the subscriptions.
+
+Pure: imports only ``_api``, ``_compact``, ``_types`` and ``_errors``; no I/O, no clock.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from operator import itemgetter
 
 from .._errors import InvalidAssignmentError
 from .._types import TopicPartition
 from ._api import Assignment, ClusterMetadata, GroupAssignment, GroupSubscription, Subscription
+from ._compact import CompactPartitions, PartitionSpace
 
 __all__ = ["check_assignment", "validate_cooperative_assignment"]
 
@@ -177,9 +182,11 @@ def check_assignment(
         )
 
 
-def _all_partitions(values: tuple[TopicPartition, ...]) -> bool:
+def _all_partitions(values: Sequence[TopicPartition]) -> bool:
     """Fast path (C-level maps) for the usual case: every entry a TopicPartition of
     (str, int). A False only sends the caller to the exact per-entry check."""
+    if isinstance(values, CompactPartitions):
+        values = values.kept  # the runs make TopicPartition(str, int) by construction
     if not values:
         return True
     if set(map(type, values)) != {TopicPartition}:
@@ -199,8 +206,40 @@ def _is_partition(value: object) -> bool:
     )
 
 
+def _compact_space(assignments: Mapping[str, Assignment]) -> PartitionSpace | None:
+    """The one space of the ``CompactPartitions`` among ``assignments``, or None."""
+    spaces = {
+        id(a.partitions.space): a.partitions.space
+        for a in assignments.values()
+        if isinstance(a.partitions, CompactPartitions)
+    }
+    return next(iter(spaces.values())) if len(spaces) == 1 else None
+
+
+def _distinct_numbers(space: PartitionSpace, assignments: Mapping[str, Assignment]) -> int:
+    """How many distinct numbers the partitions map to in ``space``, or -1 when some
+    partition is not of it. Equal partitions map to equal numbers, so a count equal to
+    the number of partitions proves them distinct; a lower one proves nothing (a
+    partition number out of range may map onto another topic's)."""
+    numbers: set[int] = set()
+    try:
+        for assignment in assignments.values():
+            partitions = assignment.partitions
+            if isinstance(partitions, CompactPartitions) and partitions.space is space:
+                for run in partitions.runs:
+                    numbers.update(run)
+                partitions = partitions.kept
+            numbers.update(space.unchecked_indices(partitions))
+    except (KeyError, TypeError):
+        return -1
+    return len(numbers)
+
+
 def _duplicates(assignments: Mapping[str, Assignment]) -> list[str]:
     total = sum(len(a.partitions) for a in assignments.values())
+    space = _compact_space(assignments)
+    if space is not None and _distinct_numbers(space, assignments) == total:
+        return []  # compact results: numbers, no TopicPartition objects
     distinct: set[TopicPartition] = set()
     for assignment in assignments.values():
         distinct.update(assignment.partitions)
@@ -227,7 +266,12 @@ def _unsubscribed(
         if subscription is None:
             continue  # reported as a member not in the group
         subscribed = set(subscription.topics)
-        extra = set(map(topic_of, assignment.partitions)) - subscribed
+        partitions = assignment.partitions
+        if isinstance(partitions, CompactPartitions) and subscribed.issuperset(
+            partitions.space.topics
+        ):
+            partitions = partitions.kept  # every run's topic is subscribed
+        extra = set(map(topic_of, partitions)) - subscribed
         found.extend((member_id, topic) for topic in sorted(extra))
     if not found:
         return []
@@ -246,8 +290,17 @@ def _nonexistent(
 ) -> list[str]:
     counts = metadata.partition_counts
     bad: set[TopicPartition] = set()
+    checked_spaces: dict[int, bool] = {}
     for member_id, assignment in assignments.items():
         partitions = assignment.partitions
+        if isinstance(partitions, CompactPartitions):
+            space = partitions.space
+            known_space = checked_spaces.get(id(space))
+            if known_space is None:
+                known_space = all(counts.get(t) == n for t, n in space.count_of.items())
+                checked_spaces[id(space)] = known_space
+            if known_space:
+                partitions = partitions.kept  # every run is a partition of the metadata
         if not partitions:
             continue
         # Fast path: every partition number within the smallest count of the member's

@@ -78,6 +78,15 @@ commit before revoking fails if another member's JoinGroup got there first: the 
 counts coopconsumer's ("failed commits before revoking", logged by the Consumer) from
 the first member's start until the leave is absorbed, not while the members close.
 
+When the joiner starts matters on the KIP-848 rows. The joiner starts ``QUIET_S`` after
+the group's last change, which came with the members' last acknowledgements, so by
+default it starts at a fixed point of their heartbeat cycle (1.5 s is 7.5 intervals of
+200 ms: their next heartbeats come about 100 ms after the join). Whether the mock's
+hand-over then completes in one interval or two depends on the order of the members'
+heartbeats (docs/architecture.md, "Rebalance timing"), so one run measures one phase.
+``--join-jitter-ms`` starts the joiner after a further uniform random delay up to that
+bound, so that repeated runs sample every phase.
+
 A scenario that does not settle within 30 s is printed as FAILED with who owned how
 many partitions, not retried; the joining member's ``failed-rebalance-total`` shows how
 many of its JoinGroup/SyncGroup attempts failed on the way.
@@ -88,6 +97,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import logging
+import random
 import statistics
 import threading
 import time
@@ -112,6 +122,8 @@ QUIET_S = 1.5
 SETTLE_BOUND_S = 30.0
 #: librdkafka ``debug`` contexts for the confluent-kafka members (``--rdkafka-debug``).
 RDKAFKA_DEBUG = ""
+#: Upper bound of the random delay before the joiner starts (``--join-jitter-ms``).
+JOIN_JITTER_S = 0.0
 #: The "strategy" of the KIP-848 rows: ``group.protocol=consumer``, the broker assigns.
 KIP848 = "group.protocol=consumer"
 CLASSIC_IMPLEMENTATIONS = (
@@ -410,6 +422,8 @@ def scenario(
             start_member()
         names = [m.name for m in members]
         _wait(lambda: _settled(tracker, all_tps, names, True), "group forming", tracker)
+        if JOIN_JITTER_S:
+            time.sleep(random.uniform(0.0, JOIN_JITTER_S))
         before, _ = tracker.snapshot()
         joined_at = time.monotonic()
         start_member()
@@ -495,6 +509,12 @@ def main() -> None:
     )
     parser.add_argument("--log", default="", help="log level for coopconsumer, e.g. INFO")
     parser.add_argument(
+        "--join-jitter-ms",
+        type=float,
+        default=0.0,
+        help="start the joiner after a further random delay up to this bound (0: at once)",
+    )
+    parser.add_argument(
         "--rdkafka-debug",
         default="",
         help="librdkafka debug contexts for the confluent-kafka members, e.g. cgrp",
@@ -508,6 +528,8 @@ def main() -> None:
         global RDKAFKA_DEBUG
         RDKAFKA_DEBUG = args.rdkafka_debug
         logging.getLogger("rdkafka").setLevel(logging.DEBUG)
+    global JOIN_JITTER_S
+    JOIN_JITTER_S = args.join_jitter_ms / 1000.0
     sizes = [int(s) for s in args.sizes.split(",")]
     candidates = list(CLASSIC_IMPLEMENTATIONS)
     if args.broker == "mock":
@@ -517,7 +539,9 @@ def main() -> None:
     print(
         f"{args.partitions} partitions, {args.rate:.0f} records/s, "
         f"session.timeout.ms={SESSION_TIMEOUT_MS}, heartbeat.interval.ms={HEARTBEAT_MS}, "
-        f"one member joins a group of N, then one leaves"
+        f"one member joins a group of N"
+        + (f" (after a random delay up to {args.join_jitter_ms:.0f} ms)" if JOIN_JITTER_S else "")
+        + ", then one leaves"
     )
     started = time.monotonic()
     results: list[Result] = []

@@ -148,6 +148,26 @@ def test_heartbeats_at_the_interval_the_broker_returns() -> None:
     assert request == ConsumerGroupHeartbeatRequest(group_id="g", member_id="m-1", member_epoch=1)
 
 
+def test_the_interval_counts_from_when_the_heartbeat_left() -> None:
+    """As librdkafka, Java and the classic member: a slow answer does not push the
+    next heartbeat back by its round trip, so members keep their phase (issue 24)."""
+    m = Member()
+    m.stable(0)
+    request_id, _ = heartbeat(m.feed(Tick(), after=2.0))
+    sent_at = m.now
+    m.answer(request_id, ok(1), after=0.3)
+    assert m.member.next_deadline == pytest.approx(sent_at + 2.0)
+    assert sends(m.feed(Tick(), after=1.6)) == []
+    heartbeat(m.feed(Tick(), after=0.2))  # 2.1 s after it left, 1.8 s after its answer
+
+
+def test_an_answer_slower_than_the_interval_heartbeats_again_at_once() -> None:
+    m = Member()
+    m.stable(0)
+    request_id, _ = heartbeat(m.feed(Tick(), after=2.0))
+    heartbeat(m.answer(request_id, ok(1), after=2.5))
+
+
 def test_a_broker_chosen_member_id_is_kept() -> None:
     m = Member(member_id="")
     request_id, request = m.join()

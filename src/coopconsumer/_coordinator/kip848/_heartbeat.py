@@ -2,7 +2,8 @@
 
 A member joins by heartbeating with epoch 0 and every field filled in; afterwards a
 heartbeat leaves a field null when it did not change since the last answered one
-(``SentFields``), and goes out at the interval the coordinator returned. Each answer
+(``SentFields``), and goes out at the interval the coordinator returned, counted from
+when the previous one left. Each answer
 carries the member's epoch and, when it changed, its target assignment, which
 ``_reconcile`` applies. Errors map to actions through the shared table
 (``_error_actions``): a fenced or unknown member loses its partitions and rejoins at
@@ -315,7 +316,10 @@ def heartbeat_outcome(m: MemberCore, event: HeartbeatOutcome, now: float) -> Non
     m.member_epoch = response.member_epoch
     if response.heartbeat_interval_ms > 0:
         m.heartbeat_interval_s = ms(response.heartbeat_interval_ms)
-    m.heartbeat_due = now + m.heartbeat_interval_s
+    # The interval counts from when this heartbeat left, as Java's heartbeat timer,
+    # librdkafka's and the classic member's do: the round trip does not shift the
+    # member's phase (docs/architecture.md, "Rebalance timing").
+    m.heartbeat_due = max(now, event.pending.sent_at + m.heartbeat_interval_s)
     if response.assignment is not None:
         m.target = frozenset(
             (topic.topic_id, partition)

@@ -74,9 +74,10 @@ __all__ = ["Consumer", "FetcherLike", "client_for"]
 log = logging.getLogger("coopconsumer.consumer")
 
 #: Longest single wait inside poll()/consume(): between slices the consumer runs the
-#: rebalance work the driver queued, so a rebalance never waits for a long poll.
-#: librdkafka's consume() cannot be woken from another thread, so the slice is how soon
-#: the poll() thread sees new work; see docs/architecture.md ("Threads").
+#: rebalance work the driver queued, so a rebalance never waits for a long poll. The
+#: driver cuts a slice short when it queues work (``Fetcher.wake``); where librdkafka's
+#: handle cannot be reached, the slice is how soon the poll() thread sees new work;
+#: see docs/architecture.md ("Threads").
 _SLICE_S: Final = 0.05
 #: The slice while the member is STABLE with every position known: rebalance work only
 #: starts from a heartbeat answer, and a cooperative member then joins and syncs on the
@@ -443,6 +444,7 @@ class Consumer:
                 client,
                 self._metrics,
                 request_timeout_ms=cfg.connection.request_timeout_ms,
+                wake=getattr(fetcher, "wake", None),
             )
             self._driver.start()
         except BaseException:

@@ -11,15 +11,12 @@ import logging
 import confluent_kafka
 import pytest
 
+from coopconsumer._io import _librdkafka
 from coopconsumer._io._fetcher import OFFSET_BEGINNING, Fetcher
+from coopconsumer._io._librdkafka import HandleLayoutError, librdkafka_handle, loaded_librdkafka
 from coopconsumer._types import TopicPartition
 from coopconsumer.aio import _records_wakeup
-from coopconsumer.aio._records_wakeup import (
-    HandleLayoutError,
-    RecordsWakeup,
-    librdkafka_handle,
-    loaded_librdkafka,
-)
+from coopconsumer.aio._records_wakeup import RecordsWakeup
 from coopconsumer.aio._signal import Signal
 from coopconsumer.testing import EmbeddedBroker, unique_name
 
@@ -94,7 +91,7 @@ def test_the_handle_is_validated_before_librdkafka_gets_it(
             librdkafka_handle(lib, producer)
         # A confluent-kafka whose Handle keeps something else after the object header:
         # read one word further, as a changed layout would.
-        monkeypatch.setattr(_records_wakeup, "_RK_OFFSET", _records_wakeup._RK_OFFSET + 8)
+        monkeypatch.setattr(_librdkafka, "_RK_OFFSET", _librdkafka._RK_OFFSET + 8)
         with pytest.raises(HandleLayoutError, match=r"confluent-kafka \d+\.\d+"):
             librdkafka_handle(lib, consumer)
         # The consumer then falls back to polling, and says why once.

@@ -279,10 +279,15 @@ class FakeFetcher:
         self.closed = False
         self.assign_calls: list[dict[TopicPartition, int]] = []
         self.client_errors: list[KafkaError] = []
+        #: How many times the driver cut a consume() short (``Fetcher.wake``).
+        self.wakes = 0
 
     @property
     def assigned(self) -> frozenset[TopicPartition]:
         return frozenset(self._position)
+
+    def wake(self) -> None:
+        self.wakes += 1
 
     def assign(self, starts: Mapping[TopicPartition, int]) -> None:
         self.assign_calls.append(dict(starts))

@@ -148,6 +148,23 @@ def test_committed_at_its_deadline_is_a_timeout_caused_by_the_last_answer(
     consumer.close()
 
 
+def test_the_driver_wakes_the_fetcher_for_queued_work_and_completed_commits(
+    cluster: FakeCluster,
+) -> None:
+    """The poll() thread waits inside the fetcher's consume(); the driver cuts that wait
+    short whenever it hands that thread work (here: the assignment) or completes a
+    commit, instead of leaving it to the end of the slice (docs/architecture.md)."""
+    consumer, _ = cluster.consumer(settings())
+    fetcher = cluster.fetchers[-1]
+    consumer.subscribe([TOPIC], Recorder())
+    poll_until(consumer, lambda: consumer.assignment() == TPS)
+    assigned = fetcher.wakes
+    assert assigned >= 1
+    consumer.commit(asynchronous=False)
+    assert fetcher.wakes > assigned
+    consumer.close()
+
+
 def test_successor_starts_from_committed_offsets_and_reset_policy(cluster: FakeCluster) -> None:
     cluster.coordinator.committed[TopicPartition(TOPIC, 0)] = 3
     consumer, _ = cluster.consumer(settings(**{"auto.offset.reset": "latest"}))

@@ -10,7 +10,9 @@ our own wire client with the member id and generation, which librdkafka cannot s
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import ParamSpec, TypeVar
@@ -19,6 +21,7 @@ import confluent_kafka
 
 from .._errors import ConfigurationError, KafkaError, RequestTimeoutError
 from .._types import TopicPartition
+from ._librdkafka import HandleLayoutError, consumer_queue
 
 __all__ = [
     "LIBRDKAFKA_LOG",
@@ -129,6 +132,19 @@ class Fetcher:
         self._assigned: set[TopicPartition] = set()
         self._known_topics: set[str] = set()
         self._closed = False
+        # librdkafka's consumer queue, to cut short a consume() another thread waits
+        # in (wake); None where librdkafka cannot be reached (then nothing wakes it).
+        self._wake_lock = threading.Lock()
+        self._wake_lib, self._wake_queue = _wake_queue(self._consumer)
+
+    def wake(self) -> None:
+        """Make a ``consume()`` under way on another thread return now, as librdkafka
+        does for its own rebalance events (``rd_kafka_queue_yield``). Thread-safe; a
+        no-op once closed. A wake with nobody waiting ends the next ``consume()`` at
+        once, with what it has."""
+        with self._wake_lock:
+            if self._wake_lib is not None and self._wake_queue is not None:
+                self._wake_lib.rd_kafka_queue_yield(self._wake_queue)
 
     @property
     def assigned(self) -> frozenset[TopicPartition]:
@@ -272,6 +288,10 @@ class Fetcher:
         self._closed = True
         self._assigned.clear()
         try:
+            with self._wake_lock:
+                queue, self._wake_queue = self._wake_queue, None
+            if self._wake_lib is not None and queue is not None:
+                self._wake_lib.rd_kafka_queue_destroy(queue)
             self._consumer.close()
         except (confluent_kafka.KafkaException, RuntimeError) as exc:
             log.warning("fetcher: close failed: %s", exc)
@@ -405,3 +425,14 @@ def _probe_last_records(
             "keeping their ListOffsets end offsets",
             len(waiting),
         )
+
+
+def _wake_queue(consumer: object) -> tuple[ctypes.CDLL | None, int | None]:
+    """librdkafka and the consumer queue of ``consumer``, for ``Fetcher.wake``; (None,
+    None) where they cannot be reached (then nothing cuts a ``consume()`` short)."""
+    try:
+        reached = consumer_queue(consumer)
+    except HandleLayoutError as exc:
+        log.info("%s; a poll() waiting in librdkafka is not woken early", exc)
+        return None, None
+    return reached if reached is not None else (None, None)

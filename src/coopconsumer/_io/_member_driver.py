@@ -240,8 +240,13 @@ class Driver:
         request_timeout_ms: int,
         clock: Callable[[], float] = time.monotonic,
         name: str = "coopconsumer-driver",
+        wake: Callable[[], None] | None = None,
     ) -> None:
         self._member = member
+        # Cuts short the poll() thread's wait in librdkafka's consume() when work for
+        # it is queued or a commit or lookup it waits for completes (docs/architecture.md,
+        # "Threads and what crosses between them").
+        self._wake = wake
         self._client = client
         self._metrics = metrics
         self._request_timeout_s = request_timeout_ms / 1000.0
@@ -582,6 +587,8 @@ class Driver:
             self._protocol_name = member.protocol_name
             self._is_leader = member.is_leader
             self._cond.notify_all()
+        if queued and self._wake is not None:
+            self._wake()
         while self._later:
             self._feed(self._later.popleft())
 
@@ -714,6 +721,8 @@ class Driver:
             future.set_result(dict(effect.offsets))
         else:
             future.set_exception(effect.error)
+        if self._wake is not None:
+            self._wake()
 
     def _complete_commit(self, effect: CommitDone) -> None:
         future = effect.token
@@ -726,6 +735,8 @@ class Driver:
             future.set_result(None)
         else:
             future.set_exception(effect.error)
+        if self._wake is not None:
+            self._wake()
 
     # ------------------------------------------------------------------ versioned calls
 

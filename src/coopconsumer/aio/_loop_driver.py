@@ -61,7 +61,10 @@ class LoopDriver(Driver):
         *,
         request_timeout_ms: int,
         on_publish: Callable[[], None] = lambda: None,
+        wake: Callable[[], None] | None = None,
     ) -> None:
+        # ``wake`` is not used: the event loop never waits inside consume() (its
+        # records wake-up is the file descriptor of _records_wakeup).
         super().__init__(member, client, metrics, request_timeout_ms=request_timeout_ms)
         self._loop_client = client
         self._on_publish = on_publish

@@ -392,37 +392,121 @@ def test_errors_no_retry_can_cure_are_fatal(code: int) -> None:
 # ---------------------------------------------------------------------- commits
 
 
+def _commit_answer(code: int) -> OffsetCommitResponse:
+    return OffsetCommitResponse(
+        topics=(
+            OffsetCommitResponseTopic(
+                name="t",
+                partitions=(OffsetCommitResponsePartition(partition_index=0, error_code=code),),
+            ),
+        )
+    )
+
+
+def _send_commit(m: Member, token: object, epoch: int) -> int:
+    """Ask for a commit of t-0 at 9; returns the OffsetCommit's request id."""
+    offsets = {TopicPartition("t", 0): OffsetAndMetadata(offset=9)}
+    (send,) = sends(m.feed(CommitRequested(offsets=offsets, token=token)))
+    assert isinstance(send.request, OffsetCommitRequest)
+    assert send.request.generation_id == epoch
+    return send.request_id
+
+
+def _done(fx: list[Effect], token: object) -> CommitDone:
+    (done,) = [e for e in fx if isinstance(e, CommitDone)]
+    assert done.token is token
+    return done
+
+
 def test_commit_answers() -> None:
     m = Member()
     m.stable(0, epoch=4)
-    offsets = {TopicPartition("t", 0): OffsetAndMetadata(offset=9)}
 
     def commit(code: int) -> CommitDone:
         token = object()
-        (send,) = sends(m.feed(CommitRequested(offsets=offsets, token=token)))
-        assert isinstance(send.request, OffsetCommitRequest)
-        assert send.request.generation_id == 4
-        response = OffsetCommitResponse(
-            topics=(
-                OffsetCommitResponseTopic(
-                    name="t",
-                    partitions=(OffsetCommitResponsePartition(partition_index=0, error_code=code),),
-                ),
-            )
+        request_id = _send_commit(m, token, 4)
+        return _done(
+            m.feed(ResponseReceived(request_id=request_id, response=_commit_answer(code))), token
         )
-        (done,) = [
-            e
-            for e in m.feed(ResponseReceived(request_id=send.request_id, response=response))
-            if isinstance(e, CommitDone)
-        ]
-        assert done.token is token
-        return done
 
     assert commit(errors.NONE).error is None
-    assert isinstance(commit(errors.STALE_MEMBER_EPOCH).error, RebalanceInProgressError)
     assert isinstance(commit(errors.FENCED_MEMBER_EPOCH).error, CommitFailedError)
     assert isinstance(commit(errors.UNKNOWN_MEMBER_ID).error, CommitFailedError)
     assert m.state() is S.STABLE  # the heartbeat, not the commit, learns of fencing
+
+
+def test_a_commit_with_a_stale_epoch_is_sent_again_with_the_next_one() -> None:
+    """STALE_MEMBER_EPOCH: the epoch moved on while the commit was on its way (a
+    revocation was acknowledged). As Java, the commit waits for the member's next epoch
+    and goes again with it; the application sees one answer, the last."""
+    m = Member()
+    m.stable(0, epoch=4)
+    token = object()
+    request_id = _send_commit(m, token, 4)
+    fx = m.feed(
+        ResponseReceived(request_id=request_id, response=_commit_answer(errors.STALE_MEMBER_EPOCH))
+    )
+    assert [e for e in fx if isinstance(e, CommitDone)] == []
+    assert sends(fx) == []  # the same epoch would be refused again
+    beat, _ = heartbeat(m.feed(Tick(), after=2.0))
+    (again,) = sends(m.answer(beat, ok(5)))
+    assert isinstance(again.request, OffsetCommitRequest)
+    assert again.request.generation_id == 5
+    done = _done(
+        m.feed(ResponseReceived(request_id=again.request_id, response=_commit_answer(errors.NONE))),
+        token,
+    )
+    assert done.error is None
+
+
+def test_a_new_epoch_that_came_first_sends_the_stale_commit_at_once() -> None:
+    m = Member()
+    m.stable(0, epoch=4)
+    token = object()
+    request_id = _send_commit(m, token, 4)
+    beat, _ = heartbeat(m.feed(Tick(), after=2.0))
+    m.answer(beat, ok(5))  # the epoch moved on before the commit's answer came
+    fx = m.feed(
+        ResponseReceived(request_id=request_id, response=_commit_answer(errors.STALE_MEMBER_EPOCH))
+    )
+    (again,) = sends(fx)
+    assert isinstance(again.request, OffsetCommitRequest)
+    assert again.request.generation_id == 5
+
+
+def test_a_stale_commit_fails_as_a_rebalance_without_a_new_epoch_in_time() -> None:
+    m = Member()
+    m.stable(0, epoch=4)
+    token = object()
+    request_id = _send_commit(m, token, 4)
+    m.feed(
+        ResponseReceived(request_id=request_id, response=_commit_answer(errors.STALE_MEMBER_EPOCH))
+    )
+    # The heartbeats keep answering epoch 4 (nothing to send again) until the
+    # request timeout (30 s by default) ends the wait.
+    for _ in range(14):
+        beat, _ = heartbeat(m.feed(Tick(), after=2.0))
+        fx = m.answer(beat, ok(4))
+        assert sends(fx) == []
+        assert [e for e in fx if isinstance(e, CommitDone)] == []
+    fx = m.feed(Tick(), after=2.0)
+    done = _done(fx, token)
+    assert isinstance(done.error, RebalanceInProgressError)
+
+
+def test_a_stale_commit_of_a_fenced_member_fails_as_a_rebalance() -> None:
+    m = Member()
+    m.stable(0, epoch=4)
+    token = object()
+    request_id = _send_commit(m, token, 4)
+    m.feed(
+        ResponseReceived(request_id=request_id, response=_commit_answer(errors.STALE_MEMBER_EPOCH))
+    )
+    beat, _ = heartbeat(m.feed(Tick(), after=2.0))
+    fx = m.answer(beat, failed(errors.FENCED_MEMBER_EPOCH))
+    done = _done(fx, token)
+    assert isinstance(done.error, RebalanceInProgressError)
+    assert m.state() in (S.FENCED, S.JOINING)
 
 
 def test_commit_outside_the_group_fails() -> None:

@@ -43,6 +43,7 @@ from .._inputs import (
 from .._manual import drive_waiting_commits
 from .._metadata import want_metadata
 from . import _reconcile
+from ._kip848_commit import drive_stale_commits
 from ._kip848_core import HeartbeatOutcome, MemberCore, SentFields
 from ._kip848_states import ConsumerMemberState
 from ._reconcile import maybe_reconcile
@@ -134,9 +135,10 @@ def rejoin_after_poll(m: MemberCore, event: PollCalled, now: float) -> None:
 
 def drive(m: MemberCore, now: float) -> None:
     """Everything timers decide: commits of a manual assignment waiting for the
-    coordinator, committed-offset fetches, the poll timeout, the next heartbeat, and a
-    coordinator lookup when one is needed."""
+    coordinator, commits waiting for a new epoch, committed-offset fetches, the poll
+    timeout, the next heartbeat, and a coordinator lookup when one is needed."""
     drive_waiting_commits(m, now)  # before fetches: a fetch may read these commits back
+    drive_stale_commits(m, now)
     drive_fetches(m, now)
     if (
         m.heartbeating()
@@ -363,6 +365,7 @@ def fence(m: MemberCore, reason: str, now: float) -> None:
         m.observe(Observation.REBALANCE_FAILED, now)
         m.rebalance_started_at = None
     reset(m)
+    drive_stale_commits(m, now)  # out of the group: no new epoch will send them
     m.reason = reason
     m.lose()
     m.enter(FENCED)

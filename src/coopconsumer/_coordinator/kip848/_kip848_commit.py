@@ -5,18 +5,24 @@ classic member puts its generation (the request is built by the classic
 - In the group (an epoch): sent to the coordinator.
 - Joining or fenced: ``RebalanceInProgressError`` (retriable: poll, then retry).
 - Not in the group: ``CommitFailedError``.
-- STALE_MEMBER_EPOCH in the answer: the epoch moved on meanwhile,
-  ``RebalanceInProgressError``; UNKNOWN_MEMBER_ID / FENCED_MEMBER_EPOCH:
-  ``CommitFailedError`` (the heartbeat learns of the fencing and rejoins).
+- STALE_MEMBER_EPOCH in the answer: the epoch moved on meanwhile (a revocation was
+  acknowledged while the commit was on its way): the commit is sent again with the
+  member's next epoch, as Java does (the error's own text: retry after the updated
+  epoch comes with a heartbeat); ``RebalanceInProgressError`` only if no new epoch
+  comes within ``request.timeout.ms`` or the member leaves the group meanwhile.
+  UNKNOWN_MEMBER_ID / FENCED_MEMBER_EPOCH: ``CommitFailedError`` (the heartbeat learns
+  of the fencing and rejoins).
 
 Pure: imports the core and the shared commit helpers; never I/O, threads or clocks.
 """
 
 from __future__ import annotations
 
+import logging
+
 from ..._errors import CommitFailedError, RebalanceInProgressError
 from ..._protocol import errors
-from .._core import first_commit_error, offset_commit_request
+from .._core import first_commit_error, ms, offset_commit_request
 from .._effects import CommitDone
 from .._error_actions import Api, ErrorAction, action_for
 from .._host import commit_fatal as commit_fatal
@@ -24,7 +30,7 @@ from .._host import commit_not_member as commit_not_member
 from .._inputs import CommitRequested
 from .._manual import refuse_simple_commit
 from .._outcomes import OffsetCommitOutcome
-from ._kip848_core import MemberCore
+from ._kip848_core import MemberCore, StaleCommit
 
 
 def commit_send(m: MemberCore, event: CommitRequested, now: float) -> None:
@@ -55,6 +61,38 @@ def commit_send(m: MemberCore, event: CommitRequested, now: float) -> None:
         offsets=event.offsets,
     )
     m.send(Api.OFFSET_COMMIT, request, now, token=event.token)
+    m.commits_sent.append(event)
+
+
+def _take_sent(m: MemberCore, token: object) -> CommitRequested | None:
+    """The commit in flight that ``token`` names, forgotten (None: not one of ours)."""
+    for i, sent in enumerate(m.commits_sent):
+        if sent.token is token:
+            return m.commits_sent.pop(i)
+    return None
+
+
+def _stale_error() -> RebalanceInProgressError:
+    return RebalanceInProgressError(
+        "the offset commit carried a member epoch the group has moved past; "
+        "call poll() to catch up, then retry the commit"
+    )
+
+
+def drive_stale_commits(m: MemberCore, now: float) -> None:
+    """Send again, with the current epoch, the commits answered STALE_MEMBER_EPOCH
+    once the member's epoch moved past the one they carried; fail them when the member
+    is out of the group (joining again: epoch 0 or less) or their deadline passed."""
+    if not m.stale_commits:
+        return
+    waiting, m.stale_commits = m.stale_commits, []
+    for stale in waiting:
+        if m.member_epoch <= 0 or now >= stale.deadline:
+            m.emit(CommitDone(token=stale.event.token, error=_stale_error()))
+        elif m.member_epoch != stale.epoch and m.coordinator_id is not None:
+            commit_send(m, stale.event, now)
+        else:
+            m.stale_commits.append(stale)
 
 
 def commit_rejoining(m: MemberCore, event: CommitRequested, now: float) -> None:
@@ -74,6 +112,7 @@ def commit_rejoining(m: MemberCore, event: CommitRequested, now: float) -> None:
 
 def commit_outcome(m: MemberCore, event: OffsetCommitOutcome, now: float) -> None:
     token = event.pending.token
+    sent = _take_sent(m, token)
     if event.error is not None or event.response is None:
         m.coordinator_dead(f"OffsetCommit failed: {event.error}", now)
         m.emit(CommitDone(token=token, error=event.error))
@@ -87,15 +126,22 @@ def commit_outcome(m: MemberCore, event: OffsetCommitOutcome, now: float) -> Non
     name = errors.info(code).name
     action = action_for(Api.OFFSET_COMMIT, code)
     if code == errors.STALE_MEMBER_EPOCH:
-        m.emit(
-            CommitDone(
-                token=token,
-                error=RebalanceInProgressError(
-                    "the offset commit carried a member epoch the group has moved past; "
-                    "call poll() to catch up, then retry the commit"
-                ),
+        if sent is None:
+            m.emit(CommitDone(token=token, error=_stale_error()))
+            return
+        m.log(
+            logging.DEBUG,
+            f"OffsetCommit with member epoch {event.pending.generation_id} answered "
+            f"{name}; sending it again with the next epoch",
+        )
+        m.stale_commits.append(
+            StaleCommit(
+                event=sent,
+                epoch=event.pending.generation_id,
+                deadline=now + ms(m.config.request_timeout_ms),
             )
         )
+        drive_stale_commits(m, now)  # the new epoch may have come before this answer
     elif action is ErrorAction.RESET_AND_REJOIN:
         m.emit(
             CommitDone(

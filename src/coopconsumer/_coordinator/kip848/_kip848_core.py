@@ -24,10 +24,11 @@ from ..._types import ConsumerGroupMetadata, TopicPartition
 from .._base import MemberBase
 from .._core import check_group_identity, ms, positive
 from .._effects import (
+    CommitDone,
     Effect,
 )
 from .._error_actions import Api
-from .._inputs import RequestFailed, ResponseReceived, Subscribe
+from .._inputs import CommitRequested, RequestFailed, ResponseReceived, Subscribe
 from .._metadata import MetadataRefresh, metadata_answer
 from .._outcomes import (
     RESPONSE_TYPES,
@@ -112,6 +113,18 @@ class HeartbeatOutcome:
     error: CoopConsumerError | None = None
 
 
+@attrs.frozen(kw_only=True)
+class StaleCommit:
+    """A commit the coordinator answered STALE_MEMBER_EPOCH: sent again once the
+    member's epoch moves past ``epoch`` (Java's ``requestsWaitingForMemberEpoch``),
+    failed as a rebalance in progress at ``deadline`` or when the member leaves the
+    group (``_kip848_commit.drive_stale_commits``)."""
+
+    event: CommitRequested
+    epoch: int
+    deadline: float
+
+
 class MemberCore(MemberBase[ConsumerMemberState]):
     """The mutable data of one KIP-848 member and the operations all phases share.
 
@@ -163,8 +176,21 @@ class MemberCore(MemberBase[ConsumerMemberState]):
         # PREPARE_LEAVING / LEAVING: the leave heartbeat's epoch (-1, or -2 for a static
         # member that will come back), None to stay in the group (close without leave).
         self.leave_epoch: int | None = -1
+        # Commits in flight (sent with ``commit_send``), and those the coordinator
+        # answered STALE_MEMBER_EPOCH, waiting for the member's next epoch to be sent
+        # again (``_kip848_commit``).
+        self.commits_sent: list[CommitRequested] = []
+        self.stale_commits: list[StaleCommit] = []
 
         self.fx: list[Effect] = []
+
+    def fail_commits(self, error: CoopConsumerError) -> None:
+        """Answer every commit, waiting, in flight or waiting for a new epoch."""
+        stale, self.stale_commits = self.stale_commits, []
+        self.commits_sent.clear()
+        for commit in stale:
+            self.emit(CommitDone(token=commit.event.token, error=error))
+        super().fail_commits(error)
 
     # ------------------------------------------------------------------ state
 
@@ -194,6 +220,7 @@ class MemberCore(MemberBase[ConsumerMemberState]):
         if self.lookup is CoordinatorLookup.BACKING_OFF and self.lookup_retry_at is not None:
             candidates.append(self.lookup_retry_at)
         candidates.extend(w.deadline for w in self.waiting_commits)
+        candidates.extend(c.deadline for c in self.stale_commits)
         for job in self.fetches.values():
             candidates.append(job.deadline)
             if (

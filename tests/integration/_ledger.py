@@ -23,6 +23,7 @@ where it says so; member threads never raise, they keep their first error in
 from __future__ import annotations
 
 import bisect
+import collections
 import logging
 import re
 import threading
@@ -840,10 +841,13 @@ class _RdkafkaLog(logging.Handler):
         #: Group size at each of this member's leader turns.
         self.led: list[int] = []
         self.joins: list[tuple[int, str]] = []
+        #: The latest lines, with their time (``time.monotonic()``), for failure reports.
+        self.recent: collections.deque[tuple[float, str]] = collections.deque(maxlen=400)
 
     def emit(self, record: logging.LogRecord) -> None:
         message = record.getMessage()
         with self.guard:
+            self.recent.append((time.monotonic(), message))
             leader = _LEADER_LINE.search(message)
             if leader:
                 self.led.append(int(leader.group(1)))
@@ -942,6 +946,12 @@ class RdkafkaMember(_MemberThread):
     def _close(self) -> None:
         if self.consumer is not None:
             self.consumer.close()
+
+    def log_since(self, since: float) -> list[str]:
+        """librdkafka's ``cgrp`` lines logged at or after ``since`` (the latest 400 at
+        most), each with its ``time.monotonic()``: what a failure report shows."""
+        with self._log.guard:
+            return [f"{at:.3f} {line}" for at, line in self._log.recent if at >= since]
 
     def led(self) -> list[int]:
         """The group size each time librdkafka logged this member's election as leader."""

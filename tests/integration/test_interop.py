@@ -88,6 +88,11 @@ def _assert_kept_not_revoked(
         assert not kept_but_revoked, (
             f"{member.name} had {sorted(kept_but_revoked)} revoked and then got them back: "
             f"{ledger.events(member.name)}"
+            + (
+                "\nlibrdkafka's cgrp log since:\n" + "\n".join(member.log_since(since))
+                if isinstance(member, RdkafkaMember)
+                else ""
+            )
         )
 
 

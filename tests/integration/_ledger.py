@@ -61,6 +61,7 @@ __all__ = [
     "RecordingRange",
     "committed_offsets",
     "end_offsets",
+    "kept_but_given_up",
     "late_sync_on_mock",
     "mock_paced_strategy",
     "rdkafka_callbacks",
@@ -832,6 +833,31 @@ _LEADER_LINE = re.compile(r"I am elected leader for group \S+ with (\d+) member"
 _JOIN_LINE = re.compile(r"JoinGroup response: GenerationId (-?\d+), Protocol ([\w-]*)")
 
 
+#: librdkafka's cgrp line when an answer of the coordinator made it drop its assignment.
+_LOST_BY_COORDINATOR = re.compile(
+    r"current assignment of \d+ partition\(s\) lost: .*(Illegal generation|Unknown member)"
+)
+
+
+def kept_but_given_up(
+    ledger: OwnershipLedger, member: _MemberThread, since: float
+) -> frozenset[TopicPartition]:
+    """Partitions ``member`` gave up at or after ``since`` and owns again: what KIP-429
+    says a rebalance must not do to a member's kept partitions.
+
+    Every revocation counts, and every loss, except a librdkafka member's loss that its
+    own log says the coordinator caused by refusing its generation. Tansu ends a round
+    without a member whose SyncGroup it answered REBALANCE_IN_PROGRESS and that is
+    joining again (docs/testing.md); that member's next commit carries the skipped
+    generation, is answered ILLEGAL_GENERATION, and librdkafka then declares its
+    assignment lost, as it must. The assignors had no part in it, and the ledger still
+    checks that nobody else owned those partitions meanwhile."""
+    kinds: tuple[EventKind, ...] = ("revoked", "lost")
+    if isinstance(member, RdkafkaMember) and member.lost_by_coordinator_since(since):
+        kinds = ("revoked",)
+    return ledger.removed_since(member.name, since, kinds) & ledger.owned_by(member.name)
+
+
 class _RdkafkaLog(logging.Handler):
     """librdkafka's ``cgrp`` debug lines, parsed for leader turns and chosen protocols."""
 
@@ -946,6 +972,13 @@ class RdkafkaMember(_MemberThread):
     def _close(self) -> None:
         if self.consumer is not None:
             self.consumer.close()
+
+    def lost_by_coordinator_since(self, since: float) -> bool:
+        """Whether librdkafka logged, at or after ``since``, that it lost its assignment
+        because the coordinator refused its generation or member id (a commit or
+        heartbeat answered ILLEGAL_GENERATION or UNKNOWN_MEMBER_ID): the coordinator
+        ended its generation, which no assignor decides (``kept_but_given_up``)."""
+        return any(_LOST_BY_COORDINATOR.search(line) for line in self.log_since(since))
 
     def log_since(self, since: float) -> list[str]:
         """librdkafka's ``cgrp`` lines logged at or after ``since`` (the latest 400 at

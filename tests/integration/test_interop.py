@@ -44,6 +44,7 @@ from integration._ledger import (
     RdkafkaMember,
     RecordAccounting,
     committed_offsets,
+    kept_but_given_up,
     late_sync_on_mock,
     wait_for,
 )
@@ -83,8 +84,7 @@ def _assert_kept_not_revoked(
 ) -> None:
     """KIP-429: a rebalance revokes only partitions that move, never one the member keeps."""
     for member in members:
-        revoked = ledger.removed_since(member.name, since)
-        kept_but_revoked = revoked & ledger.owned_by(member.name)
+        kept_but_revoked = kept_but_given_up(ledger, member, since)
         assert not kept_but_revoked, (
             f"{member.name} had {sorted(kept_but_revoked)} revoked and then got them back: "
             f"{ledger.events(member.name)}"

@@ -12,8 +12,8 @@ inside a readable mapping of this process (``/proc/self/maps``), ``rd_kafka_type
 say consumer, and ``rd_kafka_name`` must point inside the same object and read
 ``<client.id>#consumer-<n>``, the name librdkafka gives every consumer. A layout that
 fails is ``HandleLayoutError`` (an ``IncompatibleVersionError`` naming the
-confluent-kafka version); callers then do without (docs/architecture.md, "Waking the
-poll thread"). The functions are called through ``ctypes`` in the librdkafka that
+confluent-kafka version); callers then do without (docs/architecture.md, "Threads and
+what crosses between them"). The functions are called through ``ctypes`` in the librdkafka that
 confluent-kafka has loaded (the library file mapped into this process), never another
 copy; Linux only (``/proc/self/maps``), elsewhere ``loaded_librdkafka`` is None.
 

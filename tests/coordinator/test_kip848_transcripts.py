@@ -418,6 +418,21 @@ def _done(fx: list[Effect], token: object) -> CommitDone:
     return done
 
 
+def _stale_commit() -> tuple[Member, object]:
+    """A member STABLE at epoch 4 whose commit (the token returned) was just answered
+    STALE_MEMBER_EPOCH, asserting nothing was answered or sent yet."""
+    m = Member()
+    m.stable(0, epoch=4)
+    token = object()
+    request_id = _send_commit(m, token, 4)
+    fx = m.feed(
+        ResponseReceived(request_id=request_id, response=_commit_answer(errors.STALE_MEMBER_EPOCH))
+    )
+    assert [e for e in fx if isinstance(e, CommitDone)] == []
+    assert sends(fx) == []  # the same epoch would be refused again
+    return m, token
+
+
 def test_commit_answers() -> None:
     m = Member()
     m.stable(0, epoch=4)
@@ -439,15 +454,7 @@ def test_a_commit_with_a_stale_epoch_is_sent_again_with_the_next_one() -> None:
     """STALE_MEMBER_EPOCH: the epoch moved on while the commit was on its way (a
     revocation was acknowledged). As Java, the commit waits for the member's next epoch
     and goes again with it; the application sees one answer, the last."""
-    m = Member()
-    m.stable(0, epoch=4)
-    token = object()
-    request_id = _send_commit(m, token, 4)
-    fx = m.feed(
-        ResponseReceived(request_id=request_id, response=_commit_answer(errors.STALE_MEMBER_EPOCH))
-    )
-    assert [e for e in fx if isinstance(e, CommitDone)] == []
-    assert sends(fx) == []  # the same epoch would be refused again
+    m, token = _stale_commit()
     beat, _ = heartbeat(m.feed(Tick(), after=2.0))
     (again,) = sends(m.answer(beat, ok(5)))
     assert isinstance(again.request, OffsetCommitRequest)
@@ -475,13 +482,7 @@ def test_a_new_epoch_that_came_first_sends_the_stale_commit_at_once() -> None:
 
 
 def test_a_stale_commit_fails_as_a_rebalance_without_a_new_epoch_in_time() -> None:
-    m = Member()
-    m.stable(0, epoch=4)
-    token = object()
-    request_id = _send_commit(m, token, 4)
-    m.feed(
-        ResponseReceived(request_id=request_id, response=_commit_answer(errors.STALE_MEMBER_EPOCH))
-    )
+    m, token = _stale_commit()
     # The heartbeats keep answering epoch 4 (nothing to send again) until the
     # request timeout (30 s by default) ends the wait.
     for _ in range(14):
@@ -495,13 +496,7 @@ def test_a_stale_commit_fails_as_a_rebalance_without_a_new_epoch_in_time() -> No
 
 
 def test_a_stale_commit_of_a_fenced_member_fails_as_a_rebalance() -> None:
-    m = Member()
-    m.stable(0, epoch=4)
-    token = object()
-    request_id = _send_commit(m, token, 4)
-    m.feed(
-        ResponseReceived(request_id=request_id, response=_commit_answer(errors.STALE_MEMBER_EPOCH))
-    )
+    m, token = _stale_commit()
     beat, _ = heartbeat(m.feed(Tick(), after=2.0))
     fx = m.answer(beat, failed(errors.FENCED_MEMBER_EPOCH))
     done = _done(fx, token)

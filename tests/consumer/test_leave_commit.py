@@ -407,3 +407,41 @@ def test_a_lookup_answered_while_the_commit_before_revoking_runs_starts_its_part
     until(lambda: a._revoke_commit is None, a._run_app_work, "the commit to end")
     assert fetcher.consume(1, 0.0) != []  # resumed when it ends (no REVOKED here)
     a.close()
+
+
+def test_close_stops_waiting_as_soon_as_the_commit_before_revoking_is_answered(
+    cluster: FakeCluster,
+) -> None:
+    # close() waits on the driver's condition while its commit before revoking runs.
+    # That wait used to end only on published app work or at the end of a 50 ms slice,
+    # so every close, and the LeaveGroup the rest of the group waits for, came up to
+    # 50 ms late (issue 24, the "all owned after leave" row). The predicate of every
+    # such wait must already be true when the commit's future is answered.
+    processed = Processed()
+    owned = Owned()
+    a, _ = cluster.consumer(settings())
+    a.subscribe([TOPIC], owned)
+
+    def read_all() -> bool:
+        mine = processed.by.get("a", {})
+        return owned.owned == TPS and all(len(mine.get(tp, ())) == RECORDS for tp in TPS)
+
+    until(read_all, lambda: processed.poll("a", a), '"a" reading every partition')
+    driver = a._driver
+    original = driver.wait_for
+    at_answer: list[bool] = []
+
+    def spying_wait_for(predicate: Callable[[], bool], timeout_s: float) -> bool:
+        commit = a._revoke_commit
+        if commit is not None:
+            # Runs on the thread that answers the future (or here, if answered).
+            commit.future.add_done_callback(lambda _f: at_answer.append(predicate()))
+        return original(predicate, timeout_s)
+
+    driver.wait_for = spying_wait_for  # type: ignore[method-assign]
+    a.close()
+    assert at_answer, "close() never waited for its commit before revoking"
+    assert all(at_answer)
+    committed = cluster.coordinator.committed_offsets()
+    assert {tp: committed.get(tp) for tp in TPS} == dict.fromkeys(TPS, RECORDS)
+    assert owned.kinds[-1] == "revoked"

@@ -17,7 +17,7 @@ import logging
 import re
 import threading
 import weakref
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future
 from functools import partial
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, Protocol, overload
@@ -279,6 +279,19 @@ def _woken(driver: Driver, lookup: Future[CommittedOffsets] | None) -> bool:
     committed-offset lookup's answer."""
     return (
         driver.has_app_work or driver.failure is not None or (lookup is not None and lookup.done())
+    )
+
+
+def _run_until_woken(
+    driver: Driver, done: Callable[[], bool], commit: _RevokeCommit | None
+) -> bool:
+    """What ends a wait of ``Consumer._run_until``: app work, a failure, ``done()``, or
+    the answer to the commit before revoking that runs."""
+    return (
+        driver.has_app_work
+        or driver.failure is not None
+        or done()
+        or (commit is not None and commit.future.done())
     )
 
 
@@ -1031,15 +1044,8 @@ class Consumer:
             # so a commit before revoking ends the wait as soon as it is answered: the
             # REVOKED callback and the LeaveGroup behind it go out at once, not at the
             # end of a slice (which delayed every close by up to 50 ms).
-            commit = self._revoke_commit
             driver.wait_for(
-                lambda: (
-                    driver.has_app_work
-                    or driver.failure is not None
-                    or done()
-                    or (commit is not None and commit.future.done())
-                ),
-                min(remaining, 0.5),
+                partial(_run_until_woken, driver, done, self._revoke_commit), min(remaining, 0.5)
             )
 
     def _wait(self, future: Future[Any], timeout_s: float) -> Any:

@@ -138,14 +138,107 @@ def test_an_empty_first_assignment_still_calls_on_partitions_assigned() -> None:
     ]
 
 
+def _past_the_reconciliation(m: Member) -> None:
+    """Heartbeat (unchanged answers) until the quick heartbeats that follow the join
+    are over: one interval (2 s) after the answer that brought the assignment."""
+    for _ in range(8):
+        if m.member._core.reconciling_until is None:
+            return
+        deadline = m.member.next_deadline
+        assert deadline is not None
+        request_id, _ = heartbeat(m.feed(Tick(), after=deadline - m.now))
+        m.answer(request_id, ok(1))
+    raise AssertionError("the member kept heartbeating quickly")
+
+
 def test_heartbeats_at_the_interval_the_broker_returns() -> None:
     m = Member()
     m.stable(0)
+    _past_the_reconciliation(m)
     assert m.member.next_deadline == pytest.approx(m.now + 2.0)
     assert sends(m.feed(Tick(), after=1.9)) == []
     _, request = heartbeat(m.feed(Tick(), after=0.1))
     # Nothing changed: every optional field is null.
     assert request == ConsumerGroupHeartbeatRequest(group_id="g", member_id="m-1", member_epoch=1)
+
+
+def test_while_its_change_reconciles_a_member_heartbeats_four_times_an_interval() -> None:
+    """The coordinator hands a partition to its new owner only in the answer to that
+    owner's heartbeat after the previous owner released it; the other members release
+    as they learn of the change, at their own heartbeats. For one interval after its
+    assignment changed the member heartbeats every quarter interval, so a partition
+    released just after its acknowledgement reaches it within 0.5 s, not 2 s (issue 24:
+    the chain of hand-overs on a join or leave)."""
+    m = Member()
+    m.stable(0)
+    _past_the_reconciliation(m)
+    request_id, _ = heartbeat(m.feed(Tick(), after=2.0))
+    fx = m.answer(request_id, ok(2, assignment(t=[0, 1])), after=0.01)
+    (assigned,) = listeners(fx)
+    fx = m.feed(ListenerDone(invocation_id=assigned.invocation_id, kind=assigned.kind))
+    ack_id, _ = heartbeat(fx)  # the acknowledgement: at once
+    ack_sent = m.now
+    m.answer(ack_id, ok(2), after=0.01)
+    # Another member released t-2 meanwhile: the next heartbeat, a quarter interval
+    # after the acknowledgement left, brings it.
+    assert m.member.next_deadline == pytest.approx(ack_sent + 0.5)
+    assert sends(m.feed(Tick(), after=0.48)) == []
+    request_id, _ = heartbeat(m.feed(Tick(), after=0.01))
+    fx = m.answer(request_id, ok(3, assignment(t=[0, 1, 2])), after=0.01)
+    (assigned,) = listeners(fx)
+    assert assigned.partitions == tps("t-2")
+    ack_id, _ = heartbeat(
+        m.feed(ListenerDone(invocation_id=assigned.invocation_id, kind=assigned.kind))
+    )
+    m.answer(ack_id, ok(3), after=0.01)
+    # Each change starts a new interval of quick heartbeats; unchanged answers end it.
+    changed_at = m.now - 0.01 - 0.01
+    quick = 0
+    while True:
+        deadline = m.member.next_deadline
+        assert deadline is not None
+        request_id, _ = heartbeat(m.feed(Tick(), after=deadline - m.now))
+        m.answer(request_id, ok(3))
+        if m.member._core.reconciling_until is None:
+            break
+        quick += 1
+    assert quick == 3
+    assert m.now == pytest.approx(changed_at + 2.0, abs=0.05)
+    sent = m.now
+    assert m.member.next_deadline == pytest.approx(sent + 2.0)
+
+
+def test_an_epoch_bump_without_new_partitions_starts_the_quick_heartbeats() -> None:
+    """Kafka moves a member waiting for partitions other members still own to the new
+    epoch and leaves its assignment as it is (its next answers bring them)."""
+    m = Member()
+    m.stable(0)
+    _past_the_reconciliation(m)
+    request_id, _ = heartbeat(m.feed(Tick(), after=2.0))
+    sent = m.now
+    m.answer(request_id, ok(2), after=0.01)
+    assert m.member.next_deadline == pytest.approx(sent + 0.5)
+
+
+def test_a_join_answered_without_an_assignment_heartbeats_again_quickly() -> None:
+    """librdkafka's mock answers a joining member whose partitions other members still
+    own at epoch 0 and without an assignment; they arrive as the others release them."""
+    m = Member()
+    request_id, _ = m.join()
+    sent = m.now
+    m.answer(request_id, joined(0, None), after=0.01)
+    assert m.state() is S.JOINING
+    assert m.member.next_deadline == pytest.approx(sent + 0.5)
+
+
+def test_an_unchanged_answer_keeps_the_interval() -> None:
+    m = Member()
+    m.stable(0)
+    _past_the_reconciliation(m)
+    request_id, _ = heartbeat(m.feed(Tick(), after=2.0))
+    sent = m.now
+    m.answer(request_id, ok(1, assignment(t=[0])), after=0.01)  # the same assignment
+    assert m.member.next_deadline == pytest.approx(sent + 2.0)
 
 
 def test_the_interval_counts_from_when_the_heartbeat_left() -> None:

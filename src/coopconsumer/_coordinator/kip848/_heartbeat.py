@@ -44,7 +44,12 @@ from .._manual import drive_waiting_commits
 from .._metadata import want_metadata
 from . import _reconcile
 from ._kip848_commit import drive_stale_commits
-from ._kip848_core import HeartbeatOutcome, MemberCore, SentFields
+from ._kip848_core import (
+    RECONCILING_HEARTBEATS_PER_INTERVAL,
+    HeartbeatOutcome,
+    MemberCore,
+    SentFields,
+)
 from ._kip848_states import ConsumerMemberState
 from ._reconcile import maybe_reconcile
 
@@ -199,6 +204,7 @@ def reset(m: MemberCore) -> None:
     m.target = None
     m.to_add = None
     m.sent = None
+    m.reconciling_until = None
 
 
 def leave_epoch(m: MemberCore, leave_group: bool | None) -> int | None:
@@ -315,19 +321,23 @@ def heartbeat_outcome(m: MemberCore, event: HeartbeatOutcome, now: float) -> Non
         m.sent = fields
     if response.member_id:
         m.member_id = response.member_id
+    # A join is a change too: the coordinator may answer it at epoch 0 and without an
+    # assignment while other members still own this one's partitions (librdkafka's mock).
+    changed = m.state is JOINING or response.member_epoch != m.member_epoch
     m.member_epoch = response.member_epoch
     if response.heartbeat_interval_ms > 0:
         m.heartbeat_interval_s = ms(response.heartbeat_interval_ms)
-    # The interval counts from when this heartbeat left, as Java's heartbeat timer,
-    # librdkafka's and the classic member's do: the round trip does not shift the
-    # member's phase (docs/architecture.md, "Rebalance timing").
-    m.heartbeat_due = max(now, event.pending.sent_at + m.heartbeat_interval_s)
     if response.assignment is not None:
-        m.target = frozenset(
+        target = frozenset(
             (topic.topic_id, partition)
             for topic in response.assignment.topic_partitions
             for partition in topic.partitions
         )
+        changed = changed or target != m.target
+        m.target = target
+    if changed:
+        m.reconciling_until = now + m.heartbeat_interval_s
+    m.heartbeat_due = max(now, next_heartbeat_at(m, event.pending.sent_at, now))
     if m.state is ACKNOWLEDGING:
         if isinstance(fields, SentFields) and fields.owned == m.reconciled:
             m.enter(STABLE)
@@ -335,6 +345,25 @@ def heartbeat_outcome(m: MemberCore, event: HeartbeatOutcome, now: float) -> Non
             m.heartbeat_due = now  # this one left before the reconciliation ended
     maybe_reconcile(m, now)
     drive(m, now)
+
+
+def next_heartbeat_at(m: MemberCore, sent_at: float, now: float) -> float:
+    """When the heartbeat after one sent at ``sent_at`` and answered at ``now`` is due.
+
+    The interval counts from when that heartbeat left, as Java's heartbeat timer,
+    librdkafka's and the classic member's do: the round trip does not shift the
+    member's phase. For one interval after its epoch or assignment changed, the
+    member heartbeats ``RECONCILING_HEARTBEATS_PER_INTERVAL`` times as often: the
+    other members learn of the same change at their own next heartbeats and release
+    partitions for this one as they reconcile, and the coordinator hands a partition
+    over only in the answer to its new owner's heartbeat, so at the regular pace a
+    member that heartbeated just before its giver acknowledged waits a whole interval
+    more (docs/architecture.md, "Rebalance timing")."""
+    interval = m.heartbeat_interval_s
+    if m.reconciling_until is not None and now < m.reconciling_until:
+        return sent_at + interval / RECONCILING_HEARTBEATS_PER_INTERVAL
+    m.reconciling_until = None
+    return sent_at + interval
 
 
 def _heartbeat_error(m: MemberCore, code: int, message: str | None, now: float) -> None:

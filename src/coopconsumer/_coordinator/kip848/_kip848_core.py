@@ -53,6 +53,11 @@ SERVER_ASSIGNORS: Final = frozenset({"uniform", "range"})
 #: The interval until the first heartbeat answer says otherwise (Kafka's default
 #: ``group.consumer.heartbeat.interval.ms``).
 DEFAULT_HEARTBEAT_INTERVAL_MS: Final = 5_000
+#: While the group reconciles a change that reached this member, it heartbeats this many
+#: times per interval: partitions the other members release meanwhile reach it within
+#: a fraction of the interval rather than at its next regular heartbeat
+#: (``_heartbeat.heartbeat_outcome``; docs/architecture.md, "Rebalance timing").
+RECONCILING_HEARTBEATS_PER_INTERVAL: Final = 4
 
 
 def _check_config(config: ConsumerMemberConfig) -> None:
@@ -166,6 +171,10 @@ class MemberCore(MemberBase[ConsumerMemberState]):
         self.sent: SentFields | None = None
         self.heartbeat_interval_s = ms(DEFAULT_HEARTBEAT_INTERVAL_MS)
         self.heartbeat_due: float | None = None
+        # Until when the group is taken to be reconciling a change of this member's
+        # epoch or assignment (one interval from the answer that brought it): until
+        # then heartbeats go out RECONCILING_HEARTBEATS_PER_INTERVAL times an interval.
+        self.reconciling_until: float | None = None
 
         # RECONCILING: the partitions to add once the revocation's listener is done
         # (None: the ASSIGNED listener was invoked; the member waits for it).

@@ -337,6 +337,8 @@ def heartbeat_outcome(m: MemberCore, event: HeartbeatOutcome, now: float) -> Non
         m.target = target
     if changed:
         m.reconciling_until = now + m.heartbeat_interval_s
+    elif m.reconciling_until is not None and now >= m.reconciling_until:
+        m.reconciling_until = None
     m.heartbeat_due = max(now, next_heartbeat_at(m, event.pending.sent_at, now))
     if m.state is ACKNOWLEDGING:
         if isinstance(fields, SentFields) and fields.owned == m.reconciled:
@@ -362,7 +364,6 @@ def next_heartbeat_at(m: MemberCore, sent_at: float, now: float) -> float:
     interval = m.heartbeat_interval_s
     if m.reconciling_until is not None and now < m.reconciling_until:
         return sent_at + interval / RECONCILING_HEARTBEATS_PER_INTERVAL
-    m.reconciling_until = None
     return sent_at + interval
 
 

@@ -289,11 +289,51 @@ def expected_rows(n: int) -> list[dict[str, Any]]:
     ]
 
 
+def describe_log(bootstrap: str, topic: str) -> str:
+    """Per partition: the records a ``read_uncommitted`` reader finds, and the high
+    watermark as of its last fetch. A row missing from both was never written (or was
+    lost by the broker); one found here only was written but is not visible to the
+    ``read_committed`` read-back."""
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "writer-describe",
+            "enable.auto.commit": False,
+            "isolation.level": "read_uncommitted",
+        }
+    )
+    seen: Counter[int] = Counter()
+    try:
+        consumer.assign([CkTopicPartition(topic, p, OFFSET_BEGINNING) for p in range(PARTITIONS)])
+        deadline = time.monotonic() + 5.0
+        while time.monotonic() < deadline:
+            for m in consumer.consume(500, 0.2):
+                if m.error() is None:
+                    seen[m.partition() or 0] += 1
+        marks = [
+            consumer.get_watermark_offsets(CkTopicPartition(topic, p), cached=True)
+            for p in range(PARTITIONS)
+        ]
+    finally:
+        consumer.close()
+    return "; ".join(
+        f"partition {p}: {seen[p]} record(s) read uncommitted, watermarks {marks[p]}"
+        for p in range(PARTITIONS)
+    )
+
+
 def check_topic(bootstrap: str, topic: str, n: int) -> None:
     """Every expected row is in the topic exactly once, where it was sent."""
     got = read_back(bootstrap, topic, n)
     by_value = Counter(value for _p, _k, value, _h in got)
-    assert len(got) == n, f"{len(got)} records for {n} rows"
+    if len(got) != n:
+        missing = sorted(
+            {row["value"] for row in expected_rows(n)} - set(by_value), key=lambda v: int(v[1:])
+        )
+        raise AssertionError(
+            f"{len(got)} records for {n} rows; missing {missing!r}; "
+            f"{describe_log(bootstrap, topic)}"
+        )
     assert all(c == 1 for c in by_value.values()), "a row was written twice"
     records = {value: (p, key, headers) for p, key, value, headers in got}
     for row in expected_rows(n):

@@ -112,6 +112,16 @@ _QUIET_STATES: Final = frozenset(
 )
 #: Partitions assigned by the application, in either group protocol.
 _MANUAL_STATES: Final = frozenset({MemberState.MANUAL, ConsumerMemberState.MANUAL})
+#: A classic member with a JoinGroup or SyncGroup under way: the generation that a
+#: transactional commit would carry is about to be superseded (``Consumer._rejoining``).
+_REJOINING_STATES: Final = frozenset(
+    {
+        MemberState.PREPARING_JOIN,
+        MemberState.JOINING,
+        MemberState.LEADER_AWAITING_METADATA,
+        MemberState.AWAITING_SYNC,
+    }
+)
 #: librdkafka's OFFSET_STORED and OFFSET_INVALID (confluent-kafka's TopicPartition
 #: default): no start offset given, start at the committed offset.
 _NO_START_OFFSETS: Final = frozenset({-1000, -1001})
@@ -381,6 +391,7 @@ class Consumer:
             "_commit_removed",
             "_drop",
             "_flush_starts",
+            "_rejoining",
             "_uncommitted",
         }
     )
@@ -1281,6 +1292,13 @@ class Consumer:
     def consumer_group_metadata(self) -> ConsumerGroupMetadata:
         """confluent-kafka's name for :meth:`group_metadata`."""
         return self.group_metadata()
+
+    def _rejoining(self) -> bool:
+        """Whether this classic member has a JoinGroup or SyncGroup under way, so that
+        :meth:`group_metadata` is about to name a new generation: offsets committed in a
+        transaction now would be fenced (``TransactionLoop`` waits; docs/exactly-once.md,
+        "Commits during a rebalance")."""
+        return self._driver.state in _REJOINING_STATES
 
     @property
     def rebalance_protocol(self) -> RebalanceProtocol:

@@ -72,6 +72,10 @@ DEFAULT_MAX_RECORDS_PER_TRANSACTION: Final = 10_000
 DEFAULT_BATCH_SIZE: Final = 500
 #: Longest single consume() inside step(): how soon stop() takes effect.
 _STOP_CHECK_S: Final = 0.5
+#: How often a due commit that waits for the member's rejoin is looked at again.
+_REJOIN_CHECK_S: Final = 0.05
+#: librdkafka's default ``transaction.timeout.ms`` (the loop's fakes use it).
+DEFAULT_TRANSACTION_TIMEOUT_MS: Final = 60_000
 #: TxnOffsetCommit v3 carries the generation, member id and instance id (KIP-447).
 _TXN_OFFSET_COMMIT: Final = 28
 _KIP447_VERSION: Final = 3
@@ -332,6 +336,8 @@ class _LoopConsumer(Protocol):
 
     def group_metadata(self) -> ConsumerGroupMetadata: ...
 
+    def _rejoining(self) -> bool: ...
+
 
 class TransactionLoop:
     """The exactly-once loop's state and decisions, shared by the sync and the async
@@ -354,6 +360,7 @@ class TransactionLoop:
         max_records_per_transaction: int,
         clock: Callable[[], float],
         contiguous_generations: bool,
+        transaction_timeout_ms: int = DEFAULT_TRANSACTION_TIMEOUT_MS,
     ) -> None:
         self._consumer = consumer
         self._producer = producer
@@ -367,6 +374,10 @@ class TransactionLoop:
         # _missed_a_generation); a KIP-848 member epoch jumps by design.
         self._contiguous_generations = contiguous_generations
         self._generation_seen: int | None = None
+        # While the member rejoins, a due commit waits for the new generation, but a
+        # transaction is never kept open past half of transaction.timeout.ms for it
+        # (see _may_commit).
+        self._rejoin_wait_limit_s = transaction_timeout_ms / 2000.0
         #: Set by ``stop()`` (from any thread): ends a sliced wait and ``run()``.
         self.stopping = threading.Event()
         self._started = False
@@ -390,12 +401,14 @@ class TransactionLoop:
         yield from self._start()
         now = self._clock()
         txn = self.txn
-        if txn is not None and self._due(txn, now):
+        if txn is not None and self._due(txn, now) and self._may_commit(txn, now):
             yield from self._commit("interval")
         wait = max(0.0, timeout)
         txn = self.txn
         if txn is not None:
-            wait = min(wait, max(0.0, txn.started + self._commit_interval_s - now))
+            due_in = txn.started + self._commit_interval_s - now
+            # A due commit waiting for a rejoin is looked at again every slice.
+            wait = min(wait, max(0.0, due_in) if due_in > 0 else _REJOIN_CHECK_S)
         # Waited in slices so that stop() ends run() within a slice, however long the
         # timeout (a long one makes "nothing arrived" commits rare).
         deadline = now + wait
@@ -406,12 +419,13 @@ class TransactionLoop:
                 break
         if not records:
             txn = self.txn
-            if txn is not None:
+            if txn is not None and self._may_commit(txn, self._clock()):
                 yield from self._commit("interval" if self._due(txn, self._clock()) else "idle")
             return 0
         yield from self._process(records)
         txn = self.txn
-        if txn is not None and self._due(txn, self._clock()):
+        now = self._clock()
+        if txn is not None and self._due(txn, now) and self._may_commit(txn, now):
             yield from self._commit("interval")
         return len(records)
 
@@ -490,6 +504,16 @@ class TransactionLoop:
 
     def _due(self, txn: _Transaction, now: float) -> bool:
         return txn.records >= self._max_records or now - txn.started >= self._commit_interval_s
+
+    def _may_commit(self, txn: _Transaction, now: float) -> bool:
+        """Whether a commit of the loop's own (due, or idle) may go now: not while the
+        classic member rejoins, whose generation the offsets would carry is about to be
+        superseded, so the coordinator would refuse them and the transaction abort
+        (Kafka Streams skips its commits during a rebalance for the same reason). The
+        commits a revocation or the end of the loop makes do not wait; nor does one
+        whose transaction has been open half of ``transaction.timeout.ms``, which the
+        coordinator would otherwise abort."""
+        return not self._consumer._rejoining() or now - txn.started >= self._rejoin_wait_limit_s
 
     def _process(self, records: list[Message]) -> Steps[None]:
         txn = self.txn
@@ -689,6 +713,12 @@ class ProcessorSettings:
     def contiguous_generations(self) -> bool:
         return self.cfg.group_protocol == "classic"
 
+    @property
+    def transaction_timeout_ms(self) -> int:
+        from ._io._txn_producer import transaction_timeout_ms
+
+        return transaction_timeout_ms(self.producer_keys)
+
 
 def processor_settings(
     consumer_config: Mapping[str, object],
@@ -797,6 +827,7 @@ class ProcessorBase:
             max_records_per_transaction=max_records_per_transaction,
             broker_check=settings.broker_check,
             contiguous_generations=settings.contiguous_generations,
+            transaction_timeout_ms=settings.transaction_timeout_ms,
         )
 
     def _consumer_type(self, config: Mapping[str, object]) -> Any:
@@ -824,6 +855,7 @@ class ProcessorBase:
         max_records_per_transaction: int = DEFAULT_MAX_RECORDS_PER_TRANSACTION,
         clock: Callable[[], float] = time.monotonic,
         contiguous_generations: bool = True,
+        transaction_timeout_ms: int = DEFAULT_TRANSACTION_TIMEOUT_MS,
     ) -> Self:
         """A processor on the given consumer and producer (tests run the loop's
         decisions on fakes, without brokers)."""
@@ -840,6 +872,7 @@ class ProcessorBase:
             broker_check=lambda: None,
             clock=clock,
             contiguous_generations=contiguous_generations,
+            transaction_timeout_ms=transaction_timeout_ms,
         )
         return self
 
@@ -857,6 +890,7 @@ class ProcessorBase:
         broker_check: Callable[[], None],
         clock: Callable[[], float] = time.monotonic,
         contiguous_generations: bool = True,
+        transaction_timeout_ms: int = DEFAULT_TRANSACTION_TIMEOUT_MS,
     ) -> None:
         self._process_fn = process
         self._broker_check = broker_check
@@ -871,6 +905,7 @@ class ProcessorBase:
             max_records_per_transaction=max_records_per_transaction,
             clock=clock,
             contiguous_generations=contiguous_generations,
+            transaction_timeout_ms=transaction_timeout_ms,
         )
         listening = self._start_io(listener)
         try:

@@ -87,6 +87,7 @@ class FakeConsumer:
         self.steps: deque[list[Event]] = deque()
         self.owned: set[TopicPartition] = set()
         self.metadata = GEN1
+        self.rejoining = False  # a JoinGroup or SyncGroup under way ("rejoining" steps)
         self.seeks: list[tuple[TopicPartition, int]] = []
         self.closed = False
         self.log: list[str] = []
@@ -115,6 +116,8 @@ class FakeConsumer:
                 self.owned -= arg
             elif kind == "generation":
                 self.metadata = arg
+            elif kind == "rejoining":
+                self.rejoining = arg
             elif kind == "records":
                 out.extend(arg)
             else:  # pragma: no cover - a typo in a test
@@ -140,6 +143,9 @@ class FakeConsumer:
 
     def group_metadata(self) -> ConsumerGroupMetadata:
         return self.metadata
+
+    def _rejoining(self) -> bool:
+        return self.rejoining
 
     def metrics(self) -> dict[str, float]:
         return {}
@@ -304,6 +310,7 @@ class Setup:
         commit_interval_ms: int = 0,
         max_records: int = 10_000,
         contiguous_generations: bool = True,
+        transaction_timeout_ms: int = 60_000,
     ) -> None:
         self.consumer = AsyncFakeConsumer() if MODE == "async" else FakeConsumer()
         self.producer = FakeProducer(self.consumer)
@@ -315,6 +322,7 @@ class Setup:
             "max_records_per_transaction": max_records,
             "clock": self.clock,
             "contiguous_generations": contiguous_generations,
+            "transaction_timeout_ms": transaction_timeout_ms,
         }
         self.processor: Any
         if MODE == "async":
@@ -369,6 +377,49 @@ def test_an_idle_poll_commits_the_open_transaction() -> None:
     assert s.processor.step(0.1) == 0  # nothing arrived: do not hold the output back
     assert s.producer.sent() == [({P0: 3}, GEN1)]
     assert s.producer.names()[-1] == "commit"
+
+
+def test_a_due_commit_waits_while_the_member_rejoins() -> None:
+    """Offsets sent while the member's JoinGroup or SyncGroup is under way carry the
+    generation about to be superseded: the coordinator would refuse them (a CI run on
+    Tansu saw it) and the transaction abort. The commit waits for the new generation,
+    as Kafka Streams skips commits during a rebalance, and carries it."""
+    s = Setup(commit_interval_ms=100)
+    s.consumer.play(("assign", {P0}), ("records", records(P0, 0, 2)), ("rejoining", True))
+    s.consumer.play(("records", records(P0, 2, 2)))
+    s.consumer.play()  # nothing arrives: no idle commit either
+    s.consumer.play(("generation", GEN2), ("rejoining", False))
+    s.processor.step(0.1)
+    s.clock.now += 0.2
+    s.processor.step(0.1)  # due, but the member rejoins
+    s.clock.now += 0.2
+    assert s.processor.step(0.1) == 0
+    assert "commit" not in s.producer.names()
+    assert s.processor.step(0.1) == 0  # the new generation is there: commit
+    assert s.producer.sent() == [({P0: 4}, GEN2)]
+    assert s.processor.stats().transactions_aborted == 0
+
+
+def test_a_transaction_is_not_kept_open_past_half_its_timeout_for_a_rejoin() -> None:
+    s = Setup(commit_interval_ms=100, transaction_timeout_ms=2_000)
+    s.consumer.play(("assign", {P0}), ("rejoining", True), ("records", records(P0, 0, 2)))
+    s.consumer.play(("records", records(P0, 2, 1)))
+    s.processor.step(0.1)
+    s.clock.now += 0.9
+    s.processor.step(0.1)
+    assert "commit" not in s.producer.names()
+    s.clock.now += 0.1  # open 1 s: half of transaction.timeout.ms
+    s.processor.step(0.1)
+    assert s.producer.sent() == [({P0: 3}, GEN1)]
+
+
+def test_a_revocation_commits_at_once_even_while_the_member_rejoins() -> None:
+    s = Setup(commit_interval_ms=10_000)
+    s.consumer.play(("assign", {P0, P1}), ("records", records(P0, 0, 2)))
+    s.consumer.play(("rejoining", True), ("generation", GEN2), ("revoke", {P0}))
+    s.processor.step(0.1)
+    s.processor.step(0.1)
+    assert s.producer.sent() == [({P0: 2}, GEN2)]
 
 
 def test_max_records_per_transaction_commits() -> None:

@@ -377,6 +377,10 @@ class AsyncConsumer:
         """confluent-kafka's name for :meth:`group_metadata`."""
         return self.group_metadata()
 
+    def _rejoining(self) -> bool:
+        """:meth:`Consumer._rejoining` (read by the exactly-once loop)."""
+        return self._hosted._rejoining()
+
     @property
     def rebalance_protocol(self) -> RebalanceProtocol:
         """``EAGER`` or ``COOPERATIVE`` (:attr:`Consumer.rebalance_protocol`)."""

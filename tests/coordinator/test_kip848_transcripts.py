@@ -28,6 +28,7 @@ from _kip848_script import (
     sends,
     tps,
 )
+from test_member_transcripts import commit_response
 
 from coopconsumer._coordinator import (
     Assign,
@@ -485,17 +486,6 @@ def test_errors_no_retry_can_cure_are_fatal(code: int) -> None:
 # ---------------------------------------------------------------------- commits
 
 
-def _commit_answer(code: int) -> OffsetCommitResponse:
-    return OffsetCommitResponse(
-        topics=(
-            OffsetCommitResponseTopic(
-                name="t",
-                partitions=(OffsetCommitResponsePartition(partition_index=0, error_code=code),),
-            ),
-        )
-    )
-
-
 def _send_commit(m: Member, token: object, epoch: int) -> int:
     """Ask for a commit of t-0 at 9; returns the OffsetCommit's request id."""
     offsets = {TopicPartition("t", 0): OffsetAndMetadata(offset=9)}
@@ -519,7 +509,7 @@ def _stale_commit() -> tuple[Member, object]:
     token = object()
     request_id = _send_commit(m, token, 4)
     fx = m.feed(
-        ResponseReceived(request_id=request_id, response=_commit_answer(errors.STALE_MEMBER_EPOCH))
+        ResponseReceived(request_id=request_id, response=commit_response(errors.STALE_MEMBER_EPOCH))
     )
     assert [e for e in fx if isinstance(e, CommitDone)] == []
     assert sends(fx) == []  # the same epoch would be refused again
@@ -534,7 +524,7 @@ def test_commit_answers() -> None:
         token = object()
         request_id = _send_commit(m, token, 4)
         return _done(
-            m.feed(ResponseReceived(request_id=request_id, response=_commit_answer(code))), token
+            m.feed(ResponseReceived(request_id=request_id, response=commit_response(code))), token
         )
 
     assert commit(errors.NONE).error is None
@@ -553,7 +543,9 @@ def test_a_commit_with_a_stale_epoch_is_sent_again_with_the_next_one() -> None:
     assert isinstance(again.request, OffsetCommitRequest)
     assert again.request.generation_id == 5
     done = _done(
-        m.feed(ResponseReceived(request_id=again.request_id, response=_commit_answer(errors.NONE))),
+        m.feed(
+            ResponseReceived(request_id=again.request_id, response=commit_response(errors.NONE))
+        ),
         token,
     )
     assert done.error is None
@@ -567,7 +559,7 @@ def test_a_new_epoch_that_came_first_sends_the_stale_commit_at_once() -> None:
     beat, _ = heartbeat(m.feed(Tick(), after=2.0))
     m.answer(beat, ok(5))  # the epoch moved on before the commit's answer came
     fx = m.feed(
-        ResponseReceived(request_id=request_id, response=_commit_answer(errors.STALE_MEMBER_EPOCH))
+        ResponseReceived(request_id=request_id, response=commit_response(errors.STALE_MEMBER_EPOCH))
     )
     (again,) = sends(fx)
     assert isinstance(again.request, OffsetCommitRequest)

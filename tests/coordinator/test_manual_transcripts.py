@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import pytest
 from _coord_script import Script, in_state, tps
+from test_member_transcripts import commit_response
 
 from coopconsumer._coordinator import (
     Assign,
@@ -38,9 +39,6 @@ from coopconsumer._errors import CommitFailedError, ConfigurationError, KafkaErr
 from coopconsumer._protocol import errors
 from coopconsumer._protocol.messages import (
     OffsetCommitRequest,
-    OffsetCommitResponse,
-    OffsetCommitResponsePartition,
-    OffsetCommitResponseTopic,
     OffsetFetchResponse,
     OffsetFetchResponsePartition,
     OffsetFetchResponseTopic,
@@ -61,17 +59,6 @@ def _manual() -> Script:
     s.feed(AssignRequested(partitions={TP0, TP1}, starts={TP0: 5}))
     s.feed(CoordinatorFound(node_id=1))
     return s
-
-
-def _commit_answer(code: int) -> OffsetCommitResponse:
-    return OffsetCommitResponse(
-        topics=(
-            OffsetCommitResponseTopic(
-                name="t",
-                partitions=(OffsetCommitResponsePartition(partition_index=0, error_code=code),),
-            ),
-        )
-    )
 
 
 def test_assign_emits_assign_with_starts_and_looks_up_the_coordinator() -> None:
@@ -166,7 +153,7 @@ def test_commit_carries_no_generation_and_no_member_id() -> None:
     request = s.request(OffsetCommitRequest).request
     assert isinstance(request, OffsetCommitRequest)
     assert (request.generation_id, request.member_id, request.group_instance_id) == (-1, "", None)
-    effects = s.answer(OffsetCommitRequest, _commit_answer(errors.NONE))
+    effects = s.answer(OffsetCommitRequest, commit_response(errors.NONE))
     assert [e for e in effects if isinstance(e, CommitDone)] == [CommitDone(token="c")]
     assert s.state() is S.MANUAL
 
@@ -175,7 +162,7 @@ def test_commit_carries_no_generation_and_no_member_id() -> None:
 def test_a_commit_refused_for_a_group_with_members_fails_for_good(code: int) -> None:
     s = _manual()
     s.feed(CommitRequested(offsets={TP0: OffsetAndMetadata(offset=7)}, token="c"))
-    effects = s.answer(OffsetCommitRequest, _commit_answer(code))
+    effects = s.answer(OffsetCommitRequest, commit_response(code))
     (done,) = [e for e in effects if isinstance(e, CommitDone)]
     assert isinstance(done.error, CommitFailedError)
     assert "active members" in str(done.error)

@@ -284,25 +284,20 @@ def client_for(cfg: ConsumerConfig) -> KafkaClient:
     )
 
 
-def _woken(driver: Driver, lookup: Future[CommittedOffsets] | None) -> bool:
-    """What ends a poll that has nothing to fetch: rebalance work, a failure, or the
-    committed-offset lookup's answer."""
+def _woken(driver: Driver, answer: Future[Any] | None) -> bool:
+    """What ends a wait on the driver: rebalance work, a failure, or the answer the
+    caller waits for (a poll with nothing to fetch: the committed-offset lookup's)."""
     return (
-        driver.has_app_work or driver.failure is not None or (lookup is not None and lookup.done())
+        driver.has_app_work or driver.failure is not None or (answer is not None and answer.done())
     )
 
 
 def _run_until_woken(
     driver: Driver, done: Callable[[], bool], commit: _RevokeCommit | None
 ) -> bool:
-    """What ends a wait of ``Consumer._run_until``: app work, a failure, ``done()``, or
-    the answer to the commit before revoking that runs."""
-    return (
-        driver.has_app_work
-        or driver.failure is not None
-        or done()
-        or (commit is not None and commit.future.done())
-    )
+    """What ends a wait of ``Consumer._run_until``: what ends any wait (``_woken``, with
+    the answer to the commit before revoking that runs), or ``done()``."""
+    return _woken(driver, None if commit is None else commit.future) or done()
 
 
 def _abandon(driver: Driver, fetcher: FetcherLike) -> None:

@@ -408,7 +408,7 @@ class TransactionLoop:
         if txn is not None:
             due_in = txn.started + self._commit_interval_s - now
             # A due commit waiting for a rejoin is looked at again every slice.
-            wait = min(wait, max(0.0, due_in) if due_in > 0 else _REJOIN_CHECK_S)
+            wait = min(wait, due_in if due_in > 0 else _REJOIN_CHECK_S)
         # Waited in slices so that stop() ends run() within a slice, however long the
         # timeout (a long one makes "nothing arrived" commits rare).
         deadline = now + wait

@@ -126,6 +126,23 @@ def until(condition: Callable[[], bool], step: Callable[[], None], what: str) ->
         step()
 
 
+def reading_everything(
+    cluster: FakeCluster, processed: Processed, **extra: object
+) -> tuple[Consumer, Owned]:
+    """Member "a" (``settings(**extra)``), polled until it owns every partition and has
+    read every record."""
+    owned = Owned()
+    a, _ = cluster.consumer(settings(**extra))
+    a.subscribe([TOPIC], owned)
+
+    def read_all() -> bool:
+        mine = processed.by.get("a", {})
+        return owned.owned == TPS and all(len(mine.get(tp, ())) == RECORDS for tp in TPS)
+
+    until(read_all, lambda: processed.poll("a", a), '"a" reading every partition')
+    return a, owned
+
+
 def state(consumer: Consumer) -> MemberState | ConsumerMemberState:
     return consumer._driver.state
 
@@ -219,15 +236,7 @@ def test_commit_before_revoke_is_retried_after_a_coordinator_error(
     cluster: FakeCluster,
 ) -> None:
     processed = Processed()
-    a_owned = Owned()
-    a, _ = cluster.consumer(settings())
-    a.subscribe([TOPIC], a_owned)
-
-    def read_all() -> bool:
-        mine = processed.by.get("a", {})
-        return a_owned.owned == TPS and all(len(mine.get(tp, ())) == RECORDS for tp in TPS)
-
-    until(read_all, lambda: processed.poll("a", a), '"a" reading every partition')
+    a, a_owned = reading_everything(cluster, processed)
 
     # The commit "a" makes before handing partitions to "b" meets NOT_COORDINATOR
     # once (the coordinator moved, or is loading): retried, it succeeds.
@@ -274,15 +283,9 @@ def test_poll_keeps_its_timeout_while_the_commit_before_revoking_is_retried(
     # its timeout, the REVOKED callback runs only once the commit stands, and no record
     # of a partition being revoked is returned after its position was taken.
     processed = Processed()
-    a_owned = Owned()
-    a, _ = cluster.consumer(settings(**{"request.timeout.ms": 400, "retry.backoff.ms": 200}))
-    a.subscribe([TOPIC], a_owned)
-
-    def read_all() -> bool:
-        mine = processed.by.get("a", {})
-        return a_owned.owned == TPS and all(len(mine.get(tp, ())) == RECORDS for tp in TPS)
-
-    until(read_all, lambda: processed.poll("a", a), '"a" reading every partition')
+    a, a_owned = reading_everything(
+        cluster, processed, **{"request.timeout.ms": 400, "retry.backoff.ms": 200}
+    )
     cluster.coordinator.drop_next(OFFSET_COMMIT, count=2)
     b_owned = Owned()
     b, _ = cluster.consumer(settings())
@@ -418,15 +421,7 @@ def test_close_stops_waiting_as_soon_as_the_commit_before_revoking_is_answered(
     # 50 ms late (issue 24, the "all owned after leave" row). The predicate of every
     # such wait must already be true when the commit's future is answered.
     processed = Processed()
-    owned = Owned()
-    a, _ = cluster.consumer(settings())
-    a.subscribe([TOPIC], owned)
-
-    def read_all() -> bool:
-        mine = processed.by.get("a", {})
-        return owned.owned == TPS and all(len(mine.get(tp, ())) == RECORDS for tp in TPS)
-
-    until(read_all, lambda: processed.poll("a", a), '"a" reading every partition')
+    a, owned = reading_everything(cluster, processed)
     driver = a._driver
     original = driver.wait_for
     at_answer: list[bool] = []

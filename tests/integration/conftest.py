@@ -1,9 +1,12 @@
 """Fixtures for integration tests against real Kafka-protocol brokers.
 
 * ``broker`` (session scope): parametrized over Tansu and librdkafka's mock cluster
-  (ids ``tansu``/``mock``), or, when ``COOPCONSUMER_BOOTSTRAP=host:port`` is set, the
-  external cluster it names (id ``external``). Shared by every test in the session:
-  isolate with ``unique_topic``/``unique_group`` and never inject faults through it.
+  (ids ``tansu``/``mock``), or, when
+  ``COOPCONSUMER_BOOTSTRAP=host:port`` is set, the external cluster it names (id
+  ``external``). Shared by every test in the session: isolate with
+  ``unique_topic``/``unique_group`` and never inject faults through it.
+* ``kafka_broker`` (session scope): Apache Kafka only, one combined KRaft node; the
+  default for new integration tests (docs/testing.md, "Which broker a test uses").
 * ``tansu_broker`` (session scope): Tansu only, for tests of Tansu-specific behaviour.
 * ``proxied`` (module scope): Tansu behind coopconsumer's transactions proxy
   (``embedded_broker("tansu", transactions=True)``), for fencing and fault injection.
@@ -53,7 +56,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 def _start(kind: str) -> Iterator[EmbeddedBroker]:
-    if kind == "tansu":
+    if kind == "kafka":
+        with embedded_broker("kafka") as broker:
+            yield broker
+    elif kind == "tansu":
         with embedded_broker("tansu") as broker:
             yield broker
     else:
@@ -70,6 +76,16 @@ def broker(request: pytest.FixtureRequest) -> Iterator[EmbeddedBroker]:
         yield external_broker(EXTERNAL_BOOTSTRAP)
         return
     yield from _start(kind)
+
+
+@pytest.fixture(scope="session")
+def kafka_broker() -> Iterator[EmbeddedBroker]:
+    """Apache Kafka (one combined KRaft node) shared by the session; the external
+    cluster when ``COOPCONSUMER_BOOTSTRAP`` is set."""
+    if EXTERNAL_BOOTSTRAP:
+        yield external_broker(EXTERNAL_BOOTSTRAP)
+        return
+    yield from _start("kafka")
 
 
 @pytest.fixture(scope="session")

@@ -314,6 +314,10 @@ class RemoveThrottles:
     follower_replicas: Mapping[str, tuple[str, ...]]
     #: Broker -> rate key -> the value to restore (None: delete).
     rates: Mapping[int, Mapping[str, str | None]]
+    #: Topic -> the list keys that held no entries before this run. Kafka keeps a
+    #: list it was asked to SUBTRACT down to nothing as an empty value, so once the
+    #: entries are gone such a key is DELETEd, leaving the topic as it was.
+    absent_before: Mapping[str, tuple[str, ...]] = attrs.field(factory=dict)
 
     @property
     def brokers(self) -> tuple[int, ...]:
@@ -1008,12 +1012,21 @@ class ExecutorCore:
     def _remove_throttles(self) -> RemoveThrottles:
         assert self._throttles is not None
         assert self._throttles.saved_rates is not None
+        leader = self._throttles.added(LIST_KEYS[0])
+        follower = self._throttles.added(LIST_KEYS[1])
+        saved = self._throttles.saved_lists or {}
+        absent: dict[str, tuple[str, ...]] = {}
+        for key, added in zip(LIST_KEYS, (leader, follower), strict=True):
+            for topic in added:
+                if not saved.get(topic, {}).get(key, ()):
+                    absent[topic] = (*absent.get(topic, ()), key)
         return RemoveThrottles(
-            leader_replicas=MappingProxyType(self._throttles.added(LIST_KEYS[0])),
-            follower_replicas=MappingProxyType(self._throttles.added(LIST_KEYS[1])),
+            leader_replicas=MappingProxyType(leader),
+            follower_replicas=MappingProxyType(follower),
             rates=MappingProxyType(
                 {b: MappingProxyType(dict(v)) for b, v in self._throttles.saved_rates.items()}
             ),
+            absent_before=MappingProxyType(absent),
         )
 
     # ------------------------------------------------------------------ persistence

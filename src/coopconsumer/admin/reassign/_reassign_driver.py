@@ -456,6 +456,7 @@ def perform(admin: ReassignmentAdmin, action: Action) -> Input | None:
         return ThrottlesSet()
     if isinstance(action, RemoveThrottles):
         admin.incremental_alter_configs(_throttle_changes(action))
+        _delete_emptied_lists(admin, action)
         return ThrottlesRemoved()
     if isinstance(action, ElectPreferred):
         return LeadersElected(_elect(admin, action.partitions))
@@ -619,6 +620,34 @@ def partition_sizes(admin: LogDirsAdmin) -> dict[TopicPartition, int]:
                     tp = TopicPartition(r.topic, r.partition)
                     sizes[tp] = max(sizes.get(tp, 0), r.size_bytes)
     return sizes
+
+
+def _delete_emptied_lists(admin: ReassignmentAdmin, action: RemoveThrottles) -> None:
+    """DELETE the throttled-replica lists that were absent before the run and are
+    empty now: Kafka keeps a list SUBTRACTed to nothing as an empty value, which
+    kafka-configs shows as set. A list someone else added entries to meanwhile is
+    not empty, so it stays."""
+    if not action.absent_before:
+        return
+    resources = [ConfigResource(ConfigResourceType.TOPIC, t) for t in action.absent_before]
+    try:
+        configs = admin.describe_configs(resources)
+    except AdminOperationError as exc:
+        configs = dict(exc.completed or {})  # a deleted topic has nothing to restore
+    changes: dict[ConfigResource, list[AlterConfigOp]] = {}
+    for resource, entries in configs.items():
+        for key in action.absent_before.get(resource.name, ()):
+            entry = entries.get(key)
+            if (
+                entry is not None
+                and entry.source is not ConfigSource.DEFAULT_CONFIG
+                and not (entry.value or "").strip()
+            ):
+                changes.setdefault(resource, []).append(
+                    AlterConfigOp(key, AlterConfigOpType.DELETE)
+                )
+    if changes:
+        admin.incremental_alter_configs(changes)
 
 
 def _throttle_changes(

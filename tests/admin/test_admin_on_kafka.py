@@ -36,6 +36,7 @@ from coopconsumer._types import TopicPartition
 from coopconsumer.admin import (
     AdminClient,
     AlterConfigOp,
+    AlterConfigOpType,
     ConfigResource,
     ConfigResourceType,
     ElectionResult,
@@ -49,7 +50,9 @@ from coopconsumer.admin._kraft import KRaftReplicaAssignor
 from coopconsumer.admin.reassign import (
     ExecutorConfig,
     MoveState,
+    PartitionMove,
     ReassignmentExecutor,
+    ReassignmentPlan,
     plan_move_off,
 )
 from coopconsumer.admin.reassign._reassign_cli import run_reassign
@@ -273,7 +276,6 @@ def test_reassignment_with_throttles_read_back_by_kafka_configs(
     # enough to read the throttles with Kafka's own tool from a checkpoint.
     seen: dict[str, object] = {}
     with AdminClient({"bootstrap.servers": kafka.bootstrap}) as own:
-        from coopconsumer.admin.reassign import ReassignmentPlan
 
         def checkpoint(label: str) -> None:
             if label == "after Submit" and not seen:
@@ -548,3 +550,87 @@ def test_replica_moves_between_log_dirs_read_back_by_kafka_log_dirs(
     assert theirs[other][f"{topic}-0"]["size"] == size
     assert not theirs[other][f"{topic}-0"]["isFuture"]
     assert f"{topic}-0" not in theirs[path]
+
+
+def test_kafkas_reassign_tool_finishing_beside_our_running_executor(
+    kafka: KafkaCluster, admin: AdminClient, tmp_path: Path
+) -> None:
+    """Ours runs a slow throttled move; kafka-reassign-partitions runs a quick one of
+    another topic to its end (--execute, then --verify until complete). Its --verify
+    deletes every broker's throttle rates, ours included, while ours still copies
+    (Kafka 4.4's behaviour). Our executor sees its rates gone at its next check and
+    sets them again; at its end the throttles are as before it started."""
+    slow = _topic_with_data(kafka, admin, 1, 1, mb=20.0)
+    quick = unique_name("quick")
+    admin.create_topics([NewTopic(quick, num_partitions=1, replication_factor=1)])
+    wait_in_sync(admin, quick, 1)
+    before = _dynamic(kafka)
+    (p,) = wait_in_sync(admin, slow, 1).partitions
+    target = next(b for b in kafka.node_ids if b not in p.replicas)
+    plan = ReassignmentPlan(
+        moves=[
+            PartitionMove(
+                topic=slow,
+                partition=0,
+                replicas=(target,),
+                original_replicas=p.replicas,
+                size_bytes=20_000_000,
+            )
+        ]
+    )
+    executor = ReassignmentExecutor.create(
+        admin,
+        plan,
+        ExecutorConfig(throttle_bytes_per_s=100_000),
+        poll_interval_s=0.5,
+        throttle_check_interval_s=0.0,
+    )
+    executor.run(max_steps=2)
+    involved = (*p.replicas, target)
+
+    def rates() -> dict[int, str | None]:
+        return {
+            b: kafka_configs(kafka, "brokers", str(b)).get("follower.replication.throttled.rate")
+            for b in involved
+        }
+
+    assert set(rates().values()) == {"100000"}
+    # What Kafka's --verify does to a broker (below), done here a few milliseconds
+    # before the executor's next step, while most of the 20 MB is still to copy.
+    admin.incremental_alter_configs(
+        {
+            ConfigResource(ConfigResourceType.BROKER, str(target)): [
+                AlterConfigOp(key, AlterConfigOpType.DELETE) for key in THROTTLE_KEYS
+            ]
+        }
+    )
+    executor.step()
+    assert executor.core.state_of(TopicPartition(slow, 0)) is MoveState.IN_FLIGHT
+    assert set(rates().values()) == {"100000"}  # set again
+    (q,) = wait_in_sync(admin, quick, 1).partitions
+    quick_target = next(b for b in kafka.node_ids if b not in q.replicas)
+    reassignment = tmp_path / "quick.json"
+    reassignment.write_text(reassignment_json({TopicPartition(quick, 0): (quick_target,)}))
+    tool(
+        kafka,
+        RECONFIGURATION,
+        "--reassignment-json-file",
+        str(reassignment),
+        "--execute",
+        "--additional",
+        "--throttle",
+        "10000000",
+    )
+
+    def verified() -> bool:
+        out = tool(
+            kafka, RECONFIGURATION, "--reassignment-json-file", str(reassignment), "--verify"
+        )
+        return "is completed" in out and "still in progress" not in out
+
+    wait_for("kafka-reassign-partitions --verify to report completion", verified, every_s=2.0)
+    # Its --verify deleted every broker's rates, ours too; the move then copies
+    # unthrottled until the executor's next check, here often to its end.
+    progress = executor.run()
+    assert progress.counts[MoveState.DONE] == 1
+    assert _dynamic(kafka) == before

@@ -274,6 +274,7 @@ class ReassignmentExecutor:
         sleep: Callable[[float], None] = time.sleep,
         poll_interval_s: float = 1.0,
         checkpoint: Callable[[str], None] | None = None,
+        throttle_check_interval_s: float = 10.0,
     ) -> None:
         self.admin = admin
         self.core = core
@@ -285,6 +286,9 @@ class ReassignmentExecutor:
         self._min_isr: dict[str, int] = {}
         self._started = False
         self._pending_config: ExecutorConfig | None = None
+        #: How often the throttled brokers' rates are read back while moves copy.
+        self.throttle_check_interval_s = throttle_check_interval_s
+        self._throttles_checked_at = clock()
 
     @classmethod
     def create(
@@ -349,7 +353,8 @@ class ReassignmentExecutor:
         if self.core.finished:
             return
         self._checkpoint("before observe")
-        self.feed(ClusterObserved(self.observe()))
+        observed = self.observe()
+        self.feed(ClusterObserved(observed, throttle_rates=self._throttle_rates()))
 
     def feed(self, event: Input) -> None:
         """Give the core one input and carry out what it decides."""
@@ -407,6 +412,17 @@ class ReassignmentExecutor:
         observed = observed_partitions(described, moving, self._min_isr)
         observed = {tp: p for tp, p in observed.items() if tp in wanted}
         return with_log_dirs(self.admin, self.core, observed)
+
+    def _throttle_rates(self) -> dict[int, dict[str, str | None]] | None:
+        """The throttled brokers' rates, read at most every
+        ``throttle_check_interval_s`` (None when not read this step)."""
+        brokers = self.core.throttled_brokers()
+        now = self._clock()
+        if not brokers or now - self._throttles_checked_at < self.throttle_check_interval_s:
+            return None
+        self._throttles_checked_at = now
+        read = read_throttles(self.admin, ReadThrottles(topics=(), brokers=brokers))
+        return {b: dict(r) for b, r in read.rates.items()}
 
     def _learn_min_isr(self, topics: Sequence[str]) -> None:
         if not topics:

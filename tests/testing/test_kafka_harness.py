@@ -26,6 +26,7 @@ from coopconsumer.testing import (
     KafkaSetupError,
     embedded_broker,
     kafka_cluster,
+    kafka_container,
     kafka_distribution,
     unique_name,
 )
@@ -116,6 +117,14 @@ def own_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     test is told apart from other test processes' brokers by its command line."""
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     return str(tmp_path)
+
+
+def test_kafka_container_says_what_it_lacks_without_docker() -> None:
+    # No Docker engine runs here: the adapter must refuse at once, naming the remedy.
+    with pytest.raises(KafkaSetupError, match=r"testcontainers|Docker engine") as info:  # noqa: SIM117
+        with kafka_container():
+            pass
+    assert "embedded_broker('kafka')" in str(info.value)
 
 
 def _java_processes_under(directory: str) -> list[int]:

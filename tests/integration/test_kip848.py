@@ -1,9 +1,12 @@
-"""``group.protocol=consumer`` (KIP-848) end to end on librdkafka's mock cluster.
+"""``group.protocol=consumer`` (KIP-848) end to end, on Apache Kafka (where the
+consumer protocol is on by default) and, for fault injection, librdkafka's mock cluster.
 
 The mock implements KIP-848 consumer groups (ConsumerGroupHeartbeat v1, its own uniform
 assignment) without being told to: a group is a consumer-protocol group when its first
 member heartbeats. Tansu does not answer API 68 at all, which the member reports as a
-fatal configuration error (docs/testing.md, "KIP-848 consumer groups").
+fatal configuration error (docs/testing.md, "KIP-848 consumer groups"). Tests that
+inject nothing run on Kafka (``ON_KAFKA``); coordinator moves, brokers down and up,
+injected fences and session expiry use the mock's controls.
 
 * One member consumes every record.
 * Scale 1 -> 2 -> 1 with the ownership ledger: never two owners, nothing lost, nothing
@@ -115,15 +118,22 @@ class _Group(LedgerGroup[CoopMember | RdkafkaMember]):
         assert not revoked & self.ledger.owned_by(member.name), self.ledger.events(member.name)
 
 
-@pytest.fixture
-def group(mock_broker: EmbeddedBroker, unique_topic: str, unique_group: str) -> Iterator[_Group]:
-    g = _Group(mock_broker, unique_topic, unique_group)
+#: Runs a ``group`` test on Apache Kafka (the ``group`` fixture is the mock's otherwise,
+#: for its fault injection).
+ON_KAFKA = pytest.mark.parametrize("group", ["kafka"], indirect=True)
+
+
+@pytest.fixture(params=["mock"])
+def group(request: pytest.FixtureRequest, unique_topic: str, unique_group: str) -> Iterator[_Group]:
+    broker: EmbeddedBroker = request.getfixturevalue(f"{request.param}_broker")
+    g = _Group(broker, unique_topic, unique_group)
     try:
         yield g
     finally:
         g.stop_all()
 
 
+@ON_KAFKA
 def test_one_member_consumes_every_record(group: _Group) -> None:
     group.producer.produce(300)
     member = group.add("m1")
@@ -191,11 +201,11 @@ def test_coordinator_down_and_up_keeps_the_assignment(group: _Group) -> None:
 
 
 def test_static_member_comes_back_to_its_assignment(
-    mock_broker: EmbeddedBroker, unique_topic: str, unique_group: str
+    kafka_broker: EmbeddedBroker, unique_topic: str, unique_group: str
 ) -> None:
-    mock_broker.create_topic(unique_topic, partitions=4)
+    kafka_broker.create_topic(unique_topic, partitions=4)
     settings = {
-        "bootstrap.servers": mock_broker.bootstrap,
+        "bootstrap.servers": kafka_broker.bootstrap,
         "group.id": unique_group,
         "group.protocol": "consumer",
         "group.instance.id": "instance-1",
@@ -220,12 +230,12 @@ def test_static_member_comes_back_to_its_assignment(
 
 
 def test_unsubscribe_and_subscribe_again(
-    mock_broker: EmbeddedBroker, unique_topic: str, unique_group: str
+    kafka_broker: EmbeddedBroker, unique_topic: str, unique_group: str
 ) -> None:
-    mock_broker.create_topic(unique_topic, partitions=2)
+    kafka_broker.create_topic(unique_topic, partitions=2)
     consumer = Consumer(
         {
-            "bootstrap.servers": mock_broker.bootstrap,
+            "bootstrap.servers": kafka_broker.bootstrap,
             "group.id": unique_group,
             "group.protocol": "consumer",
             "group.remote.assignor": "uniform",
@@ -243,6 +253,7 @@ def test_unsubscribe_and_subscribe_again(
         consumer.close()
 
 
+@ON_KAFKA
 @pytest.mark.slow
 def test_scale_one_two_one(group: _Group) -> None:
     group.producer.start()
@@ -258,6 +269,7 @@ def test_scale_one_two_one(group: _Group) -> None:
     group.check_clean()
 
 
+@ON_KAFKA
 @pytest.mark.slow
 def test_confluent_kafka_member_in_the_same_group(group: _Group) -> None:
     group.producer.start()
@@ -273,6 +285,7 @@ def test_confluent_kafka_member_in_the_same_group(group: _Group) -> None:
     group.check_clean()
 
 
+@ON_KAFKA
 @pytest.mark.slow
 def test_mixed_group_scales_one_four_two(group: _Group) -> None:
     """coopconsumer and confluent-kafka members, 1 -> 4 -> 2 (issue 13's mixed group)."""
@@ -764,17 +777,17 @@ class _CommitWhenRevoked(coopconsumer.RebalanceListener):
 
 @pytest.mark.parametrize("protocol", ["classic", "consumer"])
 def test_commit_in_revoke_during_close(
-    mock_broker: EmbeddedBroker, unique_topic: str, unique_group: str, protocol: str
+    kafka_broker: EmbeddedBroker, unique_topic: str, unique_group: str, protocol: str
 ) -> None:
     """Java's manual-commit pattern: commit in on_partitions_revoked, which close()
     runs; the consumer must still take the commit then (it used to say "closed")."""
-    mock_broker.create_topic(unique_topic, partitions=2)
+    kafka_broker.create_topic(unique_topic, partitions=2)
     accounting = RecordAccounting()
-    KeyProducer(mock_broker.bootstrap, unique_topic, 2, accounting).produce(10)
+    KeyProducer(kafka_broker.bootstrap, unique_topic, 2, accounting).produce(10)
     listener = _CommitWhenRevoked()
     consumer = Consumer(
         {
-            "bootstrap.servers": mock_broker.bootstrap,
+            "bootstrap.servers": kafka_broker.bootstrap,
             "group.id": unique_group,
             "group.protocol": protocol,
             "enable.auto.commit": False,
@@ -793,7 +806,7 @@ def test_commit_in_revoke_during_close(
         consumer.close()  # would re-raise the listener's error
     assert not listener.errors
     tps = {TopicPartition(unique_topic, p) for p in range(2)}
-    assert committed_offsets(mock_broker.bootstrap, unique_group, tps) == accounting.end_offsets()
+    assert committed_offsets(kafka_broker.bootstrap, unique_group, tps) == accounting.end_offsets()
 
 
 @pytest.mark.parametrize("rdkafka", [False, True], ids=["coopconsumer", "confluent-kafka"])

@@ -70,6 +70,18 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     return SparkGroupScheduling(config, log)
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """A failed test that used Apache Kafka shows the end of each node's log."""
+    outcome = yield
+    report = outcome.get_result()  # type: ignore[attr-defined]
+    if not report.failed:
+        return
+    for name, value in getattr(item, "funcargs", {}).items():
+        if isinstance(value, EmbeddedBroker) and value.kind == "kafka":
+            report.sections.append((f"Kafka log: fixture {name}", value.output_tail(8000)))
+
+
 #: Broker settings of the tests' Kafka on top of the launcher's test defaults: a
 #: transaction left open by a killed member is aborted within about a second of its
 #: timeout (Kafka checks every 10 s by default), so the exactly-once tests that kill a

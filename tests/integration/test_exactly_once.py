@@ -6,9 +6,10 @@ What each broker can verify (docs/testing.md, "Transactions"): Apache Kafka has 
 resume-after-rebalance and fencing runs are on Kafka, with classic and KIP-848 groups,
 counted by an independent ``read_committed`` confluent-kafka consumer. librdkafka's mock
 stores no transactional offsets and hides nothing, but injects transaction-coordinator
-errors: the abort, retry and fencing paths run there. Tansu behind coopconsumer's
-transactions proxy keeps the one test whose fence (a static member's
-``FENCED_INSTANCE_ID``) is injected.
+errors: the abort, retry and fencing paths run there. A static member's
+``FENCED_INSTANCE_ID`` runs on Kafka for real (a replacement takes the instance id)
+and, injected, on Tansu behind coopconsumer's transactions proxy, whose records show
+the KIP-447 fields on the wire.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import confluent_kafka
 import pytest
 
 from coopconsumer import (
+    CoopConsumerError,
     IncompatibleVersionError,
     ProducerFencedError,
     TransactionalOutput,
@@ -515,3 +517,76 @@ def test_a_static_member_commits_with_its_instance_id_and_a_fenced_instance_abor
     assert stats.records_replayed > 0
     missing, duplicated = exactly_once(read_committed(proxied, sink, 400), 400)
     assert (missing, duplicated) == ([], [])
+
+
+def test_a_replaced_static_member_is_fenced_by_kafka(
+    kafka_broker: EmbeddedBroker, unique_group: str
+) -> None:
+    """KIP-447 with KIP-345 on Kafka itself, where the test above injects the fence: a
+    replacement that joins with the static member's ``group.instance.id`` takes its
+    place under a new member id, Kafka fences the old instance (FENCED_INSTANCE_ID),
+    and the zombie's open transaction, whose records the replacement reads again,
+    never commits."""
+    source, sink = unique_name("eos-in"), unique_name("eos-out")
+    kafka_broker.create_topic(source, PARTITIONS)
+    kafka_broker.create_topic(sink, PARTITIONS)
+    produce_inputs(kafka_broker, source, 0, 300)
+    config = consumer_config(kafka_broker, unique_group, **{"group.instance.id": "static-1"})
+
+    def make() -> TransactionalProcessor:
+        return TransactionalProcessor(
+            config,
+            # An abandoned transaction ends within half a minute (the broker checks
+            # every second, tests/conftest.py), not librdkafka's default minute; the
+            # zombie is not stepped while the replacement works, so it commits only
+            # when closed.
+            {"transactional.id": unique_name("txn"), "transaction.timeout.ms": 30_000},
+            copy_to(sink),
+            topics=[source],
+            commit_interval_ms=20_000,
+        )
+
+    zombie = make()
+    replacement: TransactionalProcessor | None = None
+    try:
+        wait_for(
+            lambda: zombie.step(0.2) == 0 and zombie.stats().records_processed >= 300,
+            60,
+            "the static member to commit its first records",
+        )
+        produce_inputs(kafka_broker, source, 300, 100)
+        # The zombie reads the new records into a transaction and stops before an idle
+        # step would commit it (the step that read the last record returned it).
+        seen = 300  # processed, committed or not
+        deadline = time.monotonic() + 60
+        while seen < 400:
+            assert time.monotonic() < deadline, "the static member did not read the batch"
+            seen += zombie.step(0.2)
+        held = seen - zombie.stats().records_processed  # in its open transaction
+        assert held > 0
+        replacement = make()
+        wait_for(
+            lambda: (
+                replacement is not None
+                and replacement.step(0.2) == 0
+                and replacement.stats().records_processed >= held
+            ),
+            60,
+            "the replacement to commit what the zombie holds",
+        )
+    finally:
+        try:
+            zombie.close(10)  # commits its transaction if it can: Kafka must refuse
+        except CoopConsumerError as exc:
+            print(f"zombie close: {exc!r}")
+        if replacement is not None:
+            replacement.close(10)
+    # Kafka refused the zombie's TxnOffsetCommit (its member id was replaced): the
+    # close aborted the transaction instead of committing it.
+    assert zombie.stats().aborts == {"group generation fenced": 1}, zombie.stats()
+    assert zombie.stats().records_processed == 400 - held, zombie.stats()
+    missing, duplicated = exactly_once(read_committed(kafka_broker, sink, 400), 400)
+    assert (missing, duplicated) == ([], [])
+    # The zombie's records did reach the log (uncommitted, then aborted): the fence
+    # met work in flight.
+    assert written(kafka_broker, sink) >= 400 + held

@@ -40,7 +40,7 @@ import coopconsumer
 from coopconsumer import Consumer, TopicPartition
 from coopconsumer._errors import ConfigurationError
 from coopconsumer._protocol import errors
-from coopconsumer.testing import EmbeddedBroker, MockBroker
+from coopconsumer.testing import EmbeddedBroker, KafkaCluster, MockBroker
 from integration._ledger import (
     CoopMember,
     KeyProducer,
@@ -407,6 +407,30 @@ def _session_settings(broker: EmbeddedBroker) -> MockBroker:
     return broker
 
 
+def _group_session_settings(group: _Group) -> None:
+    """:data:`SESSION_MS` and :data:`HEARTBEAT_MS` for this group: the mock's
+    broker-wide setters, or on Kafka the group's own configuration (KIP-848's
+    ``consumer.session.timeout.ms`` / ``consumer.heartbeat.interval.ms``, set with
+    Kafka's ConfigCommand before the first member joins)."""
+    if isinstance(group.broker, MockBroker):
+        _session_settings(group.broker)
+        return
+    assert isinstance(group.broker, KafkaCluster)
+    done = group.broker.run_tool(
+        "org.apache.kafka.tools.ConfigCommand",  # 4.4; kafka.admin.ConfigCommand earlier
+        "--bootstrap-server",
+        group.broker.internal_bootstrap,
+        "--alter",
+        "--entity-type",
+        "groups",
+        "--entity-name",
+        group.group,
+        "--add-config",
+        f"consumer.session.timeout.ms={SESSION_MS},consumer.heartbeat.interval.ms={HEARTBEAT_MS}",
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
 @pytest.mark.parametrize(
     ("outage_s", "expires"),
     [(1.0, False), (SESSION_MS / 1000 + 2.5, True)],
@@ -656,6 +680,7 @@ class _ChildMember:
             self.problems.append(f"exit {process.returncode}: {errors_text[-2000:]}")
 
 
+@pytest.mark.parametrize("group", ["kafka", "mock"], indirect=True)
 def test_session_expiry_hands_partitions_to_the_other_member(group: _Group) -> None:
     """The member's heartbeats stop (its process is frozen) for longer than the
     session: the coordinator removes it and gives its partitions to the other member.
@@ -663,7 +688,7 @@ def test_session_expiry_hands_partitions_to_the_other_member(group: _Group) -> N
     it), reports the partitions lost, not revoked, rejoins at epoch 0 with the same
     member id (KIP-1082) and gets a share back. Everything it read was committed
     before it froze, so no record is processed twice and none is lost."""
-    _session_settings(group.broker)
+    _group_session_settings(group)
     group.producer.produce(120)
     frozen = _ChildMember("frozen", group)
     frozen.start()
@@ -696,7 +721,8 @@ def test_session_expiry_hands_partitions_to_the_other_member(group: _Group) -> N
             "the other member to get the frozen member's partitions",
             members=group.live,
         )
-        # Only the session timeout hands them over (the mock checks once a second).
+        # Only the session timeout hands them over (the mock checks once a second,
+        # Kafka times each session).
         assert time.monotonic() - frozen_at >= SESSION_MS / 1000 - 0.5
         assert not group.ledger.removed_since("other", 0.0)
         frozen.thaw()

@@ -84,6 +84,7 @@ class _Group(LedgerGroup[CoopMember | RdkafkaMember]):
         name: str,
         *,
         rdkafka: bool = False,
+        classic: bool = False,
         config: Mapping[str, object] | None = None,
     ) -> CoopMember | RdkafkaMember:
         member: CoopMember | RdkafkaMember
@@ -95,7 +96,8 @@ class _Group(LedgerGroup[CoopMember | RdkafkaMember]):
             member = CoopMember(
                 name, self.broker.bootstrap, self.group, [self.topic], self.ledger, self.accounting
             )
-        _kip848(member)
+        if not classic:  # a classic member keeps cooperative-sticky
+            _kip848(member)
         member.config.update(config or {})
         self.adopt(member)
         return member
@@ -300,6 +302,27 @@ def test_mixed_group_scales_one_four_two(group: _Group) -> None:
     for name in ("rdkafka-1", "coop-2"):
         group.remove(next(m for m in group.live if m.name == name))
     group.settle("two members to share the partitions")
+    group.finish()
+    group.check_clean()
+
+
+@ON_KAFKA
+@pytest.mark.slow
+def test_online_migration_from_classic_to_consumer(group: _Group) -> None:
+    """A cooperative-sticky classic group is rolled to ``group.protocol=consumer`` one
+    member at a time, records flowing (docs/upgrade.md). Kafka converts the group when
+    the first consumer-protocol member joins and runs the remaining classic members
+    through its classic-protocol bridge; the mock keeps the two protocols' groups
+    apart, so only Kafka can host this. Never two owners, nothing lost, nothing
+    processed twice (every member commits before giving a partition up)."""
+    group.producer.start()
+    for n in (1, 2, 3):
+        group.add(f"classic-{n}", classic=True)
+    group.settle("three classic members to share the partitions")
+    for n in (1, 2, 3):
+        group.add(f"consumer-{n}")
+        group.remove(next(m for m in group.live if m.name == f"classic-{n}"))
+        group.settle(f"classic-{n} replaced by consumer-{n}")
     group.finish()
     group.check_clean()
 

@@ -27,7 +27,7 @@ from typing import Any
 from coopconsumer import TopicPartition
 from integration._ledger import OwnershipLedger, RecordAccounting
 
-__all__ = ["PeerProcess"]
+__all__ = ["PeerProcess", "run_referee"]
 
 
 def _tps(items: Sequence[Sequence[Any]]) -> frozenset[TopicPartition]:
@@ -58,12 +58,18 @@ class PeerProcess:
         #: partitions, user data bytes).
         self.decoded: list[tuple[int, frozenset[TopicPartition], bytes]] = []
         self.events: list[dict[str, Any]] = []
+        #: The group's member ids at each of this peer's leader turns.
+        self.led_groups: list[tuple[str, ...]] = []
         self.last_record_at: dict[TopicPartition, float] = {}
         self.stderr_tail: collections.deque[str] = collections.deque(maxlen=300)
         self._lock = threading.Lock()
         self._paused = threading.Event()
         self._started = threading.Event()
         self._expected_exit = False
+        #: What the ledger forgot when this peer stalled (``forget_stalled``): the
+        #: coordinator gave it away; the peer's later lost/revoked call for it is kept
+        #: in ``events`` but not fed to the ledger.
+        self._stalled: frozenset[TopicPartition] = frozenset()
         self._proc: subprocess.Popen[str] | None = None
         self._reader: threading.Thread | None = None
         self._err_reader: threading.Thread | None = None
@@ -131,6 +137,24 @@ class PeerProcess:
     def thaw(self) -> None:
         os.kill(self.pid, signal.SIGCONT)
 
+    def forget_stalled(self) -> frozenset[TopicPartition]:
+        """The peer is frozen past its session timeout: the ledger forgets what it owned
+        (the coordinator hands it on); returns it."""
+        self._stalled = self.ledger.forget(self.name)
+        return self._stalled
+
+    def wait_event(self, kind: str, after: int, timeout_s: float = 60.0) -> dict[str, Any]:
+        """The first event of ``kind`` at index ``after`` or later of ``events``."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            for event in self.events[after:]:
+                if event["event"] == kind:
+                    return event
+            if self.error is not None:
+                raise AssertionError(f"{self.name} failed: {self.error}")
+            time.sleep(0.05)
+        raise AssertionError(f"{self.name}: no {kind} event within {timeout_s} s")
+
     def _wait_exit(self, timeout_s: float, what: str) -> None:
         assert self._proc is not None
         try:
@@ -163,6 +187,10 @@ class PeerProcess:
         if self.error is None:
             tail = "\n".join(list(self.stderr_tail)[-40:])
             self.error = AssertionError(f"{self.name} ({self.kind}): {message}\nstderr:\n{tail}")
+
+    def led(self) -> list[tuple[str, ...]]:
+        """The group's member ids each time this peer ran the assignment."""
+        return list(self.led_groups)
 
     # --- reading ------------------------------------------------------------------
 
@@ -201,6 +229,10 @@ class PeerProcess:
             self.last_record_at[tp] = time.monotonic()
         elif kind in ("assigned", "revoked", "lost"):
             tps = _tps(event["partitions"])
+            if kind != "assigned" and self._stalled:
+                gone = self._stalled - self.ledger.owned_by(self.name)
+                self._stalled -= tps
+                tps -= gone
             if kind == "assigned":
                 self.ledger.assigned(self.name, tps)
             elif kind == "revoked":
@@ -227,9 +259,29 @@ class PeerProcess:
                     bytes.fromhex(event["user_data"]),
                 )
             )
+        elif kind == "led":
+            self.led_groups.append(tuple(sorted(event["members"])))
         elif kind == "paused":
             self._paused.set()
         elif kind == "started":
             self._started.set()
         elif kind == "error":
             self._set_error(str(event["message"]))
+
+
+def run_referee(argv: Sequence[str], timeout_s: float = 120.0) -> dict[str, Any]:
+    """Run the Java peer's ``referee`` (a ``read_committed`` reader of whole topics) and
+    return its summary: ``records``, ``distinct``, ``duplicates``, ``duplicate_keys``,
+    ``gaps``, ``missing`` (numbered keys absent), ``ends`` (last stable offsets)."""
+    done = subprocess.run(
+        list(argv), capture_output=True, text=True, timeout=timeout_s, check=False
+    )
+    for line in reversed(done.stdout.splitlines()):
+        if line.startswith("{"):
+            summary: dict[str, Any] = json.loads(line)
+            if summary.get("event") == "referee":
+                return summary
+    raise AssertionError(
+        f"the referee printed no summary (exit {done.returncode}):\n{done.stdout[-2000:]}\n"
+        f"{done.stderr[-4000:]}"
+    )

@@ -173,6 +173,19 @@ func commit(ctx context.Context, cl *kgo.Client, offsets map[string]map[int32]kg
 	return retry
 }
 
+// leading wraps a balancer to report each leader turn: the balancer's MemberBalancer
+// runs only on the member the coordinator elected leader.
+type leading struct{ kgo.GroupBalancer }
+
+func (l leading) MemberBalancer(members []kmsg.JoinGroupResponseMember) (kgo.GroupMemberBalancer, map[string]struct{}, error) {
+	ids := []string{}
+	for _, m := range members {
+		ids = append(ids, m.MemberID)
+	}
+	emit("led", map[string]any{"members": ids})
+	return l.GroupBalancer.MemberBalancer(members)
+}
+
 func main() {
 	bootstrap := flag.String("bootstrap", "", "bootstrap servers")
 	group := flag.String("group", "", "group id")
@@ -204,7 +217,7 @@ func main() {
 		kgo.ConsumerGroup(*group),
 		kgo.ConsumeTopics(strings.Split(*topics, ",")...),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		kgo.Balancers(bal),
+		kgo.Balancers(leading{bal}),
 		kgo.SessionTimeout(time.Duration(*sessionMs) * time.Millisecond),
 		kgo.HeartbeatInterval(time.Duration(*heartbeatMs) * time.Millisecond),
 		kgo.DisableAutoCommit(),

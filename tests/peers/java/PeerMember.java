@@ -144,7 +144,7 @@ public final class PeerMember {
 
     // --- member -------------------------------------------------------------------
 
-    static final class PeerAssignor implements ConsumerPartitionAssignor {
+    public static final class PeerAssignor implements ConsumerPartitionAssignor {
         static String assignorName = "peer";
 
         @Override
@@ -170,10 +170,48 @@ public final class PeerMember {
         }
 
         @Override
+        public java.nio.ByteBuffer subscriptionUserData(java.util.Set<String> topics) {
+            return java.nio.ByteBuffer.wrap(("java-peer:" + clientId).getBytes(StandardCharsets.UTF_8));
+        }
+
+        @Override
         public String name() {
             return assignorName;
         }
     }
+
+    // The built-in assignors, reporting each leader turn (assign() runs on the leader only).
+    static String led(ConsumerPartitionAssignor.GroupSubscription subscription) {
+        List<String> ids = new ArrayList<>();
+        for (String id : subscription.groupSubscription().keySet()) ids.add(quote(id));
+        return "\"members\":[" + String.join(",", ids) + "]";
+    }
+
+    public static final class LeadingCooperativeSticky extends org.apache.kafka.clients.consumer.CooperativeStickyAssignor {
+        @Override
+        public ConsumerPartitionAssignor.GroupAssignment assign(Cluster metadata, ConsumerPartitionAssignor.GroupSubscription subscription) {
+            emit("led", led(subscription));
+            return super.assign(metadata, subscription);
+        }
+    }
+
+    public static final class LeadingSticky extends org.apache.kafka.clients.consumer.StickyAssignor {
+        @Override
+        public ConsumerPartitionAssignor.GroupAssignment assign(Cluster metadata, ConsumerPartitionAssignor.GroupSubscription subscription) {
+            emit("led", led(subscription));
+            return super.assign(metadata, subscription);
+        }
+    }
+
+    public static final class LeadingRange extends org.apache.kafka.clients.consumer.RangeAssignor {
+        @Override
+        public ConsumerPartitionAssignor.GroupAssignment assign(Cluster metadata, ConsumerPartitionAssignor.GroupSubscription subscription) {
+            emit("led", led(subscription));
+            return super.assign(metadata, subscription);
+        }
+    }
+
+    static String clientId = "java-peer";
 
     static void member(Map<String, List<String>> opts) throws Exception {
         Properties props = new Properties();
@@ -183,7 +221,22 @@ public final class PeerMember {
         props.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
         props.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
         props.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
-        props.put(ConsumerConfig.CLIENT_ID_CONFIG, opts.containsKey("name") ? one(opts, "name") : "java-peer");
+        clientId = opts.containsKey("name") ? one(opts, "name") : "java-peer";
+        props.put(ConsumerConfig.CLIENT_ID_CONFIG, clientId);
+        // --strategy: comma-separated cooperative-sticky, sticky, range (the leader-reporting
+        // subclasses of Java's built-ins, same names), in order of preference.
+        if (opts.containsKey("strategy")) {
+            List<String> classes = new ArrayList<>();
+            for (String s : one(opts, "strategy").split(",")) {
+                switch (s.trim()) {
+                    case "cooperative-sticky": classes.add(LeadingCooperativeSticky.class.getName()); break;
+                    case "sticky": classes.add(LeadingSticky.class.getName()); break;
+                    case "range": classes.add(LeadingRange.class.getName()); break;
+                    default: throw new IllegalArgumentException("unknown strategy " + s);
+                }
+            }
+            props.put(ConsumerConfig.PARTITION_ASSIGNMENT_STRATEGY_CONFIG, String.join(",", classes));
+        }
         for (String kv : opts.getOrDefault("prop", List.of())) {
             int eq = kv.indexOf('=');
             props.put(kv.substring(0, eq), kv.substring(eq + 1));
@@ -363,24 +416,27 @@ public final class PeerMember {
                     duplicates += e.getValue() - 1;
                     if (dupKeys.size() < 10) dupKeys.add(quote(e.getKey()));
                 }
-                int dash = e.getKey().lastIndexOf('-');
-                if (dash > 0) {
-                    try {
-                        long n = Long.parseLong(e.getKey().substring(dash + 1));
-                        numbers.computeIfAbsent(e.getKey().substring(0, dash), k -> new TreeSet<>()).add(n);
-                    } catch (NumberFormatException ignored) {
-                        // not a numbered key
-                    }
+                // A numbered key: a prefix and a trailing decimal number ("k17", "k-17").
+                String key = e.getKey();
+                int digits = key.length();
+                while (digits > 0 && Character.isDigit(key.charAt(digits - 1))) digits--;
+                if (digits < key.length() && key.length() - digits < 18) {
+                    long n = Long.parseLong(key.substring(digits));
+                    numbers.computeIfAbsent(key.substring(0, digits), k -> new TreeSet<>()).add(n);
                 }
             }
             List<String> gaps = new ArrayList<>();
             long gapCount = 0;
+            // --count N: every prefix must have exactly the numbers 0..N-1.
+            long count = opts.containsKey("count") ? Long.parseLong(one(opts, "count")) : -1;
             for (Map.Entry<String, TreeSet<Long>> e : numbers.entrySet()) {
-                long expect = e.getValue().first();
-                for (long n : e.getValue()) {
+                long expect = count >= 0 ? 0 : e.getValue().first();
+                TreeSet<Long> present = new TreeSet<>(e.getValue());
+                if (count >= 0) present.add(count);  // a sentinel: gaps up to the end count
+                for (long n : present) {
                     while (expect < n) {
                         gapCount++;
-                        if (gaps.size() < 20) gaps.add(quote(e.getKey() + "-" + expect));
+                        if (gaps.size() < 20) gaps.add(quote(e.getKey() + expect));
                         expect++;
                     }
                     expect = n + 1;

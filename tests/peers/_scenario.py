@@ -37,6 +37,7 @@ __all__ = [
     "Fleet",
     "Member",
     "explain_duplicates",
+    "group_type",
     "kept_but_revoked",
     "report_row",
 ]
@@ -145,6 +146,16 @@ class Fleet:
         if kind == "go":
             return self.go_member(name, **kwargs)
         raise ValueError(kind)
+
+
+def group_type(bootstrap: str, group_id: str) -> str:
+    """The group's type as the broker describes it (``CONSUMER``, ``CLASSIC``), read by
+    confluent-kafka's AdminClient (DescribeGroups / ConsumerGroupDescribe)."""
+    import confluent_kafka.admin
+
+    admin = confluent_kafka.admin.AdminClient({"bootstrap.servers": bootstrap})
+    description = admin.describe_consumer_groups([group_id])[group_id].result(timeout=30)
+    return str(description.type.name)
 
 
 def kept_but_revoked(

@@ -1275,7 +1275,17 @@ class LedgerGroup(Generic[_M]):
                 and self.ledger.quiet_for() >= self.quiet_s
             )
 
-        wait_for(settled, self.settle_s, what, members=self.live)
+        try:
+            wait_for(settled, self.settle_s, what, members=self.live)
+        except AssertionError as exc:
+            if "timed out" not in str(exc):
+                raise
+            owners = sorted((tp.partition, owner) for tp, owner in self.ledger.owners().items())
+            history = "\n".join(map(repr, self.ledger.events()[-30:]))
+            raise AssertionError(
+                f"{exc}\nlive: {[m.name for m in self.live]}\nowners now: {owners}\n"
+                f"--- last listener calls ---\n{history}"
+            ) from None
 
     def finish(self) -> None:
         """Stop producing, wait until every record is processed, stop every member."""

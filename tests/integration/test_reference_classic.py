@@ -34,12 +34,22 @@ from coopconsumer.assignors import (
     GroupSubscription,
     RebalanceProtocol,
 )
-from coopconsumer.testing import KafkaCluster, kafka_cluster, unique_name
+from coopconsumer.testing import KafkaCluster, unique_name
 from integration._ledger import CoopMember, LedgerGroup, RdkafkaMember, wait_for
 from integration.conftest import EXTERNAL_BOOTSTRAP
 from peers._build import GoPeer, JavaPeer, go_peer, java_peer
 from peers._process import PeerProcess
-from peers._scenario import KINDS, Fleet, explain_duplicates, kept_but_revoked, report_row
+from peers._scenario import (
+    KINDS,
+    PEER_HEARTBEAT_MS,
+    PEER_SESSION_MS,
+    Fleet,
+    commit_refusals,
+    explain_duplicates,
+    kept_but_revoked,
+    report_row,
+    started_cluster,
+)
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("reference-classic")]
 
@@ -54,7 +64,7 @@ SETTLE_S = 90.0
 def cluster() -> Iterator[KafkaCluster]:
     if EXTERNAL_BOOTSTRAP:
         pytest.skip("needs its own 3-node cluster (kills and restarts nodes)")
-    with kafka_cluster(brokers=3) as c:
+    with started_cluster(brokers=3) as c:
         yield c
 
 
@@ -162,7 +172,7 @@ def test_every_kind_in_one_cooperative_group(
         for m in members.values():
             if isinstance(m, PeerProcess) and m.alive:
                 m.kill()
-    failures = group.member_failures()
+    group.member_failures()  # member errors and ownership violations fail here
     duplicates = explain_duplicates(
         group.accounting,
         _reasons(group, {"java-1": "SIGKILLed: processed, not yet committed"}),
@@ -176,7 +186,7 @@ def test_every_kind_in_one_cooperative_group(
         accounting=group.accounting,
         duplicates=duplicates,
         kept_but_revoked=0,
-        failures=[f"{k}: {v}" for k, v in failures.items()],
+        commit_refusals=commit_refusals(group.started),
         started_at=started_at,
     )
 
@@ -229,7 +239,7 @@ def test_group_coordinator_broker_killed(cluster: KafkaCluster, java: JavaPeer, 
         group.stop_all()
         if victim is not None:
             cluster.start_node(victim)
-    failures = group.member_failures()
+    group.member_failures()  # member errors and ownership violations fail here
     lost = {
         m.name: len(group.ledger.removed_since(m.name, started_at, ("lost",)))
         for m in group.started
@@ -244,7 +254,7 @@ def test_group_coordinator_broker_killed(cluster: KafkaCluster, java: JavaPeer, 
         accounting=group.accounting,
         duplicates=duplicates,
         kept_but_revoked=0,
-        failures=[f"{k}: {v}" for k, v in failures.items()],
+        commit_refusals=commit_refusals(group.started),
         started_at=started_at,
     )
 
@@ -284,7 +294,7 @@ def test_each_kind_leads(cluster: KafkaCluster, java: JavaPeer, go: GoPeer) -> N
         group.finish()
     finally:
         group.stop_all()
-    failures = group.member_failures()
+    group.member_failures()  # member errors and ownership violations fail here
     duplicates = explain_duplicates(group.accounting, _reasons(group, {}))
     group.accounting.check(allow_duplicates=False)
     report_row(
@@ -295,7 +305,7 @@ def test_each_kind_leads(cluster: KafkaCluster, java: JavaPeer, go: GoPeer) -> N
         accounting=group.accounting,
         duplicates=duplicates,
         kept_but_revoked=0,
-        failures=[f"{k}: {v}" for k, v in failures.items()],
+        commit_refusals=commit_refusals(group.started),
         started_at=started_at,
     )
 
@@ -359,7 +369,11 @@ def test_python_assignor_leads_java_members(cluster: KafkaCluster, java: JavaPee
         [group.topic],
         group.ledger,
         group.accounting,
-        extra_config={"partition.assignment.strategy": [assignor]},
+        extra_config={
+            "partition.assignment.strategy": [assignor],
+            "session.timeout.ms": PEER_SESSION_MS,
+            "heartbeat.interval.ms": PEER_HEARTBEAT_MS,
+        },
     )
     javas = [
         fleet.java_member(
@@ -367,9 +381,9 @@ def test_python_assignor_leads_java_members(cluster: KafkaCluster, java: JavaPee
             "--assignor-name",
             "python-rr",
             "--prop",
-            "session.timeout.ms=6000",
+            f"session.timeout.ms={PEER_SESSION_MS}",
             "--prop",
-            "heartbeat.interval.ms=500",
+            f"heartbeat.interval.ms={PEER_HEARTBEAT_MS}",
             strategy=None,
         )
         for i in (1, 2)
@@ -406,7 +420,7 @@ def test_python_assignor_leads_java_members(cluster: KafkaCluster, java: JavaPee
         group.finish()
     finally:
         group.stop_all()
-    failures = group.member_failures()
+    group.member_failures()  # member errors and ownership violations fail here
     duplicates = explain_duplicates(group.accounting, _reasons(group, {}))
     group.accounting.check(allow_duplicates=False)
     report_row(
@@ -417,6 +431,6 @@ def test_python_assignor_leads_java_members(cluster: KafkaCluster, java: JavaPee
         accounting=group.accounting,
         duplicates=duplicates,
         kept_but_revoked=0,
-        failures=[f"{k}: {v}" for k, v in failures.items()],
+        commit_refusals=commit_refusals(group.started),
         started_at=started_at,
     )

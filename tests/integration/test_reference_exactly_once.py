@@ -61,6 +61,6 @@ def test_java_read_committed_referee_counts_exactly_once(kafka_broker: EmbeddedB
         accounting=RecordAccounting(),
         duplicates={},
         kept_but_revoked=0,
-        failures=[],
+        commit_refusals={},
         started_at=started_at,
     )

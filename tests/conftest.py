@@ -9,11 +9,14 @@ whole suite stays well under the project's time budget. "dev" is quicker still,
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, settings
+
+from coopconsumer.testing import EmbeddedBroker
 
 settings.register_profile(
     "ci",
@@ -65,3 +68,15 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
             return str(super()._split_scope(nodeid))
 
     return SparkGroupScheduling(config, log)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """A failed test that used Apache Kafka shows the end of each node's log."""
+    outcome = yield
+    report = outcome.get_result()  # type: ignore[attr-defined]
+    if not report.failed:
+        return
+    for name, value in getattr(item, "funcargs", {}).items():
+        if isinstance(value, EmbeddedBroker) and value.kind == "kafka":
+            report.sections.append((f"Kafka log: fixture {name}", value.output_tail(8000)))

@@ -12,7 +12,8 @@ is accepted only when the member that processed the record first is named with a
 (SIGKILLed, or a commit of its was refused). Each scenario prints its row of the
 issue's closing table (``SCENARIO-ROW``).
 
-The scenarios share one module-scoped cluster and run on one xdist worker.
+The scenarios that kill a node or stall a member share one module-scoped 3-node cluster
+(one xdist worker); the others run on the session's one-node ``kafka_broker``.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from coopconsumer.assignors import (
     GroupSubscription,
     RebalanceProtocol,
 )
-from coopconsumer.testing import KafkaCluster, unique_name
+from coopconsumer.testing import EmbeddedBroker, KafkaCluster, unique_name
 from integration._ledger import CoopMember, LedgerGroup, RdkafkaMember, wait_for
 from integration.conftest import EXTERNAL_BOOTSTRAP
 from peers._build import GoPeer, JavaPeer, go_peer, java_peer
@@ -51,7 +52,10 @@ from peers._scenario import (
     started_cluster,
 )
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("reference-classic")]
+pytestmark = pytest.mark.slow
+#: The scenarios that kill nodes or stall members share one module-scoped 3-node
+#: cluster, on one xdist worker; the others use the session's one-node broker.
+on_own_cluster = pytest.mark.xdist_group("reference-classic")
 
 #: Listener silence after which a group counts as settled: longer than a follow-up
 #: cooperative round takes to start (a heartbeat interval, 500 ms at most here).
@@ -78,7 +82,7 @@ def go() -> GoPeer:
     return go_peer()
 
 
-def _group(cluster: KafkaCluster, partitions: int, *, rf: int = 1) -> LedgerGroup[Any]:
+def _group(cluster: EmbeddedBroker, partitions: int, *, rf: int = 1) -> LedgerGroup[Any]:
     topic = unique_name("ref")
     cluster.create_topic(topic, partitions, replication_factor=rf)
     group: LedgerGroup[Any] = LedgerGroup(
@@ -114,6 +118,7 @@ def _check_kept(group: LedgerGroup[Any], names: list[str], since: float) -> int:
     return 0
 
 
+@on_own_cluster
 def test_every_kind_in_one_cooperative_group(
     cluster: KafkaCluster, java: JavaPeer, go: GoPeer
 ) -> None:
@@ -144,12 +149,16 @@ def test_every_kind_in_one_cooperative_group(
         events.append("rdkafka leaves")
 
         jm: PeerProcess = members["java"]
+        since = time.monotonic()
         group.live.remove(jm)
         killed = jm.kill()
         group.settle(f"the group to take over {sorted(killed)} from SIGKILLed java")
+        # The survivors lost nothing: only the crashed member's partitions moved.
+        _check_kept(group, [m.name for m in group.live], since)
         events.append(f"SIGKILL java ({len(killed)} partitions)")
 
         gm: PeerProcess = members["go"]
+        since = time.monotonic()
         gm.pause_polling()
         gm.freeze()
         time.sleep(0.5)  # the reader has taken every line the peer wrote before
@@ -162,6 +171,8 @@ def test_every_kind_in_one_cooperative_group(
         gm.resume_polling()
         group.live.append(gm)
         group.settle("the stalled go member to rejoin")
+        # Only the stalled member lost partitions (the coordinator expired it).
+        _check_kept(group, [m.name for m in group.live if m is not gm], since)
         events.append(
             f"go stalled past its session timeout (SIGSTOP), told lost {lost['partitions']}"
         )
@@ -197,6 +208,7 @@ def _coordinator(bootstrap: str, group_id: str) -> int:
     return int(description.coordinator.id)
 
 
+@on_own_cluster
 def test_group_coordinator_broker_killed(cluster: KafkaCluster, java: JavaPeer, go: GoPeer) -> None:
     """The broker that coordinates the group is SIGKILLed: the members find the new
     coordinator, keep what they own or lose it only where the coordinator ended their
@@ -244,6 +256,10 @@ def test_group_coordinator_broker_killed(cluster: KafkaCluster, java: JavaPeer, 
         m.name: len(group.ledger.removed_since(m.name, started_at, ("lost",)))
         for m in group.started
     }
+    # Why a peer lost partitions, in its own words (printed with the row).
+    for m in group.started:
+        if lost[m.name] and isinstance(m, PeerProcess):
+            print(f"{m.name} stderr (tail):\n" + "\n".join(list(m.stderr_tail)[-60:]))
     duplicates = explain_duplicates(group.accounting, _reasons(group, {}))
     group.accounting.check(allow_duplicates=True)
     report_row(
@@ -272,12 +288,12 @@ def _led_for(leader: Any, joiner: Any) -> bool:
 LEAD_CHAIN = ("coop", "java", "aio", "go", "coop", "rdkafka", "aio", "kafka-python", "coop")
 
 
-def test_each_kind_leads(cluster: KafkaCluster, java: JavaPeer, go: GoPeer) -> None:
+def test_each_kind_leads(kafka_broker: EmbeddedBroker, java: JavaPeer, go: GoPeer) -> None:
     """Each kind leads in turn: it is alone (so the coordinator makes it the leader),
     the next one joins (the leader assigns for both), then the leader leaves. Along
     the chain every reference client leads a coopconsumer member and is led by one."""
     started_at = time.monotonic()
-    group = _group(cluster, 6)
+    group = _group(kafka_broker, 6)
     fleet = _fleet(group, java, go)
     members = [fleet.member(kind, f"{kind}-l{i}") for i, kind in enumerate(LEAD_CHAIN)]
     events: list[str] = []
@@ -359,12 +375,12 @@ class UserDataRoundRobin(ConsumerPartitionAssignor):
         return GroupAssignment(assignments=result)
 
 
-def test_python_assignor_leads_java_members(cluster: KafkaCluster, java: JavaPeer) -> None:
+def test_python_assignor_leads_java_members(kafka_broker: EmbeddedBroker, java: JavaPeer) -> None:
     """A custom Python assignor leads; Java members (with an assignor of the same name
     that never leads) decode our Assignment bytes, user data included, and our leader
     reads the user data of their Subscriptions."""
     started_at = time.monotonic()
-    group = _group(cluster, 6)
+    group = _group(kafka_broker, 6)
     fleet = Fleet(
         group.bootstrap, group.group, [group.topic], group.ledger, group.accounting, java=java
     )

@@ -221,6 +221,9 @@ func main() {
 		kgo.SessionTimeout(time.Duration(*sessionMs) * time.Millisecond),
 		kgo.HeartbeatInterval(time.Duration(*heartbeatMs) * time.Millisecond),
 		kgo.DisableAutoCommit(),
+		// The client's own account of the group (joins, heartbeat errors, losses) on
+		// stderr, where the test keeps the tail for its failure reports.
+		kgo.WithLogger(kgo.BasicLogger(os.Stderr, kgo.LogLevelInfo, nil)),
 		kgo.BlockRebalanceOnPoll(),
 		kgo.OnPartitionsAssigned(func(_ context.Context, c *kgo.Client, m map[string][]int32) {
 			member, generation := c.GroupMetadata()

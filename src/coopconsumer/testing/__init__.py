@@ -122,6 +122,7 @@ from ._cluster._model import PartitionView as PartitionView
 from ._cluster._process import start_subprocess_cluster
 from ._cluster._server import InProcessCluster
 from ._cluster._server import ManualClock as ManualClock
+from ._container import kafka_container as kafka_container
 from ._kafka import DEFAULT_JVM_OPTIONS as DEFAULT_JVM_OPTIONS
 from ._kafka import KafkaCluster as KafkaCluster
 from ._kafka import KafkaNode as KafkaNode
@@ -191,6 +192,7 @@ __all__ = [
     "find_tansu_binary",
     "free_port",
     "kafka_cluster",
+    "kafka_container",
     "kafka_distribution",
     "probe_api_versions",
     "replication_cluster",

@@ -16,7 +16,7 @@ from coopconsumer.testing import KafkaCluster
 T = TypeVar("T")
 
 #: How long a condition on the cluster may take on a busy two-core machine.
-PATIENCE_S = 90.0
+PATIENCE_S = 180.0
 
 RECONFIGURATION = "org.apache.kafka.tools.reassign.ReassignPartitionsCommand"
 CONFIGS = "org.apache.kafka.tools.ConfigCommand"  # kafka.admin.ConfigCommand before 4.x

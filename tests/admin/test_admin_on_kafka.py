@@ -77,7 +77,10 @@ REPLICA_KEYS = (
 
 @pytest.fixture(scope="module")
 def kafka() -> Iterator[KafkaCluster]:
-    with kafka_cluster(brokers=4, log_dirs=2, racks=["a", "b", "c", "a"]) as cluster:
+    # A generous start: four JVMs on a busy two-core machine.
+    with kafka_cluster(
+        brokers=4, log_dirs=2, racks=["a", "b", "c", "a"], startup_timeout_s=300
+    ) as cluster:
         yield cluster
 
 

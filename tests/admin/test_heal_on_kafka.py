@@ -30,7 +30,7 @@ RACKS = {1: "a", 2: "b", 3: "c", 4: "a"}
 
 @pytest.fixture(scope="module")
 def kafka() -> Iterator[KafkaCluster]:
-    with kafka_cluster(brokers=4, racks=["a", "b", "c", "a"]) as cluster:
+    with kafka_cluster(brokers=4, racks=["a", "b", "c", "a"], startup_timeout_s=300) as cluster:
         yield cluster
 
 

@@ -113,7 +113,12 @@ def read_all(bootstrap: str, topic: str, partitions: int) -> list[int]:
 
 def test_heal_after_sigkill_of_a_leader_with_an_acks_all_producer(kafka: KafkaCluster) -> None:
     topic, state, group = unique_name("orders"), unique_name("heal-state"), unique_name("heal")
-    with AdminClient({"bootstrap.servers": kafka.bootstrap}) as admin:
+    # The healer's admin client runs on the healer's thread; the test watches with
+    # its own (an AdminClient is not thread-safe).
+    with (
+        AdminClient({"bootstrap.servers": kafka.bootstrap}) as admin,
+        AdminClient({"bootstrap.servers": kafka.bootstrap}) as healer_admin,
+    ):
         assert create_state_topic(admin, state) == 3
         admin.create_topics(
             [
@@ -137,7 +142,7 @@ def test_heal_after_sigkill_of_a_leader_with_an_acks_all_producer(kafka: KafkaCl
             topic=state,
         )
         healer = Healer(
-            admin,
+            healer_admin,
             KRaftReplicaAssignor(),
             config=HealConfig(failure_interval_ms=5_000, chunk_size=3, retry_backoff_ms=1_000),
             store=store,

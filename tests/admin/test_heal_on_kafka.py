@@ -18,7 +18,8 @@ from typing import Any
 import pytest
 from _kafka_helpers import PATIENCE_S, described, wait_for, wait_in_sync
 
-from coopconsumer.admin import AdminClient, KRaftReplicaAssignor, NewTopic
+from coopconsumer._types import TopicPartition
+from coopconsumer.admin import AdminClient, ElectionType, KRaftReplicaAssignor, NewTopic
 from coopconsumer.admin.heal import HealConfig, Healer
 from coopconsumer.admin.heal._kafka import KafkaStateTopic, create_state_topic
 from coopconsumer.testing import KafkaCluster, kafka_cluster, unique_name
@@ -81,7 +82,8 @@ class AcksAllProducer:
 
 def read_all(bootstrap: str, topic: str, partitions: int) -> list[int]:
     """Every record of ``topic`` (read_committed does not matter: no transactions)."""
-    from confluent_kafka import Consumer, TopicPartition
+    from confluent_kafka import Consumer
+    from confluent_kafka import TopicPartition as KafkaPartition
 
     consumer = Consumer(
         {
@@ -93,9 +95,9 @@ def read_all(bootstrap: str, topic: str, partitions: int) -> list[int]:
     try:
         ends = {}
         for p in range(partitions):
-            _, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=30)
+            _, high = consumer.get_watermark_offsets(KafkaPartition(topic, p), timeout=30)
             ends[p] = high
-        consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+        consumer.assign([KafkaPartition(topic, p, 0) for p in range(partitions)])
         values: list[int] = []
         positions = dict.fromkeys(range(partitions), 0)
         deadline = time.monotonic() + PATIENCE_S
@@ -109,6 +111,33 @@ def read_all(bootstrap: str, topic: str, partitions: int) -> list[int]:
         return values
     finally:
         consumer.close()
+
+
+def make_leader(admin: AdminClient, tp: TopicPartition, broker: int) -> None:
+    """Make ``broker`` (a replica of ``tp``) its preferred replica and leader: a
+    reorder of the same replicas (Kafka completes it at once), then an election."""
+    d = described(admin, tp.topic)
+    assert d is not None
+    p = d.partitions[tp.partition]
+    if p.leader == broker:
+        return
+    order = (broker, *(b for b in p.replicas if b != broker))
+    admin.alter_partition_reassignments({tp: order})
+    wait_for(
+        f"{tp} reordered",
+        lambda: (
+            (x := described(admin, tp.topic)) is not None
+            and x.partitions[tp.partition].replicas == order
+        ),
+    )
+    admin.elect_leaders([tp], election_type=ElectionType.PREFERRED)
+    wait_for(
+        f"broker {broker} to lead {tp}",
+        lambda: (
+            (x := described(admin, tp.topic)) is not None
+            and x.partitions[tp.partition].leader == broker
+        ),
+    )
 
 
 def test_heal_after_sigkill_of_a_leader_with_an_acks_all_producer(kafka: KafkaCluster) -> None:
@@ -157,12 +186,20 @@ def test_heal_after_sigkill_of_a_leader_with_an_acks_all_producer(kafka: KafkaCl
             healing.start()
             wait_for("an active healer", lambda: healer.core is not None)
             wait_for("acknowledged records", lambda: len(producer.acked) > 200)
-            # The victim leads the state topic's partition (and partitions of the topic).
+            # The victim leads the state topic and is on rack a, the rack with two
+            # brokers, so three racks remain for every partition after the kill.
             state_now = described(admin, state)
-            topic_now = described(admin, topic)
             assert state_now is not None
+            replicas = state_now.partitions[0].replicas
+            victim = next(b for b in replicas if RACKS[b] == "a")
+            make_leader(admin, TopicPartition(state, 0), victim)
+            orders = described(admin, topic)
+            assert orders is not None
+            if not any(p.leader == victim for p in orders.partitions):
+                hosted = next(p for p in orders.partitions if victim in p.replicas)
+                make_leader(admin, TopicPartition(topic, hosted.partition), victim)
+            topic_now = described(admin, topic)
             assert topic_now is not None
-            victim = state_now.partitions[0].leader
             leads = [p.partition for p in topic_now.partitions if p.leader == victim]
             assert leads, f"broker {victim} leads no partition of {topic}"
             killed_at = time.monotonic()

@@ -59,7 +59,7 @@ from ._io._member_factory import member_for
 from ._listener import ListenerInvoker, RebalanceListener, RebalanceListenerLike
 from ._metrics import CoordinatorMetrics, FetchMetrics
 from ._protocol import errors
-from ._types import ConsumerGroupMetadata, TopicPartition
+from ._types import MAX_OFFSET, ConsumerGroupMetadata, TopicPartition
 from .assignors import RebalanceProtocol
 
 if TYPE_CHECKING:
@@ -184,9 +184,7 @@ def _offset_of(value: object) -> OffsetAndMetadata:
     if isinstance(value, OffsetAndMetadata):
         return value
     if isinstance(value, int) and not isinstance(value, bool):
-        if value < 0:
-            raise ConfigurationError(f"invalid offset to commit: {value}")
-        return OffsetAndMetadata(offset=value)
+        return OffsetAndMetadata(offset=value)  # its validator rejects what Kafka cannot store
     raise ConfigurationError(f"an offset to commit must be an int or OffsetAndMetadata: {value!r}")
 
 
@@ -198,7 +196,11 @@ def _commit_offsets(offsets: object) -> dict[TopicPartition, OffsetAndMetadata]:
         result: dict[TopicPartition, OffsetAndMetadata] = {}
         for item in offsets:
             offset = getattr(item, "offset", None)
-            if not isinstance(offset, int) or offset < 0:
+            if (
+                not isinstance(offset, int)
+                or isinstance(offset, bool)
+                or not 0 <= offset <= MAX_OFFSET
+            ):
                 raise ConfigurationError(f"{item!r} carries no valid offset to commit")
             metadata = getattr(item, "metadata", None)
             leader_epoch = getattr(item, "leader_epoch", None)
@@ -258,15 +260,25 @@ def _assignment(partitions: object) -> tuple[frozenset[TopicPartition], dict[Top
         offset = getattr(item, "offset", None)
         if offset is None or offset in _NO_START_OFFSETS:
             continue
-        if not isinstance(offset, int) or isinstance(offset, bool):
-            raise ConfigurationError(f"the offset of {tp} must be an int: {offset!r}")
-        if offset < 0 and offset not in (_OFFSET_BEGINNING, _OFFSET_END):
-            raise ConfigurationError(
-                f"unsupported start offset {offset} for {tp}: give an offset >= 0, "
-                f"OFFSET_BEGINNING (-2) or OFFSET_END (-1)"
-            )
-        starts[tp] = offset
+        starts[tp] = _start_offset(tp, offset, "start offset")
     return frozenset(found), starts
+
+
+def _start_offset(tp: TopicPartition, offset: object, what: str) -> int:
+    """``offset`` if fetching may start there: an offset from 0 to ``MAX_OFFSET``,
+    ``OFFSET_BEGINNING`` or ``OFFSET_END``. Anything else raises ``ConfigurationError``
+    before librdkafka sees it: it refuses a negative offset only once the partition was
+    restarted (``_INVALID_ARG``) and takes one it cannot fetch from silently, after
+    which the partition never delivers again (Java's ``seek`` rejects a negative offset
+    too: "seek offset must not be a negative number")."""
+    if not isinstance(offset, int) or isinstance(offset, bool):
+        raise ConfigurationError(f"the {what} of {tp} must be an int: {offset!r}")
+    if offset in (_OFFSET_BEGINNING, _OFFSET_END) or 0 <= offset <= MAX_OFFSET:
+        return offset
+    raise ConfigurationError(
+        f"invalid {what} {offset} for {tp}: give an offset from 0 to {MAX_OFFSET}, "
+        f"OFFSET_BEGINNING (-2) or OFFSET_END (-1); nothing changed"
+    )
 
 
 def client_for(cfg: ConsumerConfig) -> KafkaClient:
@@ -1133,13 +1145,18 @@ class Consumer:
 
     def seek(self, partition: TopicPartition, offset: int) -> None:
         """Fetch ``partition`` from ``offset`` next (allowed inside
-        ``on_partitions_assigned``, as Java). Raises ``ConfigurationError`` if the
-        partition is not assigned; ``KafkaError`` if librdkafka refuses (nothing changes).
+        ``on_partitions_assigned``, as Java).
+
+        ``offset`` is an offset from 0 to 2**63-1, ``OFFSET_BEGINNING`` (-2) or
+        ``OFFSET_END`` (-1). Raises ``ConfigurationError`` for any other offset (Java's
+        ``seek`` rejects a negative one) or a partition not assigned, and ``KafkaError``
+        if librdkafka refuses; in every case nothing changes: the partition keeps
+        fetching from where it was. An offset past the partition's end is not an error
+        here: ``auto.offset.reset`` decides where fetching resumes, as in Java.
         """
         self._check_usable()
         tp = _tp(partition)
-        if not isinstance(offset, int) or isinstance(offset, bool):
-            raise ConfigurationError(f"offset must be an int: {offset!r}")
+        offset = _start_offset(tp, offset, "seek offset")
         if tp not in self._assigned:
             raise ConfigurationError(f"seek() of {tp}, which is not assigned to this consumer")
         if tp in self._pending_starts:
@@ -1224,9 +1241,10 @@ class Consumer:
         self._check_usable()
         asked: dict[TopicPartition, int] = {}
         for key, ts in timestamps.items():
-            if not isinstance(ts, int) or isinstance(ts, bool) or ts < 0:
+            if not isinstance(ts, int) or isinstance(ts, bool) or not 0 <= ts <= MAX_OFFSET:
                 raise ConfigurationError(
-                    f"offsets_for_times: the timestamp of {key} must be an int >= 0 (ms): {ts!r}"
+                    f"offsets_for_times: the timestamp of {key} must be an int from 0 to "
+                    f"{MAX_OFFSET} (ms since the epoch): {ts!r}"
                 )
             asked[_tp(key)] = ts
         if not asked:

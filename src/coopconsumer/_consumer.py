@@ -88,6 +88,32 @@ _STABLE_SLICE_S: Final = 0.25
 _REVOKE_COMMIT_SLICE_S: Final = 0.01
 #: close()'s default bound (Java's ``DEFAULT_CLOSE_TIMEOUT_MS``).
 _CLOSE_TIMEOUT_S: Final = 30.0
+#: A close still waiting for the group coordinator this long says so (once), if its
+#: bound is more than twice as long: a healthy close takes well under a second, one
+#: that waits for a rebalance's SyncGroup answer on Tansu a second or two.
+_CLOSE_NOTICE_S: Final = 5.0
+
+
+def close_notices(timeout_s: float, explicit: bool) -> tuple[str, tuple[float, str] | None]:
+    """What ``close()`` logs when it starts waiting for the group steps (INFO), and
+    ``(after_s, message)`` for the WARNING it logs once if they still run after
+    ``after_s`` (None when the bound is too short for that to help). Shared with
+    ``aio.AsyncConsumer.close``."""
+    bound = f"close(timeout={timeout_s:g})" if explicit else f"the default {timeout_s:g} s"
+    start = (
+        f"close: committing the consumed positions, revoking and leaving the group; "
+        f"waiting at most {timeout_s:g} s ({bound}) for the group coordinator"
+    )
+    if timeout_s <= 2 * _CLOSE_NOTICE_S:
+        return start, None
+    later = (
+        f"close: still waiting for the group coordinator after {_CLOSE_NOTICE_S:g} s (the "
+        f"commit before leaving, then LeaveGroup); giving up after {timeout_s:g} s in all: "
+        f"pass close(timeout=...) to wait less"
+    )
+    return start, (_CLOSE_NOTICE_S, later)
+
+
 #: librdkafka's logical offsets (``confluent_kafka.OFFSET_BEGINNING``/``OFFSET_END``),
 #: understood by ``Fetcher.assign``; a test checks they match.
 _OFFSET_BEGINNING: Final = -2
@@ -1047,14 +1073,21 @@ class Consumer:
         if error is not None:
             raise error
 
-    def _run_until(self, done: Any, timeout_s: float, what: str) -> None:
-        """Run queued app work until ``done()`` (a published driver condition)."""
+    def _run_until(
+        self, done: Any, timeout_s: float, what: str, notice: tuple[float, str] | None = None
+    ) -> None:
+        """Run queued app work until ``done()`` (a published driver condition); log
+        ``notice`` (``(after_s, message)``) at WARNING if it still runs after after_s."""
         driver = self._driver
-        deadline = driver.clock() + timeout_s
+        started = driver.clock()
+        deadline = started + timeout_s
         while True:
             self._run_app_work()
             if self._fatal is not None or done():
                 return
+            if notice is not None and driver.clock() - started >= notice[0]:
+                log.warning("%s", notice[1])
+                notice = None
             remaining = deadline - driver.clock()
             if remaining <= 0:
                 raise RequestTimeoutError(f"{what} did not complete within {timeout_s:.1f}s")
@@ -1243,8 +1276,8 @@ class Consumer:
         for key, ts in timestamps.items():
             if not isinstance(ts, int) or isinstance(ts, bool) or not 0 <= ts <= MAX_OFFSET:
                 raise ConfigurationError(
-                    f"offsets_for_times: the timestamp of {key} must be an int from 0 to "
-                    f"{MAX_OFFSET} (ms since the epoch): {ts!r}"
+                    f"offsets_for_times: the timestamp of {key} must be an int >= 0 and "
+                    f"<= {MAX_OFFSET} (ms since the epoch): {ts!r}"
                 )
             asked[_tp(key)] = ts
         if not asked:
@@ -1385,8 +1418,19 @@ class Consumer:
         ``enable.auto.commit``), run ``on_partitions_revoked`` (or ``lost``) on this
         thread, send LeaveGroup (dynamic members; a consumer with a manual assignment
         only commits, with at most half of ``timeout``), stop the background thread, close
-        the fetcher and the sockets. Waits at most ``timeout`` seconds (default 30)
-        for the group steps. Idempotent.
+        the fetcher and the sockets. Idempotent.
+
+        **How long it waits.** At most ``timeout`` seconds (default 30, Java's default)
+        for the group steps: the commit of the consumed positions (retried every
+        ``retry.backoff.ms`` while the group coordinator is unavailable), the
+        revocation callback, and LeaveGroup's answer. A healthy close takes well under
+        a second. With the brokers gone, the commit is retried until the bound, so
+        ``close()`` takes the whole ``timeout``: it logs at INFO when it starts
+        waiting, a WARNING if it still waits after 5 s (with a bound over 10 s), and a
+        WARNING "leaving the group did not complete" at the end; the positions
+        consumed since the last commit are not committed then (their records are read
+        again by the next owner). Pass a smaller ``timeout`` (``close(timeout=5)``) to
+        bound it; ``default.api.timeout.ms`` does not apply to ``close()``.
 
         Closing while a JoinGroup or SyncGroup is under way first lets that rebalance
         reach the SyncGroup answer (at most half of ``timeout``) so that the consumed
@@ -1408,6 +1452,8 @@ class Consumer:
         try:
             if driver.failure is None and driver.alive:
                 try:
+                    start, later = close_notices(timeout_s, timeout is not None)
+                    log.info("%s", start)
                     if self._auto_commit and driver.state in _MANUAL_STATES:
                         # No group to leave, so no revocation commits for us: commit
                         # here, as Java's close() does (maybeAutoCommitOffsetsSync).
@@ -1417,6 +1463,7 @@ class Consumer:
                         lambda: driver.state in _STOPPED_STATES,
                         max(0.0, deadline - driver.clock()),
                         "close",
+                        later,
                     )
                 except CoopConsumerError as exc:
                     log.warning("close: leaving the group did not complete: %s", exc)

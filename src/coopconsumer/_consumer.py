@@ -54,6 +54,7 @@ from ._errors import (
     RequestTimeoutError,
 )
 from ._io._client import ClientConfig, KafkaClient
+from ._io._failure_log import FailureLog, failure_key
 from ._io._member_driver import AppWork, ClientLike, CommittedOffsets, Driver
 from ._io._member_factory import member_for
 from ._listener import ListenerInvoker, RebalanceListener, RebalanceListenerLike
@@ -159,6 +160,8 @@ class FetcherLike(Protocol):
 
     #: Errors the client reported while reaching brokers, for ``error_cb``.
     client_errors: list[KafkaError]
+    #: Reports each distinct failure once per window (its log lines and its errors).
+    failures: FailureLog
 
     @property
     def assigned(self) -> frozenset[TopicPartition]: ...
@@ -718,6 +721,7 @@ class Consumer:
         while True:
             if fetcher.client_errors:
                 self._report_client_errors()
+            fetcher.failures.settle()
             if self._revoke_commit is not None:
                 # The revoked partitions are paused; their REVOKED callback runs as soon
                 # as the commit is answered, seen at the end of this slice.
@@ -766,7 +770,14 @@ class Consumer:
         first: BaseException | None = None
         for error in reported:
             if callback is None:
-                log.warning("client error: %s", error)
+                # Once per window for a failure that repeats, and not at all when
+                # librdkafka's own log line of the same failure was just reported:
+                # raw confluent-kafka prints no client error without an error_cb.
+                suffix = self._fetcher.failures.admit(
+                    failure_key(error.description or str(error)), logging.WARNING
+                )
+                if suffix is not None:
+                    log.warning("client error: %s%s", error, suffix)
                 continue
             try:
                 callback(error)

@@ -43,8 +43,10 @@ from ._coordinator import (
     OffsetAndMetadata,
     ReportError,
     Subscribe,
+    TopicsMissing,
     Unassign,
 )
+from ._coordinator._metadata import MISSING_TOPICS_REPORT_S
 from ._coordinator.kip848 import ConsumerMemberState
 from ._errors import (
     ConfigurationError,
@@ -465,6 +467,8 @@ class Consumer:
         self._closing = False
         self._fatal: CoopConsumerError | None = None
         self._errors: list[Exception] = []
+        #: Topics needed that the cluster does not have (``TopicsMissing``).
+        self._missing_topics: frozenset[str] = frozenset()
         self._metrics = CoordinatorMetrics()
         self._fetch_metrics = FetchMetrics(lambda: self._records_lag().values())
         self._invoker = ListenerInvoker(None, self._metrics)
@@ -846,10 +850,40 @@ class Consumer:
             self._start_revoke_commit(item.partitions)
         elif isinstance(item, AutoCommitDue):
             self._auto_commit_due = True
+        elif isinstance(item, TopicsMissing):
+            self._report_missing_topics(item.topics)
         elif isinstance(item, ReportError):
             self._errors.append(item.error)
         elif isinstance(item, Fatal) and self._fatal is None:
             self._fatal = item.error
+
+    def _report_missing_topics(self, topics: frozenset[str]) -> None:
+        """Topics this consumer needs that the cluster does not have (issue 35): to
+        ``error_cb`` as ``UNKNOWN_TOPIC_OR_PARTITION`` (what it raises is raised from
+        ``poll()``), else a warning; counted in :meth:`metrics` as
+        ``missing-topics``. The consumer keeps waiting for them."""
+        before, self._missing_topics = self._missing_topics, topics
+        if not topics:
+            if before:
+                log.warning("topic(s) %s exist now", ", ".join(sorted(before)))
+            return
+        names = ", ".join(sorted(topics))
+        error = errors.to_exception(
+            errors.UNKNOWN_TOPIC_OR_PARTITION,
+            message=(
+                f"topic(s) {names} not found in the cluster at {self._bootstrap_text()}: "
+                f"a typo, or not created yet; still waiting for them (said again every "
+                f"{MISSING_TOPICS_REPORT_S:g} s while they are missing)"
+            ),
+        )
+        callback = self._config.error_cb
+        if callback is None:
+            log.warning("%s", error)
+        else:
+            callback(error)
+
+    def _bootstrap_text(self) -> str:
+        return ",".join(f"{host}:{port}" for host, port in self._config.bootstrap_servers)
 
     def _flush_starts(self) -> None:
         if self._pending_starts:
@@ -1386,7 +1420,10 @@ class Consumer:
         documents (``partitions-revoked-latency-avg`` for the code's
         ``partition-revoked-latency-avg``); iteration lists the code names only.
         """
-        return self._metrics.snapshot(self._driver.clock()).to_dict()
+        result = self._metrics.snapshot(self._driver.clock()).to_dict()
+        # Topics subscribed to (by name) or assigned that the cluster does not have.
+        result["missing-topics"] = float(len(self._missing_topics))
+        return result
 
     def fetch_metrics(self) -> dict[str, float]:
         """The ``consumer-fetch-manager-metrics`` group, by Java's metric names:

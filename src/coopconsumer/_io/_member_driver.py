@@ -10,8 +10,9 @@ the negotiated version) and their answers go back to the member, which reads the
 brokers a Metadata answer named reachable (the member times its metadata refreshes and
 reads their answers; docs/architecture.md, "Threads and what crosses between them");
 listener and fetcher work (``InvokeListener``, ``Assign``, ``Unassign``,
-``CommitBeforeRevoke``, ``AutoCommitDue``, ``ReportError``, ``Fatal``) is queued *in
-order* for the thread that calls ``poll()``, and ``CommitDone`` completes the caller's future.
+``CommitBeforeRevoke``, ``AutoCommitDue``, ``TopicsMissing``, ``ReportError``,
+``Fatal``) is queued *in order* for the thread that calls ``poll()``, and
+``CommitDone`` completes the caller's future.
 
 The driver thread is the only one that touches the client (it closes it on exit). An
 exception from ``handle()`` or from executing an effect ends the loop and is queued as a
@@ -64,6 +65,7 @@ from .._coordinator import (
     RetriedCommitRequested,
     Send,
     Tick,
+    TopicsMissing,
     Unassign,
 )
 from .._coordinator.kip848 import ConsumerGroupMember, ConsumerMemberState
@@ -83,7 +85,14 @@ trace = logging.getLogger("coopconsumer.driver.trace")
 
 #: Work the driver hands to the ``poll()`` thread, in the order the member emitted it.
 AppWork = (
-    InvokeListener | Assign | Unassign | CommitBeforeRevoke | AutoCommitDue | ReportError | Fatal
+    InvokeListener
+    | Assign
+    | Unassign
+    | CommitBeforeRevoke
+    | AutoCommitDue
+    | TopicsMissing
+    | ReportError
+    | Fatal
 )
 
 _APP_WORK_TYPES: Final = (
@@ -92,6 +101,7 @@ _APP_WORK_TYPES: Final = (
     Unassign,
     CommitBeforeRevoke,
     AutoCommitDue,
+    TopicsMissing,
     ReportError,
     Fatal,
 )

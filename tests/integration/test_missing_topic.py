@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -107,7 +108,7 @@ def test_a_transactional_processor_of_a_missing_topic_says_so_in_its_stats(
     unique_group: str,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    def process(records: list[object], out: TransactionalOutput) -> None:
+    def process(records: list[Any], out: TransactionalOutput) -> None:
         return None
 
     processor = TransactionalProcessor(

@@ -69,7 +69,13 @@ from .._coordinator import (
     Unassign,
 )
 from .._coordinator.kip848 import ConsumerGroupMember, ConsumerMemberState
-from .._errors import BrokerConnectionError, CoopConsumerError, KafkaError, RequestTimeoutError
+from .._errors import (
+    BrokerConnectionError,
+    CoopConsumerError,
+    KafkaError,
+    ProtocolError,
+    RequestTimeoutError,
+)
 from .._metrics import CoordinatorMetrics
 from .._protocol import errors
 from .._protocol._schema import Request
@@ -650,7 +656,11 @@ class Driver:
         )
         if error is not exc:
             error.__cause__ = exc
-        log.error("driver thread stopped: %s", error, exc_info=exc)
+        # A typed error (authentication refused, ...) is raised from poll() with its
+        # own message: one line here, not a traceback of the driver's stack, which says
+        # nothing to the user (issue 35). Anything else is a bug: keep the traceback.
+        expected = isinstance(exc, CoopConsumerError) and not isinstance(exc, ProtocolError)
+        log.error("driver thread stopped: %s", error, exc_info=None if expected else exc)
         self._failure = error
         for commit in self._commit_futures:
             if not commit.done():

@@ -137,7 +137,13 @@ def produce(bootstrap: str, topic: str, count: int, first: int = 0) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--bootstrap", help="an existing cluster (default: embedded Tansu)")
+    parser.add_argument("--bootstrap", help="an existing cluster (default: an embedded broker)")
+    parser.add_argument(
+        "--broker",
+        choices=("tansu", "kafka"),
+        default="tansu",
+        help="the embedded broker: tansu (pip only) or kafka (Apache Kafka; Java 17, Maven)",
+    )
     parser.add_argument("--records", type=int, default=2000)
     parser.add_argument("--partitions", type=int, default=6)
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds to wait")
@@ -147,8 +153,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.bootstrap:
             broker = external_broker(args.bootstrap)
         else:
-            print("starting an embedded Tansu broker", flush=True)
-            broker = stack.enter_context(embedded_broker("tansu"))
+            print(f"starting an embedded {args.broker} broker", flush=True)
+            broker = stack.enter_context(embedded_broker(args.broker))
         topic = unique_name("asyncio")
         broker.create_topic(topic, partitions=args.partitions)
         produce(broker.bootstrap, topic, args.records // 2)

@@ -54,7 +54,13 @@ def produce(bootstrap: str, topic: str, first: int, count: int) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--bootstrap", help="an existing cluster (default: embedded Tansu)")
+    parser.add_argument("--bootstrap", help="an existing cluster (default: an embedded broker)")
+    parser.add_argument(
+        "--broker",
+        choices=("tansu", "kafka"),
+        default="tansu",
+        help="the embedded broker: tansu (pip only) or kafka (Apache Kafka; Java 17, Maven)",
+    )
     parser.add_argument("--partitions", type=int, default=12)
     parser.add_argument("--records", type=int, default=60, help="records per phase")
     parser.add_argument("--timeout", type=float, default=90.0, help="seconds to wait")
@@ -65,8 +71,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.bootstrap:
             broker = external_broker(args.bootstrap)
         else:
-            print("starting an embedded Tansu broker", flush=True)
-            broker = stack.enter_context(embedded_broker("tansu"))
+            print(f"starting an embedded {args.broker} broker", flush=True)
+            broker = stack.enter_context(embedded_broker(args.broker))
         topic = unique_name("hashed")
         broker.create_topic(topic, partitions=args.partitions)
         everything = frozenset(TopicPartition(topic, p) for p in range(args.partitions))

@@ -126,7 +126,13 @@ def count_output(
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--bootstrap", help="an existing cluster (default: embedded Tansu)")
+    parser.add_argument("--bootstrap", help="an existing cluster (default: an embedded broker)")
+    parser.add_argument(
+        "--broker",
+        choices=("tansu", "kafka"),
+        default="tansu",
+        help="the embedded broker: tansu (pip only) or kafka (Apache Kafka; Java 17, Maven)",
+    )
     parser.add_argument("--records", type=int, default=2000, help="orders to produce")
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds to wait")
     args = parser.parse_args(argv)
@@ -136,8 +142,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.bootstrap:
             broker = external_broker(args.bootstrap)
         else:
-            print("starting an embedded Tansu broker", flush=True)
-            broker = stack.enter_context(embedded_broker("tansu"))
+            print(f"starting an embedded {args.broker} broker", flush=True)
+            broker = stack.enter_context(embedded_broker(args.broker))
         source, sink = unique_name("orders"), unique_name("priced-orders")
         broker.create_topic(source, partitions=PARTITIONS)
         broker.create_topic(sink, partitions=PARTITIONS)

@@ -42,7 +42,13 @@ def produce(bootstrap: str, topic: str, count: int) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--bootstrap", help="an existing cluster (default: embedded Tansu)")
+    parser.add_argument("--bootstrap", help="an existing cluster (default: an embedded broker)")
+    parser.add_argument(
+        "--broker",
+        choices=("tansu", "kafka"),
+        default="tansu",
+        help="the embedded broker: tansu (pip only) or kafka (Apache Kafka; Java 17, Maven)",
+    )
     parser.add_argument("--records", type=int, default=10, help="records to produce")
     parser.add_argument("--partitions", type=int, default=3)
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds to wait")
@@ -53,8 +59,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.bootstrap:
             broker = external_broker(args.bootstrap)
         else:
-            print("starting an embedded Tansu broker", flush=True)
-            broker = stack.enter_context(embedded_broker("tansu"))
+            print(f"starting an embedded {args.broker} broker", flush=True)
+            broker = stack.enter_context(embedded_broker(args.broker))
         topic = unique_name("minimal")
         broker.create_topic(topic, partitions=args.partitions)
         produce(broker.bootstrap, topic, args.records)

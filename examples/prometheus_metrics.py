@@ -53,7 +53,13 @@ def scrape(port: int) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--bootstrap", help="an existing cluster (default: embedded Tansu)")
+    parser.add_argument("--bootstrap", help="an existing cluster (default: an embedded broker)")
+    parser.add_argument(
+        "--broker",
+        choices=("tansu", "kafka"),
+        default="tansu",
+        help="the embedded broker: tansu (pip only) or kafka (Apache Kafka; Java 17, Maven)",
+    )
     parser.add_argument("--port", type=int, default=0, help="HTTP port (0: any free port)")
     parser.add_argument("--records", type=int, default=20)
     parser.add_argument("--serve", type=float, default=0.0, help="keep serving N seconds")
@@ -70,8 +76,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.bootstrap:
             broker = external_broker(args.bootstrap)
         else:
-            print("starting an embedded Tansu broker", flush=True)
-            broker = stack.enter_context(embedded_broker("tansu"))
+            print(f"starting an embedded {args.broker} broker", flush=True)
+            broker = stack.enter_context(embedded_broker(args.broker))
         topic = unique_name("metered")
         broker.create_topic(topic, partitions=4)
         produce(broker.bootstrap, topic, args.records)

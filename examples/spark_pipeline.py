@@ -174,7 +174,13 @@ def read_back(bootstrap: str, topic: str, expected: int, timeout_s: float) -> di
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--bootstrap", help="an existing cluster (default: embedded Tansu)")
+    parser.add_argument("--bootstrap", help="an existing cluster (default: an embedded broker)")
+    parser.add_argument(
+        "--broker",
+        choices=("tansu", "kafka"),
+        default="tansu",
+        help="the embedded broker: tansu (pip only) or kafka (Apache Kafka; Java 17, Maven)",
+    )
     parser.add_argument("--master", help="a Spark master URL (default: a standalone cluster)")
     parser.add_argument("--records", type=int, default=5000, help="events to produce")
     parser.add_argument("--users", type=int, default=50)
@@ -193,8 +199,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.bootstrap:
             broker = external_broker(args.bootstrap)
         else:
-            print("starting an embedded Tansu broker", flush=True)
-            broker = stack.enter_context(embedded_broker("tansu"))
+            print(f"starting an embedded {args.broker} broker", flush=True)
+            broker = stack.enter_context(embedded_broker(args.broker))
         out = Path(args.out or stack.enter_context(tempfile.TemporaryDirectory()))
         events_dir, totals_dir = out / "events", out / "user_totals"
         events_dir.mkdir(parents=True, exist_ok=True)

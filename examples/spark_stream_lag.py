@@ -114,7 +114,13 @@ def start_spark(master: str) -> SparkSession:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--bootstrap", help="an existing cluster (default: embedded Tansu)")
+    parser.add_argument("--bootstrap", help="an existing cluster (default: an embedded broker)")
+    parser.add_argument(
+        "--broker",
+        choices=("tansu", "kafka"),
+        default="tansu",
+        help="the embedded broker: tansu (pip only) or kafka (Apache Kafka; Java 17, Maven)",
+    )
     parser.add_argument("--master", help="a Spark master URL (default: a standalone cluster)")
     parser.add_argument("--seconds", type=float, default=8.0, help="how long events flow")
     parser.add_argument("--rate", type=float, default=200.0, help="events per second")
@@ -131,8 +137,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.bootstrap:
             broker = external_broker(args.bootstrap)
         else:
-            print("starting an embedded Tansu broker", flush=True)
-            broker = stack.enter_context(embedded_broker("tansu"))
+            print(f"starting an embedded {args.broker} broker", flush=True)
+            broker = stack.enter_context(embedded_broker(args.broker))
         if args.master:
             spark = start_spark(args.master)
         else:

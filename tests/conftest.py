@@ -9,11 +9,14 @@ whole suite stays well under the project's time budget. "dev" is quicker still,
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, settings
+
+from coopconsumer.testing import BOOTSTRAP_ENV, EmbeddedBroker, external_broker, kafka_cluster
 
 settings.register_profile(
     "ci",
@@ -65,3 +68,42 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
             return str(super()._split_scope(nodeid))
 
     return SparkGroupScheduling(config, log)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """A failed test that used Apache Kafka shows the end of each node's log."""
+    outcome = yield
+    report = outcome.get_result()  # type: ignore[attr-defined]
+    if not report.failed:
+        return
+    for name, value in getattr(item, "funcargs", {}).items():
+        if isinstance(value, EmbeddedBroker) and value.kind == "kafka":
+            report.sections.append((f"Kafka log: fixture {name}", value.output_tail(8000)))
+
+
+#: Broker settings of the tests' Kafka on top of the launcher's test defaults: a
+#: transaction left open by a killed member is aborted within about a second of its
+#: timeout (Kafka checks every 10 s by default), so the exactly-once tests that kill a
+#: member wait seconds, not tens of seconds, for its partitions.
+KAFKA_TEST_CONFIG: dict[str, str] = {
+    "transaction.abort.timed.out.transaction.cleanup.interval.ms": "1000",
+}
+
+
+def start_test_kafka() -> Iterator[EmbeddedBroker]:
+    """One combined KRaft node of Apache Kafka with :data:`KAFKA_TEST_CONFIG`."""
+    with kafka_cluster(brokers=1, broker_config=KAFKA_TEST_CONFIG) as broker:
+        yield broker
+
+
+@pytest.fixture(scope="session")
+def kafka_broker() -> Iterator[EmbeddedBroker]:
+    """Apache Kafka (one combined KRaft node) shared by every test of a worker that
+    asks for it (integration, asyncio, protocol, admin); the external cluster when
+    ``COOPCONSUMER_BOOTSTRAP`` is set (docs/testing.md, "Which broker a test uses")."""
+    external = os.environ.get(BOOTSTRAP_ENV, "").strip()
+    if external:
+        yield external_broker(external)
+        return
+    yield from start_test_kafka()

@@ -1,8 +1,10 @@
 """Every program in examples/ runs to success against a broker.
 
 Each example is run as a subprocess, as a user would run it: by default it starts its own
-embedded Tansu broker; with ``COOPCONSUMER_BOOTSTRAP`` set it gets ``--bootstrap`` and
-uses that cluster. The subprocess timeout only catches hangs.
+embedded Tansu broker (the pip-only path), and the consumer, assignor and exactly-once
+examples run once more with ``--broker kafka`` (Apache Kafka, the referee); with
+``COOPCONSUMER_BOOTSTRAP`` set every example gets ``--bootstrap`` and uses that cluster.
+The subprocess timeout only catches hangs.
 """
 
 from __future__ import annotations
@@ -24,19 +26,28 @@ EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 TIMEOUT_S = 240
 
 
-def run_example(name: str, *args: str) -> subprocess.CompletedProcess[str]:
+#: The embedded brokers the main examples run on.
+BROKERS = ["tansu", "kafka"]
+
+
+def run_example(name: str, *args: str, broker: str = "tansu") -> subprocess.CompletedProcess[str]:
     argv = [sys.executable, str(EXAMPLES / name), *args]
     external = os.environ.get(BOOTSTRAP_ENV, "").strip()
     if external:
+        if broker != "tansu":
+            pytest.skip(f"{BOOTSTRAP_ENV} is set: the examples use that cluster")
         argv += ["--bootstrap", external]
+    else:
+        argv += ["--broker", broker]
     # Run from elsewhere: the examples must not depend on the caller's directory.
     done = subprocess.run(argv, capture_output=True, text=True, timeout=TIMEOUT_S, cwd="/")
     assert done.returncode == 0, f"{name} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
     return done
 
 
-def test_minimal_consumer() -> None:
-    out = run_example("minimal_consumer.py", "--records", "12").stdout
+@pytest.mark.parametrize("broker", BROKERS)
+def test_minimal_consumer(broker: str) -> None:
+    out = run_example("minimal_consumer.py", "--records", "12", broker=broker).stdout
     values = re.findall(r"offset \d+: record (\d+)$", out, re.M)
     assert sorted(map(int, values)) == list(range(12))
     assert "consumed 12 records" in out
@@ -46,8 +57,9 @@ def test_minimal_consumer() -> None:
     assert sum(int(o) for o in re.findall(r"\(\d+, (\d+)\)", committed.group(1))) == 12
 
 
-def test_custom_assignor_loaded_by_name() -> None:
-    out = run_example("custom_assignor.py", "--records", "30").stdout
+@pytest.mark.parametrize("broker", BROKERS)
+def test_custom_assignor_loaded_by_name(broker: str) -> None:
+    out = run_example("custom_assignor.py", "--records", "30", broker=broker).stdout
     assert "consumed 60 records exactly once with my_assignors:HashAssignor" in out
     owned_1 = re.search(r"^consumer-1 owns \[(.*)\]$", out, re.M)
     owned_2 = re.search(r"^consumer-2 owns \[(.*)\]$", out, re.M)
@@ -91,8 +103,9 @@ def test_spark_pipeline() -> None:
     assert "pipeline OK: 1000 events -> 20 user totals" in out
 
 
-def test_exactly_once() -> None:
-    out = run_example("exactly_once.py", "--records", "1500").stdout
+@pytest.mark.parametrize("broker", BROKERS)
+def test_exactly_once(broker: str) -> None:
+    out = run_example("exactly_once.py", "--records", "1500", broker=broker).stdout
     assert "1500 of 1500 orders priced: 0 duplicated, 0 missing" in out
     processed = re.findall(
         r"^(first|second): (\d+) orders in \d+ transactions, (\d+) aborted", out, re.M

@@ -158,7 +158,10 @@ def test_unique_name_is_always_a_valid_topic_name(prefix: str) -> None:
 @pytest.mark.parametrize(
     ("kwargs", "match"),
     [
-        ({"kind": "kafka"}, "kind must be"),
+        ({"kind": "redpanda"}, "kind must be"),
+        ({"kind": "mock", "tls": object()}, "tls and sasl need"),
+        ({"kind": "kafka", "transactions": True}, "Kafka has transactions of its own"),
+        ({"kind": "tansu", "version": "4.4.0"}, "version needs kind='kafka'"),
         ({"kind": "tansu", "num_brokers": 2}, "single broker"),
         ({"kind": "mock", "num_brokers": 0}, "num_brokers"),
         ({"kind": "mock", "startup_timeout_s": 0}, "startup_timeout_s"),

@@ -1,7 +1,8 @@
 """``coopconsumer demo``: eager vs cooperative rebalancing, side by side.
 
-Starts an embedded Tansu broker (or uses ``--bootstrap``), runs the same scenario with
-``range`` (EAGER) and with ``cooperative-sticky`` (COOPERATIVE), then prints the table,
+Starts an embedded Tansu broker (Apache Kafka with ``--broker kafka``, or uses
+``--bootstrap``), runs the same scenario with ``range`` (EAGER) and with
+``cooperative-sticky`` (COOPERATIVE), then prints the table,
 an ASCII timeline, and writes a PNG when matplotlib is installed. Ctrl-C stops every
 member, the producer and the broker before returning 130.
 
@@ -53,7 +54,7 @@ TANSU_NOTE = (
     "note: the embedded Tansu broker holds every JoinGroup for about a second and answers "
     "a follower's SyncGroup that arrives before the leader's a second or more later, which "
     "lengthens rebalances, cooperative ones (two rounds) most; Kafka answers it as soon as "
-    "the leader's assignment arrives. Use --bootstrap to run against a Kafka cluster."
+    "the leader's assignment arrives. Use --broker kafka to run on Apache Kafka."
 )
 
 
@@ -66,7 +67,14 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--quick", action="store_true", help="short phases (under a minute)")
     parser.add_argument(
-        "--bootstrap", metavar="HOST:PORT", help="use this cluster instead of an embedded Tansu"
+        "--bootstrap", metavar="HOST:PORT", help="use this cluster instead of an embedded broker"
+    )
+    parser.add_argument(
+        "--broker",
+        choices=("tansu", "kafka"),
+        default="tansu",
+        help="the embedded broker: tansu (the default; comes with pip) or kafka (Apache Kafka "
+        "from Maven Central; needs Java 17 and Maven)",
     )
     parser.add_argument(
         "--config",
@@ -130,9 +138,14 @@ def run_demo(argv: Sequence[str] | None = None) -> int:
                 broker = external_broker(args.bootstrap, client_config=dict(args.config))
                 _progress(f"using the cluster at {broker.bootstrap}")
             else:
-                broker = stack.enter_context(embedded_broker("tansu"))
+                if args.broker == "kafka":
+                    _progress(
+                        "starting Apache Kafka (one KRaft node; jars from Maven on first use)"
+                    )
+                broker = stack.enter_context(embedded_broker(args.broker))
+                name = "Apache Kafka" if args.broker == "kafka" else "Tansu"
                 _progress(
-                    f"started an embedded Tansu broker at {broker.bootstrap} (pid {broker.pid})"
+                    f"started an embedded {name} broker at {broker.bootstrap} (pid {broker.pid})"
                 )
             for label, strategy in RUNS:
                 _progress(f"== {label}: partition.assignment.strategy={strategy}")
@@ -170,7 +183,7 @@ def run_demo(argv: Sequence[str] | None = None) -> int:
         f"revoked {eager.partitions_revoked}; partitions a member kept paused at most "
         f"{cooperative.longest_kept_pause_s:.2f} s instead of {eager.longest_kept_pause_s:.2f} s."
     )
-    if not args.bootstrap:
+    if not args.bootstrap and args.broker == "tansu":
         print(TANSU_NOTE)
     if not args.no_png:
         picture = args.png if args.png is not None else _temporary_png()

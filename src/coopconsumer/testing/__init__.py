@@ -1,5 +1,20 @@
-"""Real Kafka-protocol brokers for tests: Tansu, librdkafka's mock cluster, and a
-multi-broker replication cluster for admin tests (``replication_cluster``).
+"""Real Kafka-protocol brokers for tests: Apache Kafka itself (``embedded_broker("kafka")``
+and ``kafka_cluster``), Tansu, librdkafka's mock cluster, and a multi-broker replication
+cluster for admin tests (``replication_cluster``).
+
+Apache Kafka is the referee: its KRaft nodes run as JVMs on loopback, from jars that
+Maven resolves from Maven Central into ``~/.cache/coopconsumer/kafka/<version>`` on first
+use (needs ``java`` 17+ and ``mvn``; ``COOPCONSUMER_KAFKA_VERSION`` picks the release)::
+
+    from coopconsumer.testing import embedded_broker, kafka_cluster
+
+    with embedded_broker("kafka") as broker:          # one combined KRaft node
+        broker.create_topic("orders", partitions=3)
+
+    with kafka_cluster(brokers=3, log_dirs=2, racks=["a", "b", "c"]) as cluster:
+        cluster.create_topic("orders", partitions=6, replication_factor=3)
+        cluster.kill(2)                               # SIGKILL; stop_node(), pause() too
+        cluster.start_node(2)
 
 ``coopconsumer.testing`` starts a throwaway broker on a loopback port, waits until it
 answers an ApiVersions request, and stops it (its whole process group) when the ``with``
@@ -89,7 +104,7 @@ from __future__ import annotations
 import re
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Literal
 
@@ -107,6 +122,17 @@ from ._cluster._model import PartitionView as PartitionView
 from ._cluster._process import start_subprocess_cluster
 from ._cluster._server import InProcessCluster
 from ._cluster._server import ManualClock as ManualClock
+from ._container import kafka_container as kafka_container
+from ._kafka import DEFAULT_JVM_OPTIONS as DEFAULT_JVM_OPTIONS
+from ._kafka import KafkaCluster as KafkaCluster
+from ._kafka import KafkaNode as KafkaNode
+from ._kafka import KafkaSecurity as KafkaSecurity
+from ._kafka import start_kafka_cluster
+from ._kafka_dist import DEFAULT_KAFKA_VERSION as DEFAULT_KAFKA_VERSION
+from ._kafka_dist import KAFKA_VERSION_ENV as KAFKA_VERSION_ENV
+from ._kafka_dist import KafkaDistribution as KafkaDistribution
+from ._kafka_dist import KafkaSetupError as KafkaSetupError
+from ._kafka_dist import kafka_distribution as kafka_distribution
 from ._mock import MockBroker as MockBroker
 from ._mock import start_mock
 from ._ports import free_port as free_port
@@ -130,6 +156,9 @@ from ._txn_proxy import start_transactional_tansu
 
 __all__ = [
     "BOOTSTRAP_ENV",
+    "DEFAULT_JVM_OPTIONS",
+    "DEFAULT_KAFKA_VERSION",
+    "KAFKA_VERSION_ENV",
     "AbortedTxn",
     "BrokerKind",
     "BrokerSpec",
@@ -138,6 +167,11 @@ __all__ = [
     "ClusterCommandError",
     "EmbeddedBroker",
     "GatewayStats",
+    "KafkaCluster",
+    "KafkaDistribution",
+    "KafkaNode",
+    "KafkaSecurity",
+    "KafkaSetupError",
     "ManualClock",
     "MockBroker",
     "MockRequest",
@@ -157,6 +191,9 @@ __all__ = [
     "external_broker",
     "find_tansu_binary",
     "free_port",
+    "kafka_cluster",
+    "kafka_container",
+    "kafka_distribution",
     "probe_api_versions",
     "replication_cluster",
     "spark_standalone_cluster",
@@ -171,21 +208,28 @@ BOOTSTRAP_ENV = "COOPCONSUMER_BOOTSTRAP"
 
 @contextmanager
 def embedded_broker(
-    kind: Literal["tansu", "mock"] = "tansu",
+    kind: Literal["kafka", "tansu", "mock"] = "tansu",
     *,
     num_brokers: int = 1,
-    startup_timeout_s: float = 30.0,
+    startup_timeout_s: float | None = None,
     tls: TlsFiles | None = None,
     sasl: SaslServer | None = None,
     transactions: bool = False,
+    version: str | None = None,
 ) -> Iterator[EmbeddedBroker]:
-    """Start a test broker, yield it once it answers ApiVersions, stop it on exit.
+    """Start a test broker, yield it once it answers, stop it on exit.
 
-    ``kind`` picks Tansu or librdkafka's mock cluster. ``num_brokers`` (mock only; Tansu
-    is a single broker) sets the mock's broker count, ids ``1..num_brokers``; its
-    ``bootstrap`` then lists every broker. Startup waits at most ``startup_timeout_s``.
-    ``tls`` and ``sasl`` (Tansu only) secure the broker; ``broker.client_config`` then
-    holds the keys a client needs. ``transactions`` (Tansu only) puts a
+    ``kind`` picks Apache Kafka (one combined KRaft node; a :class:`KafkaCluster`),
+    Tansu or librdkafka's mock cluster. ``num_brokers`` sets the mock's broker count
+    (ids ``1..num_brokers``; its ``bootstrap`` then lists every broker) or Kafka's node
+    count (prefer :func:`kafka_cluster` for more Kafka options); Tansu is one broker.
+    Startup waits at most ``startup_timeout_s`` (default 30 s, 120 s for Kafka, whose
+    first use may resolve its jars). ``version`` (Kafka only) picks the Kafka release.
+    ``tls`` and ``sasl`` (Kafka and Tansu) secure the broker's client listener;
+    ``broker.client_config`` then holds the keys a client needs (those of the harness's
+    own admin user). On Kafka, SASL OAUTHBEARER is Kafka's unsecured JWS validator
+    (clients send ``sasl.oauthbearer.config=principal=NAME`` tokens), so
+    ``SaslServer.tokens`` is ignored there. ``transactions`` (Tansu only) puts a
     :class:`TransactionProxy` in front of Tansu that adds the transactional behaviour it
     lacks (aborted records hidden from read_committed, KIP-447 fencing, require_stable,
     transaction timeouts) and fault injection; the broker is then a
@@ -198,20 +242,34 @@ def embedded_broker(
     killed and waited for; a process-exit hook and the helper processes' own
     stdin-EOF watch stop it if the ``with`` block never finishes.
     """
-    if kind not in ("tansu", "mock"):
-        raise ConfigurationError(f"kind must be 'tansu' or 'mock', not {kind!r}")
+    if kind not in ("kafka", "tansu", "mock"):
+        raise ConfigurationError(f"kind must be 'kafka', 'tansu' or 'mock', not {kind!r}")
     if isinstance(num_brokers, bool) or not isinstance(num_brokers, int) or num_brokers < 1:
         raise ConfigurationError(f"num_brokers must be an int >= 1, not {num_brokers!r}")
     if kind == "tansu" and num_brokers != 1:
         raise ConfigurationError("Tansu runs a single broker: num_brokers must be 1")
+    if startup_timeout_s is None:
+        startup_timeout_s = 120.0 if kind == "kafka" else 30.0
     if startup_timeout_s <= 0:
         raise ConfigurationError(f"startup_timeout_s must be > 0, not {startup_timeout_s!r}")
-    if (tls is not None or sasl is not None) and kind != "tansu":
-        raise ConfigurationError("tls and sasl need kind='tansu'")
+    if (tls is not None or sasl is not None) and kind == "mock":
+        raise ConfigurationError("tls and sasl need kind='kafka' or 'tansu'")
     if transactions and (kind != "tansu" or tls is not None or sasl is not None):
-        raise ConfigurationError("transactions=True needs kind='tansu', without tls or sasl")
+        raise ConfigurationError(
+            "transactions=True needs kind='tansu', without tls or sasl (Kafka has "
+            "transactions of its own: use kind='kafka')"
+        )
+    if version is not None and kind != "kafka":
+        raise ConfigurationError("version needs kind='kafka'")
     broker: EmbeddedBroker
-    if transactions:
+    if kind == "kafka":
+        broker = start_kafka_cluster(
+            num_brokers,
+            version=version,
+            security=_kafka_security(tls, sasl),
+            startup_timeout_s=startup_timeout_s,
+        )
+    elif transactions:
         broker = start_transactional_tansu(startup_timeout_s=startup_timeout_s)
     elif tls is not None or sasl is not None:
         broker = start_secure_tansu(tls=tls, sasl=sasl, startup_timeout_s=startup_timeout_s)
@@ -223,6 +281,73 @@ def embedded_broker(
         yield broker
     finally:
         broker.stop()
+
+
+def _kafka_security(tls: TlsFiles | None, sasl: SaslServer | None) -> KafkaSecurity | None:
+    if tls is None and sasl is None:
+        return None
+    return KafkaSecurity(
+        ca=None if tls is None else tls.ca,
+        cert=None if tls is None else tls.cert,
+        key=None if tls is None else tls.key,
+        client_ca=None if tls is None else tls.client_ca,
+        admin_cert=None if tls is None else tls.admin_cert,
+        admin_key=None if tls is None else tls.admin_key,
+        mechanisms=() if sasl is None else tuple(sasl.mechanisms),
+        users={} if sasl is None else dict(sasl.users),
+        session_lifetime_ms=0 if sasl is None else sasl.session_lifetime_ms,
+    )
+
+
+@contextmanager
+def kafka_cluster(
+    brokers: int = 3,
+    *,
+    log_dirs: int = 1,
+    racks: Sequence[str | None] | None = None,
+    version: str | None = None,
+    security: KafkaSecurity | None = None,
+    broker_config: Mapping[str, str] | None = None,
+    jvm_options: Sequence[str] | None = None,
+    startup_timeout_s: float = 120.0,
+) -> Iterator[KafkaCluster]:
+    """Start an Apache Kafka cluster of ``brokers`` KRaft nodes on this host; stop it
+    (and delete its data) when the block ends.
+
+    Nodes get ids ``1..brokers``, each a broker and a controller of one static quorum,
+    ``log_dirs`` data directories (JBOD when more than one), and ``broker.rack`` from
+    ``racks`` (cycled). ``version`` picks the Kafka release (default
+    ``$COOPCONSUMER_KAFKA_VERSION``, else :data:`DEFAULT_KAFKA_VERSION`); the jars are
+    resolved by Maven on first use. ``security`` secures the client listener;
+    ``broker_config`` adds or overrides broker properties; ``jvm_options`` replaces
+    :data:`DEFAULT_JVM_OPTIONS`. The test-broker defaults (docs/testing.md, "Apache
+    Kafka") are ``group.initial.rebalance.delay.ms=0``, internal topics at
+    ``min(3, brokers)`` replicas, and lower minimum group timeouts so tests may shorten
+    them.
+
+    The :class:`KafkaCluster` is an :class:`EmbeddedBroker` (``bootstrap``,
+    ``create_topic``) with node control: ``kill``, ``stop_node``, ``pause``, ``resume``,
+    ``start_node``, ``restart``, and ``run_tool`` for Kafka's own tools.
+
+    Raises :class:`KafkaSetupError` when Java 17+, Maven or the jars are missing and
+    :class:`BrokerStartupError` (with the failing node's log tail) when a node cannot
+    start or the cluster is not ready within ``startup_timeout_s``; nothing is left
+    running in either case.
+    """
+    cluster = start_kafka_cluster(
+        brokers,
+        log_dirs=log_dirs,
+        racks=racks,
+        version=version,
+        security=security,
+        broker_config=broker_config,
+        jvm_options=jvm_options,
+        startup_timeout_s=startup_timeout_s,
+    )
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
 
 
 @contextmanager

@@ -36,9 +36,10 @@ __all__ = [
     "external_broker",
 ]
 
-#: What serves an :class:`EmbeddedBroker`: the Tansu binary, librdkafka's mock cluster,
-#: or an already-running cluster wrapped by :func:`external_broker`.
-BrokerKind = Literal["tansu", "mock", "external"]
+#: What serves an :class:`EmbeddedBroker`: Apache Kafka (KRaft nodes from Maven Central),
+#: the Tansu binary, librdkafka's mock cluster, or an already-running cluster wrapped by
+#: :func:`external_broker`.
+BrokerKind = Literal["kafka", "tansu", "mock", "external"]
 
 _STOP_GRACE_S = 5.0
 _TAIL_CHARS = 4000
@@ -85,9 +86,10 @@ def _require_topic(name: object) -> str:
 class EmbeddedBroker:
     """A running Kafka-protocol broker for tests: where it is and what it can do.
 
-    Obtained from :func:`embedded_broker` (``kind`` ``"tansu"`` or ``"mock"``) or
-    :func:`external_broker` (``kind`` ``"external"``). ``bootstrap`` is the value for
-    ``bootstrap.servers`` (a comma-separated list when the mock has several brokers).
+    Obtained from :func:`embedded_broker` (``kind`` ``"kafka"``, ``"tansu"`` or
+    ``"mock"``), :func:`kafka_cluster` (``"kafka"``) or :func:`external_broker`
+    (``kind`` ``"external"``). ``bootstrap`` is the value for ``bootstrap.servers`` (a
+    comma-separated list when the cluster has several brokers).
     ``api_versions`` is what the first broker answered to ApiVersions v0 at startup.
 
     Fault injection (``set_broker_down`` and the other ``set_*``/``push_*`` methods)

@@ -17,9 +17,10 @@ from collections.abc import Callable, Mapping
 from .._errors import BrokerConnectionError, ProtocolError, RequestTimeoutError
 from ._ports import split_address
 
-__all__ = ["API_VERSIONS_KEY", "probe_api_versions", "wait_until_answering"]
+__all__ = ["API_VERSIONS_KEY", "probe_api_versions", "probe_broker_ids", "wait_until_answering"]
 
 API_VERSIONS_KEY = 18
+METADATA_KEY = 3
 _CLIENT_ID = b"coopconsumer-testing-probe"
 _CORRELATION_ID = 0x636F6F70  # arbitrary, checked on the way back
 
@@ -29,6 +30,14 @@ def _api_versions_v0_frame() -> bytes:
     # client_id nullable string (int16 length). ApiVersionsRequest v0 has no body.
     header = struct.pack(">hhih", API_VERSIONS_KEY, 0, _CORRELATION_ID, len(_CLIENT_ID))
     payload = header + _CLIENT_ID
+    return struct.pack(">i", len(payload)) + payload
+
+
+def _metadata_v1_frame() -> bytes:
+    # RequestHeader v1, then MetadataRequest v1: topics = [] (no topics: brokers only;
+    # a null array would ask for every topic).
+    header = struct.pack(">hhih", METADATA_KEY, 1, _CORRELATION_ID, len(_CLIENT_ID))
+    payload = header + _CLIENT_ID + struct.pack(">i", 0)
     return struct.pack(">i", len(payload)) + payload
 
 
@@ -55,32 +64,78 @@ def probe_api_versions(
     when it does not answer within ``timeout_s``, and :class:`~coopconsumer.ProtocolError`
     when the answer is not an ApiVersions v0 response.
     """
+    body = _exchange(address, _api_versions_v0_frame(), API_VERSIONS_KEY, 0, timeout_s, ssl_context)
+    return _parse_api_versions_v0(body, address)
+
+
+def _exchange(
+    address: str,
+    frame: bytes,
+    api_key: int,
+    api_version: int,
+    timeout_s: float,
+    ssl_context: ssl.SSLContext | None,
+) -> bytes:
+    """Send one request frame on a fresh connection and return the response body."""
     host, port = split_address(address)
     try:
         with contextlib.ExitStack() as stack:
             sock = stack.enter_context(socket.create_connection((host, port), timeout=timeout_s))
             if ssl_context is not None:
                 sock = stack.enter_context(ssl_context.wrap_socket(sock, server_hostname=host))
-            sock.sendall(_api_versions_v0_frame())
+            sock.sendall(frame)
             (size,) = struct.unpack(">i", _recv_exact(sock, 4))
             if size < 10 or size > 1 << 20:
                 raise ProtocolError(
                     f"implausible response size {size}",
-                    api_key=API_VERSIONS_KEY,
-                    api_version=0,
+                    api_key=api_key,
+                    api_version=api_version,
                     broker=address,
                 )
             body = _recv_exact(sock, size)
     except TimeoutError as exc:
         raise RequestTimeoutError(
-            f"no ApiVersions answer within {timeout_s} s",
-            api_key=API_VERSIONS_KEY,
-            api_version=0,
+            f"no answer to API {api_key} within {timeout_s} s",
+            api_key=api_key,
+            api_version=api_version,
             broker=address,
         ) from exc
     except OSError as exc:
-        raise BrokerConnectionError(f"ApiVersions probe failed: {exc}", broker=address) from exc
-    return _parse_api_versions_v0(body, address)
+        raise BrokerConnectionError(
+            f"probe of API {api_key} failed: {exc}", broker=address
+        ) from exc
+    return body
+
+
+def probe_broker_ids(
+    address: str, *, timeout_s: float = 5.0, ssl_context: ssl.SSLContext | None = None
+) -> frozenset[int]:
+    """Send Metadata v1 (no topics) to ``address`` and return the broker ids it lists.
+
+    A KRaft broker answers Metadata only once it has caught up with the cluster's
+    metadata, so an answer listing every expected id means the cluster is usable.
+    Raises like :func:`probe_api_versions`.
+    """
+    body = _exchange(address, _metadata_v1_frame(), METADATA_KEY, 1, timeout_s, ssl_context)
+    try:
+        correlation_id, count = struct.unpack_from(">ii", body, 0)
+        if correlation_id != _CORRELATION_ID or count < 0:
+            raise ValueError(f"correlation id {correlation_id}, {count} brokers")
+        pos, ids = 8, set()
+        for _ in range(count):
+            (node_id, host_len) = struct.unpack_from(">ih", body, pos)
+            pos += 6 + max(host_len, 0) + 4
+            (rack_len,) = struct.unpack_from(">h", body, pos)
+            pos += 2 + max(rack_len, 0)
+            ids.add(node_id)
+    except (struct.error, ValueError) as exc:
+        raise ProtocolError(
+            f"not a Metadata v1 response: {exc}",
+            api_key=METADATA_KEY,
+            api_version=1,
+            broker=address,
+        ) from exc
+    return frozenset(ids)
 
 
 def _parse_api_versions_v0(body: bytes, address: str) -> Mapping[int, tuple[int, int]]:

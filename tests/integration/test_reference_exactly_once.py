@@ -30,7 +30,6 @@ def test_java_read_committed_referee_counts_exactly_once(kafka_broker: EmbeddedB
     source, sink = unique_name("eos-in"), unique_name("eos-out")
     kafka_broker.create_topic(source, PARTITIONS)
     kafka_broker.create_topic(sink, PARTITIONS)
-    # _scale_out_and_in feeds until B owns partitions and more: it says how many.
     a, b, total = _scale_out_and_in(
         kafka_broker, source, sink, unique_name("g-eos"), "cooperative-sticky"
     )

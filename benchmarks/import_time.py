@@ -1,0 +1,71 @@
+"""Benchmark: start-up cost of importing coopconsumer, in fresh processes.
+
+    python benchmarks/import_time.py [--runs 5]
+
+Each statement runs ``--runs`` times, each time in a new interpreter
+(``python -c``), which times only the statement with ``time.perf_counter`` and
+counts the modules it loaded. Printed: min, median and max milliseconds, and the
+modules added, beside the load average. The statements are ``import coopconsumer``
+(issue 31's figure), ``from coopconsumer import Consumer`` (what a process that builds
+a consumer pays), and ``import confluent_kafka`` as the yardstick.
+
+Measures; asserts nothing (``tests/test_import_cost.py`` checks *which* modules the
+import pulls in, never how long it takes).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+
+STATEMENTS = (
+    "import coopconsumer",
+    "from coopconsumer import Consumer",
+    "import confluent_kafka",
+)
+
+_PROBE = (
+    "import sys, time\n"
+    "before = len(sys.modules)\n"
+    "t = time.perf_counter()\n"
+    "{statement}\n"
+    "print((time.perf_counter() - t) * 1000, len(sys.modules) - before)\n"
+)
+
+
+def measure(statement: str, runs: int) -> tuple[list[float], int]:
+    """Milliseconds of ``runs`` fresh imports, and how many modules the last one added."""
+    times: list[float] = []
+    added = 0
+    for _ in range(runs):
+        out = subprocess.run(
+            [sys.executable, "-c", _PROBE.format(statement=statement)],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout.split()
+        times.append(float(out[0]))
+        added = int(out[1])
+    return times, added
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=5)
+    args = parser.parse_args()
+    print(f"{args.runs} fresh processes each; load average {os.getloadavg()[0]:.1f}")
+    print(f"{'statement':<36} {'min ms':>8} {'median':>8} {'max ms':>8} {'modules':>8}")
+    for statement in STATEMENTS:
+        times, added = measure(statement, args.runs)
+        print(
+            f"{statement:<36} {min(times):8.0f} {statistics.median(times):8.0f} "
+            f"{max(times):8.0f} {added:8d}"
+        )
+    print(f"load average after: {os.getloadavg()[0]:.1f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import bisect
 import collections
+import itertools
 import logging
 import re
 import threading
@@ -255,6 +256,8 @@ class RecordAccounting:
         #: Per partition: (as_of, offset, who), ordered by as_of.
         self._commit_log: dict[TopicPartition, list[tuple[float, int, str]]] = {}
         self._violations: list[str] = []
+        #: Per partition, when each record was processed (``time.monotonic()``).
+        self._consumed_at: dict[TopicPartition, list[float]] = {}
 
     def produced(self, key: bytes, tp: TopicPartition, offset: int) -> None:
         """The broker acknowledged record ``key`` at ``tp``/``offset``."""
@@ -270,6 +273,7 @@ class RecordAccounting:
             self._seen[key] += 1
             self._readers.setdefault(key, []).append(f"{member}@{tp.partition}:{offset}")
             self._seen_by[member] = self._seen_by.get(member, 0) + 1
+            self._consumed_at.setdefault(tp, []).append(time.monotonic())
 
     def committed(
         self, who: str, offsets: Mapping[TopicPartition, int], *, as_of: float | None = None
@@ -335,6 +339,17 @@ class RecordAccounting:
                 if len(readers) > 1:
                     first[readers[0].split("@", 1)[0]] += 1
             return first
+
+    def longest_pause(self, since: float, until: float) -> dict[TopicPartition, float]:
+        """Per partition, the longest time between two processed records (or ``since``
+        / ``until`` and the nearest one) within [``since``, ``until``]: how long a
+        partition stood still while a steady producer kept writing to it."""
+        with self._lock:
+            pauses: dict[TopicPartition, float] = {}
+            for tp, times in self._consumed_at.items():
+                inside = [since, *(t for t in times if since <= t <= until), until]
+                pauses[tp] = max(b - a for a, b in itertools.pairwise(inside))
+            return pauses
 
     def consumed_by(self) -> dict[str, int]:
         """Member -> records it processed."""
@@ -882,6 +897,15 @@ class _RdkafkaLog(logging.Handler):
                 self.joins.append((int(match.group(1)), match.group(2)))
 
 
+#: Commit errors after which the member still owns what it still has assigned.
+_GENERATION_MOVED_ON = frozenset(
+    {
+        confluent_kafka.KafkaError.ILLEGAL_GENERATION,
+        confluent_kafka.KafkaError.REBALANCE_IN_PROGRESS,
+    }
+)
+
+
 class RdkafkaMember(_MemberThread):
     """A ``confluent_kafka.Consumer`` member (classic protocol) on its own thread.
 
@@ -963,8 +987,18 @@ class RdkafkaMember(_MemberThread):
         except confluent_kafka.KafkaException as exc:
             error = exc.args[0]
             self.commit_failures.append(f"{error}")
-            if error.retriable() and only is None:
+            if only is not None:
+                return
+            if error.retriable():
                 self._restore_pending(offsets)
+            elif error.code() in _GENERATION_MOVED_ON:
+                # librdkafka commits during a cooperative rebalance on the coordinator
+                # connection where its own JoinGroup is parked; Kafka reads the commit
+                # once the join completed and refuses the old generation. The member
+                # may still own the partitions: commit them with the new generation
+                # (at the next batch or before revoking), as an application would.
+                owned = {TopicPartition(p.topic, p.partition) for p in consumer.assignment()}
+                self._restore_pending({tp: o for tp, o in offsets.items() if tp in owned})
             return
         if self.accounting is not None:
             self.accounting.committed(self.name, offsets)
@@ -1260,7 +1294,17 @@ class LedgerGroup(Generic[_M]):
                 and self.ledger.quiet_for() >= self.quiet_s
             )
 
-        wait_for(settled, self.settle_s, what, members=self.live)
+        try:
+            wait_for(settled, self.settle_s, what, members=self.live)
+        except AssertionError as exc:
+            if "timed out" not in str(exc):
+                raise
+            owners = sorted((tp.partition, owner) for tp, owner in self.ledger.owners().items())
+            history = "\n".join(map(repr, self.ledger.events()[-30:]))
+            raise AssertionError(
+                f"{exc}\nlive: {[m.name for m in self.live]}\nowners now: {owners}\n"
+                f"--- last listener calls ---\n{history}"
+            ) from None
 
     def finish(self) -> None:
         """Stop producing, wait until every record is processed, stop every member."""
@@ -1288,3 +1332,217 @@ class LedgerGroup(Generic[_M]):
             assert member.error is None, f"{member.name}: {member.error!r}"
         self.ledger.check()
         return {m.name: m.commit_failures[:3] for m in self.started if m.commit_failures}
+
+
+# --- more kinds of members (issue 32: every kind in one group) -----------------------
+
+
+class _AsyncLedgerListener(RebalanceListener):
+    """``LedgerListener`` for an ``AsyncConsumer``: ``on_partitions_revoked`` is a
+    coroutine that awaits the commit of the revoked partitions before the ledger hears
+    of it (KIP-429's listener may commit; the AsyncConsumer awaits it)."""
+
+    def __init__(self, member: AsyncCoopMember) -> None:
+        self.member = member
+
+    def on_partitions_assigned(self, partitions: frozenset[TopicPartition]) -> None:
+        self.member.ledger.assigned(self.member.name, partitions)
+
+    async def on_partitions_revoked(  # type: ignore[override]
+        self, partitions: frozenset[TopicPartition]
+    ) -> None:
+        await self.member.commit_async(frozenset(partitions))
+        self.member.ledger.revoked(self.member.name, partitions)
+
+    def on_partitions_lost(self, partitions: frozenset[TopicPartition]) -> None:
+        self.member._forget_pending(frozenset(partitions))
+        self.member.ledger.lost(self.member.name, partitions)
+
+
+class AsyncCoopMember(CoopMember):
+    """A ``coopconsumer.aio.AsyncConsumer`` member on its own thread and event loop,
+    with ``CoopMember``'s configuration, commits and error handling."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.async_consumer: Any = None
+
+    def _run(self) -> None:
+        import asyncio
+
+        try:
+            asyncio.run(self._main())
+        except BaseException as exc:  # kept for the test to assert on
+            logging.getLogger("tests.ledger").exception("%s failed", self.name)
+            if self.error is None:
+                self.error = exc
+
+    async def _main(self) -> None:
+        from coopconsumer.aio import AsyncConsumer
+
+        async with AsyncConsumer(self.config) as consumer:
+            self.async_consumer = consumer
+            consumer.subscribe(self.topics, listener=_AsyncLedgerListener(self))
+            while not self._stop.is_set():
+                records = await consumer.consume(200, 0.05)
+                member_id = consumer.group_metadata().member_id
+                if member_id:
+                    self.member_ids.add(member_id)
+                self._account(records)
+                await self.commit_async(None)
+            await self.commit_async(None)
+
+    async def commit_async(self, only: frozenset[TopicPartition] | None) -> None:
+        consumer = self.async_consumer
+        if consumer is None:
+            return
+        offsets = self._take_pending(only)
+        if not offsets:
+            return
+        try:
+            await consumer.commit(offsets)
+        except coopconsumer.RebalanceInProgressError as exc:
+            if only is not None:
+                self.commit_failures.append(f"on revoke of {sorted(offsets)}: {exc}")
+                return
+            self._restore_pending(offsets)
+            return
+        except coopconsumer.CommitFailedError as exc:
+            self.commit_failures.append(f"{exc}")
+            return
+        except coopconsumer.CoopConsumerError as exc:
+            if not exc.retriable:
+                raise
+            self.commit_failures.append(f"retriable: {exc}")
+            self._restore_pending(offsets)
+            return
+        if self.accounting is not None:
+            self.accounting.committed(self.name, offsets)
+
+
+def _kp_leading(base: Any, sink: list[tuple[str, ...]]) -> Any:
+    """An instance of kafka-python assignor ``base`` that records each leader turn."""
+
+    class Leading(base):  # type: ignore[misc]
+        def assign(self, cluster: Any, members: Any) -> Any:
+            sink.append(tuple(sorted(str(getattr(m, "member_id", m)) for m in members)))
+            return super().assign(cluster, members)
+
+    return Leading()
+
+
+class KafkaPythonMember(_MemberThread):
+    """A kafka-python (3.x) ``KafkaConsumer`` member with its ``cooperative-sticky``
+    assignor, on its own thread: commits after each batch and in
+    ``on_partitions_revoked`` (which kafka-python also calls on close)."""
+
+    def __init__(
+        self,
+        name: str,
+        bootstrap: str,
+        group_id: str,
+        topics: Sequence[str],
+        ledger: OwnershipLedger,
+        accounting: RecordAccounting | None,
+        *,
+        strategy: str = "cooperative-sticky",
+        extra_config: Mapping[str, object] | None = None,
+    ) -> None:
+        super().__init__(name, ledger, accounting)
+        from kafka.coordinator.assignors.cooperative_sticky import (
+            CooperativeStickyAssignor as KpCooperativeSticky,
+        )
+        from kafka.coordinator.assignors.range import RangePartitionAssignor
+
+        assignors = {"cooperative-sticky": KpCooperativeSticky, "range": RangePartitionAssignor}
+        #: The member ids of the group at each of this member's leader turns.
+        self.led_groups: list[tuple[str, ...]] = []
+        self.config: dict[str, object] = {
+            "bootstrap_servers": bootstrap,
+            "group_id": group_id,
+            "client_id": name,
+            "partition_assignment_strategy": [
+                _kp_leading(assignors[s.strip()], self.led_groups) for s in strategy.split(",")
+            ],
+            "enable_auto_commit": False,
+            "auto_offset_reset": "earliest",
+            "session_timeout_ms": 6000,
+            "heartbeat_interval_ms": 500,
+            **(extra_config or {}),
+        }
+        self.topics = list(topics)
+        self.consumer: Any = None
+        self.member_ids: set[str] = set()
+
+    def _open(self) -> None:
+        import kafka
+
+        member = self
+
+        class Listener(kafka.ConsumerRebalanceListener):  # type: ignore[misc]
+            def on_partitions_revoked(self, revoked: Any) -> None:
+                tps = _tps(revoked)
+                member._commit_pending(tps)
+                member.ledger.revoked(member.name, tps)
+
+            def on_partitions_assigned(self, assigned: Any) -> None:
+                member.ledger.assigned(member.name, _tps(assigned))
+
+            def on_partitions_lost(self, lost: Any) -> None:
+                tps = _tps(lost)
+                member._forget_pending(tps)
+                member.ledger.lost(member.name, tps)
+
+        self.consumer = kafka.KafkaConsumer(**self.config)
+        self.consumer.subscribe(self.topics, listener=Listener())
+
+    def _poll_once(self) -> None:
+        batches = self.consumer.poll(timeout_ms=50, max_records=200)
+        now = time.monotonic()
+        for tp_kp, records in batches.items():
+            tp = TopicPartition(tp_kp.topic, tp_kp.partition)
+            for record in records:
+                self.ledger.record_received(self.name, tp)
+                if self.accounting is not None:
+                    self.accounting.consumed(self.name, record.key, tp, record.offset)
+                self.last_record_at[tp] = now
+                with self._pending_lock:
+                    self._pending[tp] = record.offset + 1
+        member_id = self.consumer._coordinator._generation.member_id
+        if member_id:
+            self.member_ids.add(member_id)
+        self._commit_pending(None)
+
+    def _commit_pending(self, only: frozenset[TopicPartition] | None) -> None:
+        import kafka
+        import kafka.errors
+
+        if self.consumer is None:
+            return
+        offsets = self._take_pending(only)
+        if not offsets:
+            return
+        try:
+            self.consumer.commit(
+                {
+                    kafka.TopicPartition(tp.topic, tp.partition): kafka.OffsetAndMetadata(
+                        offset, "", -1
+                    )
+                    for tp, offset in offsets.items()
+                }
+            )
+        except kafka.errors.KafkaError as exc:
+            self.commit_failures.append(f"{exc!r}")
+            if getattr(exc, "retriable", False) and only is None:
+                self._restore_pending(offsets)
+            return
+        if self.accounting is not None:
+            self.accounting.committed(self.name, offsets)
+
+    def _close(self) -> None:
+        if self.consumer is not None:
+            self.consumer.close()
+
+    def led(self) -> list[tuple[str, ...]]:
+        """The group's member ids each time this member ran the assignment."""
+        return list(self.led_groups)

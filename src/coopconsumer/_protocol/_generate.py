@@ -59,6 +59,7 @@ class Module(NamedTuple):
     docstring: str
     imports: str
     apis: tuple[Api, ...]
+    registry: str
     trailer: str
     exports: tuple[str, ...]
 
@@ -188,37 +189,26 @@ from .messages import ALL_REQUESTS
 CLUSTER_AUTHORIZED_OPERATIONS_OMITTED = -2147483648
 """
 
-_MESSAGES_TRAILER = """\
-#: Every request class declared here, by API key.
-ALL_REQUESTS: dict[int, type[Request]] = {{
+#: The registries at the end of a module: {name} ALL or ADMIN, {what} "" or "admin ".
+_REGISTRY = """\
+#: Every {what}request class declared here, by API key.
+{name}_REQUESTS: dict[int, type[Request]] = {{
     cls.API_KEY: cls
     for cls in (
 {requests}
     )
 }}
 
-#: Every response class declared here, by API key.
-ALL_RESPONSES: dict[int, type[Response]] = {{
-    cls.API_KEY: cls.RESPONSE_TYPE for cls in ALL_REQUESTS.values()
+#: Every {what}response class declared here, by API key.
+{name}_RESPONSES: dict[int, type[Response]] = {{
+    key: cls.RESPONSE_TYPE for key, cls in {name}_REQUESTS.items()
 }}
 """
 
 _ADMIN_TRAILER = """\
-#: Every admin request class declared here, by API key.
-ADMIN_REQUESTS: dict[int, type[Request]] = {{
-    cls.API_KEY: cls
-    for cls in (
-{requests}
-    )
-}}
-
-#: Every admin response class declared here, by API key.
-ADMIN_RESPONSES: dict[int, type[Response]] = {{
-    key: cls.RESPONSE_TYPE for key, cls in ADMIN_REQUESTS.items()
-}}
 
 #: The consumer and admin requests together, for decoders of any request.
-REQUESTS_BY_KEY: dict[int, type[Request]] = {{**ALL_REQUESTS, **ADMIN_REQUESTS}}
+REQUESTS_BY_KEY: dict[int, type[Request]] = {**ALL_REQUESTS, **ADMIN_REQUESTS}
 """
 
 _MESSAGE_APIS = (
@@ -450,7 +440,8 @@ MODULES = (
         _MESSAGES_DOC,
         _MESSAGES_IMPORTS,
         _MESSAGE_APIS,
-        _MESSAGES_TRAILER,
+        "ALL",
+        "",
         ("ALL_REQUESTS", "ALL_RESPONSES"),
     ),
     Module(
@@ -458,6 +449,7 @@ MODULES = (
         _ADMIN_DOC,
         _ADMIN_IMPORTS,
         _ADMIN_APIS,
+        "ADMIN",
         _ADMIN_TRAILER,
         (
             "ADMIN_REQUESTS",
@@ -764,7 +756,12 @@ def _module(module: Module, specs: Mapping[str, Mapping[str, Any]]) -> str:
         requests.append(request["name"])
     all_names = sorted({*names, *module.exports}, key=lambda n: (not n.isupper(), n))
     listed = "\n".join(f'    "{n}",' for n in all_names)
-    trailer = module.trailer.format(requests="\n".join(f"        {r}," for r in requests))
+    trailer = _REGISTRY.format(
+        name=module.registry,
+        what="" if module.registry == "ALL" else "admin ",
+        requests="\n".join(f"        {r}," for r in requests),
+    )
+    trailer += module.trailer
     doc = module.docstring.format(spec=SPEC_VERSION)
     return (
         f'"""{doc}"""\n\nfrom __future__ import annotations\n\n{module.imports}\n'

@@ -1161,5 +1161,5 @@ ALL_REQUESTS: dict[int, type[Request]] = {
 
 #: Every response class declared here, by API key.
 ALL_RESPONSES: dict[int, type[Response]] = {
-    cls.API_KEY: cls.RESPONSE_TYPE for cls in ALL_REQUESTS.values()
+    key: cls.RESPONSE_TYPE for key, cls in ALL_REQUESTS.items()
 }

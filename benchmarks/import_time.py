@@ -10,6 +10,10 @@ modules added, beside the load average. The statements are ``import coopconsumer
 (issue 31's figure), ``from coopconsumer import Consumer`` (what a process that builds
 a consumer pays), and ``import confluent_kafka`` as the yardstick.
 
+With ``PYTHONDONTWRITEBYTECODE`` set no ``.pyc`` is kept, so every run also compiles
+the sources (a third of the consumer's import here); an installed wheel pays that once.
+The first line says which case was measured.
+
 Measures; asserts nothing (``tests/test_import_cost.py`` checks *which* modules the
 import pulls in, never how long it takes).
 """
@@ -44,15 +48,16 @@ def measure(statement: str, runs: int) -> tuple[list[float], list[float], int]:
     times: list[float] = []
     cpus: list[float] = []
     added = 0
-    for _ in range(runs):
+    for run in range(runs + 1):  # the first is a warm-up (it may write the .pyc files)
         out = subprocess.run(
             [sys.executable, "-c", _PROBE.format(statement=statement)],
             check=True,
             capture_output=True,
             text=True,
         ).stdout.split()
-        times.append(float(out[0]))
-        cpus.append(float(out[1]))
+        if run:
+            times.append(float(out[0]))
+            cpus.append(float(out[1]))
         added = int(out[2])
     return times, cpus, added
 
@@ -61,7 +66,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
     args = parser.parse_args()
-    print(f"{args.runs} fresh processes each; load average {os.getloadavg()[0]:.1f}")
+    cache = "off: every run compiles" if os.environ.get("PYTHONDONTWRITEBYTECODE") else "on"
+    print(
+        f"{args.runs} fresh processes each; bytecode cache {cache}; "
+        f"load average {os.getloadavg()[0]:.1f}"
+    )
     print(
         f"{'statement':<36} {'min ms':>8} {'median':>8} {'max ms':>8} {'cpu ms':>8} {'modules':>8}"
     )

@@ -14,8 +14,9 @@ What the specs do not say is written here, in the tables below, each entry with 
 reason: the versions *we* support (``Api.versions``, may be narrower than the spec's
 ``validVersions``; ``_session`` negotiates within them), class names where ours predate
 the generator, one field name, fields the newer specs dropped for versions we still
-speak, the repr of secrets, and which requests convert between shapes
-(``for_version``, in ``_shapes``). A field is generated when its versions meet ours.
+speak, defaults that differ from Kafka's, the repr of secrets, and which requests
+convert between shapes (``for_version``, in ``_shapes``). A field is generated when its
+versions meet ours; a table entry that matches nothing fails the generation.
 
 ``tests/protocol/test_generated_messages.py`` regenerates from the jar that
 ``coopconsumer.testing.kafka_distribution()`` resolves and asserts the committed modules

@@ -12,8 +12,8 @@ is accepted only when the member that processed the record first is named with a
 (SIGKILLed, or a commit of its was refused). Each scenario prints its row of the
 issue's closing table (``SCENARIO-ROW``).
 
-The scenarios that kill a node or stall a member share one module-scoped 3-node cluster
-(one xdist worker); the others run on the session's one-node ``kafka_broker``.
+The scenario that kills the group coordinator's node has a module-scoped 3-node cluster
+of its own; the others run on the session's one-node ``kafka_broker``.
 """
 
 from __future__ import annotations
@@ -53,8 +53,8 @@ from peers._scenario import (
 )
 
 pytestmark = pytest.mark.slow
-#: The scenarios that kill nodes or stall members share one module-scoped 3-node
-#: cluster, on one xdist worker; the others use the session's one-node broker.
+#: The scenario that kills the coordinator's node has a module-scoped 3-node cluster of
+#: its own; the others use the session's one-node broker.
 on_own_cluster = pytest.mark.xdist_group("reference-classic")
 
 #: Listener silence after which a group counts as settled: longer than a follow-up
@@ -118,15 +118,14 @@ def _check_kept(group: LedgerGroup[Any], names: list[str], since: float) -> int:
     return 0
 
 
-@on_own_cluster
 def test_every_kind_in_one_cooperative_group(
-    cluster: KafkaCluster, java: JavaPeer, go: GoPeer
+    kafka_broker: EmbeddedBroker, java: JavaPeer, go: GoPeer
 ) -> None:
     """Six kinds join one by one (KIP-429: nobody's kept partitions are revoked), then
     librdkafka leaves, Java is SIGKILLed, franz-go stalls (SIGSTOP) past its session
     timeout and comes back; every record processed, no two owners ever."""
     started_at = time.monotonic()
-    group = _group(cluster, 12)
+    group = _group(kafka_broker, 12)
     fleet = _fleet(group, java, go)
     members = {kind: fleet.member(kind, f"{kind}-1") for kind in KINDS}
     events: list[str] = []

@@ -111,7 +111,7 @@ from _common import describe_machine, print_table, tansu
 
 import coopconsumer
 from coopconsumer import RebalanceListener, TopicPartition
-from coopconsumer.testing import EmbeddedBroker, MockBroker, embedded_broker
+from coopconsumer.testing import EmbeddedBroker, MockBroker, embedded_broker, kafka_cluster
 
 SESSION_TIMEOUT_MS = 2000
 HEARTBEAT_MS = 200
@@ -479,6 +479,21 @@ def _broker(kind: str) -> Iterator[EmbeddedBroker]:
         with tansu() as broker:
             yield broker
         return
+    if kind == "kafka":
+        # The test broker settings (group.initial.rebalance.delay.ms=0, low minimum
+        # timeouts) plus the KIP-848 session and heartbeat the mock rows use.
+        config = {
+            "group.consumer.session.timeout.ms": str(SESSION_TIMEOUT_MS),
+            "group.consumer.heartbeat.interval.ms": str(HEARTBEAT_MS),
+        }
+        with kafka_cluster(brokers=1, broker_config=config) as cluster:
+            print(
+                f"broker: Apache Kafka (one KRaft node, test settings), "
+                f"group.consumer.session.timeout.ms={SESSION_TIMEOUT_MS}, "
+                f"group.consumer.heartbeat.interval.ms={HEARTBEAT_MS}"
+            )
+            yield cluster
+        return
     with embedded_broker("mock", num_brokers=3) as broker:
         assert isinstance(broker, MockBroker)
         # As the tests do: Kafka's test setups have no initial rebalance delay.
@@ -502,10 +517,17 @@ def main() -> None:
     parser.add_argument("--only", default="", help="run only implementations containing this text")
     parser.add_argument(
         "--broker",
-        choices=("tansu", "mock"),
+        choices=("tansu", "mock", "kafka"),
         default="tansu",
-        help="tansu (default; classic rows only: no KIP-848) or librdkafka's mock cluster "
-        "(every row, KIP-848 included)",
+        help="tansu (default; classic rows only: no KIP-848), librdkafka's mock cluster "
+        "or Apache Kafka (every row, KIP-848 included)",
+    )
+    parser.add_argument(
+        "--leader-sync-delay-ms",
+        type=float,
+        default=None,
+        help="override the classic leader's wait before its SyncGroup (LEADER_SYNC_DELAY_S, "
+        "20 ms) to measure what it costs or saves",
     )
     parser.add_argument("--log", default="", help="log level for coopconsumer, e.g. INFO")
     parser.add_argument(
@@ -532,8 +554,13 @@ def main() -> None:
     JOIN_JITTER_S = args.join_jitter_ms / 1000.0
     sizes = [int(s) for s in args.sizes.split(",")]
     candidates = list(CLASSIC_IMPLEMENTATIONS)
-    if args.broker == "mock":
+    if args.broker in ("mock", "kafka"):
         candidates += KIP848_IMPLEMENTATIONS
+    if args.leader_sync_delay_ms is not None:
+        import coopconsumer._coordinator._join as join_phase
+
+        vars(join_phase)["LEADER_SYNC_DELAY_S"] = args.leader_sync_delay_ms / 1000.0
+        print(f"LEADER_SYNC_DELAY_S set to {vars(join_phase)['LEADER_SYNC_DELAY_S']}")
     implementations = [name for name in candidates if args.only in name]
     print(describe_machine())
     print(

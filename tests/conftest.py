@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, settings
 
-from coopconsumer.testing import EmbeddedBroker
+from coopconsumer.testing import BOOTSTRAP_ENV, EmbeddedBroker, external_broker, kafka_cluster
 
 settings.register_profile(
     "ci",
@@ -80,3 +80,30 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     for name, value in getattr(item, "funcargs", {}).items():
         if isinstance(value, EmbeddedBroker) and value.kind == "kafka":
             report.sections.append((f"Kafka log: fixture {name}", value.output_tail(8000)))
+
+
+#: Broker settings of the tests' Kafka on top of the launcher's test defaults: a
+#: transaction left open by a killed member is aborted within about a second of its
+#: timeout (Kafka checks every 10 s by default), so the exactly-once tests that kill a
+#: member wait seconds, not tens of seconds, for its partitions.
+KAFKA_TEST_CONFIG: dict[str, str] = {
+    "transaction.abort.timed.out.transaction.cleanup.interval.ms": "1000",
+}
+
+
+def start_test_kafka() -> Iterator[EmbeddedBroker]:
+    """One combined KRaft node of Apache Kafka with :data:`KAFKA_TEST_CONFIG`."""
+    with kafka_cluster(brokers=1, broker_config=KAFKA_TEST_CONFIG) as broker:
+        yield broker
+
+
+@pytest.fixture(scope="session")
+def kafka_broker() -> Iterator[EmbeddedBroker]:
+    """Apache Kafka (one combined KRaft node) shared by every test of a worker that
+    asks for it (integration, asyncio, protocol, admin); the external cluster when
+    ``COOPCONSUMER_BOOTSTRAP`` is set (docs/testing.md, "Which broker a test uses")."""
+    external = os.environ.get(BOOTSTRAP_ENV, "").strip()
+    if external:
+        yield external_broker(external)
+        return
+    yield from start_test_kafka()

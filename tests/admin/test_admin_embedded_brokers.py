@@ -1,10 +1,11 @@
-"""coopconsumer.admin against brokers nobody here wrote: Tansu (plain and behind the
-SASL test gateway) accepts the requests our encoder writes and its answers read as a
-Kafka broker's; librdkafka's mock cluster, which lacks most admin APIs, gets the
+"""coopconsumer.admin against brokers nobody here wrote: Apache Kafka and Tansu (plain
+and behind the SASL test gateway) accept the requests our encoder writes, and their
+answers read as a Kafka broker's; librdkafka's mock cluster, which lacks most admin APIs, gets the
 Metadata fallback and typed UNSUPPORTED_VERSION errors."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -56,6 +57,58 @@ def test_topics_and_configs_on_tansu(tansu: EmbeddedBroker) -> None:
         with pytest.raises(AdminOperationError) as info:
             admin.describe_topics([name])
         assert info.value.errors[name].code == 3  # type: ignore[attr-defined]
+
+
+def test_topics_and_configs_on_kafka(kafka_broker: EmbeddedBroker) -> None:
+    """The same requests against Apache Kafka (one KRaft node), which has every API
+    Tansu lacks here: DescribeLogDirs sizes the storage."""
+    name = unique_name("admin")
+    with AdminClient({"bootstrap.servers": kafka_broker.bootstrap}) as admin:
+        (node,) = [b.node_id for b in admin.describe_cluster().brokers]
+        placed = admin.create_topics(
+            [NewTopic(name, num_partitions=3, configs={"retention.ms": "60000"})]
+        )
+        assert placed == {name: {0: (node,), 1: (node,), 2: (node,)}}
+        described = admin.describe_topics([name])[name]
+        assert [(p.partition, p.leader, p.replicas) for p in described.partitions] == [
+            (0, node, (node,)),
+            (1, node, (node,)),
+            (2, node, (node,)),
+        ]
+        topic = ConfigResource(ConfigResourceType.TOPIC, name)
+        assert admin.describe_configs([topic])[topic]["retention.ms"].value == "60000"
+        admin.incremental_alter_configs({topic: [AlterConfigOp("retention.ms", value="120000")]})
+        # KRaft: the controller answered once the change was in its log; the broker
+        # that answers DescribeConfigs shows it once it applied that record (a second
+        # run here read the old value right after the answer).
+        deadline = time.monotonic() + 30
+        while (
+            admin.describe_configs([topic])[topic]["retention.ms"].value != "120000"
+            and time.monotonic() < deadline
+        ):
+            time.sleep(0.1)
+        assert admin.describe_configs([topic])[topic]["retention.ms"].value == "120000"
+        assert admin.list_partition_reassignments() == {}
+        view = admin.cluster_view()
+        assert view.brokers[node].used_bytes is not None
+        assert view.brokers[node].replicas >= 3
+        admin.delete_topics([name])
+        # KRaft: the broker's metadata drops the topic once it applied the controller's
+        # record, shortly after the answer.
+        deadline = time.monotonic() + 30
+        while not _gone(admin, name) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        with pytest.raises(AdminOperationError) as info:
+            admin.describe_topics([name])
+        assert info.value.errors[name].code == 3  # type: ignore[attr-defined]
+
+
+def _gone(admin: AdminClient, topic: str) -> bool:
+    try:
+        admin.describe_topics([topic])
+    except AdminOperationError:
+        return True
+    return False
 
 
 def test_the_consumer_security_keys_reach_a_sasl_broker() -> None:

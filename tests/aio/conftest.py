@@ -1,7 +1,7 @@
 """Fixtures of the asyncio consumer's tests.
 
 The unit tests reuse the wire client's fake broker (tests/io); the integration tests
-run on both embedded brokers (``kafka``, session scope), or on the cluster named by
+run on Apache Kafka (``kafka``, session scope), or on the cluster named by
 ``COOPCONSUMER_BOOTSTRAP``, and get the ``integration`` marker.
 """
 
@@ -14,14 +14,16 @@ from pathlib import Path
 
 import pytest
 
-from coopconsumer.testing import BOOTSTRAP_ENV, EmbeddedBroker, embedded_broker, external_broker
+from coopconsumer.testing import BOOTSTRAP_ENV, EmbeddedBroker, external_broker
 
 _HERE = Path(__file__).resolve().parent
 # The fake broker of the wire client's unit tests.
 sys.path.insert(0, str(_HERE.parent / "io"))
 
 EXTERNAL = os.environ.get(BOOTSTRAP_ENV, "").strip()
-_KINDS = ["external"] if EXTERNAL else ["tansu", "mock"]
+#: Apache Kafka: the asyncio consumer's integration tests inject no faults, so the
+#: stand-ins add nothing here (docs/testing.md, "Which broker a test uses").
+_KINDS = ["external"] if EXTERNAL else ["kafka"]
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -34,14 +36,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.fixture(scope="session", params=_KINDS, ids=_KINDS)
 def kafka(request: pytest.FixtureRequest) -> Iterator[EmbeddedBroker]:
-    """A broker of each kind, shared by the session (isolate with unique names)."""
+    """The broker of the asyncio integration tests, shared by the session (isolate with
+    unique names): tests/conftest.py's ``kafka_broker``, or the external cluster."""
     if request.param == "external":
         yield external_broker(EXTERNAL)
         return
-    if request.param == "tansu":
-        with embedded_broker("tansu") as broker:
-            yield broker
-        return
-    with embedded_broker("mock", num_brokers=3) as broker:
-        broker.set_group_initial_rebalance_delay_ms(0)
-        yield broker
+    broker: EmbeddedBroker = request.getfixturevalue("kafka_broker")
+    yield broker

@@ -897,6 +897,15 @@ class _RdkafkaLog(logging.Handler):
                 self.joins.append((int(match.group(1)), match.group(2)))
 
 
+#: Commit errors after which the member still owns what it still has assigned.
+_GENERATION_MOVED_ON = frozenset(
+    {
+        confluent_kafka.KafkaError.ILLEGAL_GENERATION,
+        confluent_kafka.KafkaError.REBALANCE_IN_PROGRESS,
+    }
+)
+
+
 class RdkafkaMember(_MemberThread):
     """A ``confluent_kafka.Consumer`` member (classic protocol) on its own thread.
 
@@ -978,8 +987,18 @@ class RdkafkaMember(_MemberThread):
         except confluent_kafka.KafkaException as exc:
             error = exc.args[0]
             self.commit_failures.append(f"{error}")
-            if error.retriable() and only is None:
+            if only is not None:
+                return
+            if error.retriable():
                 self._restore_pending(offsets)
+            elif error.code() in _GENERATION_MOVED_ON:
+                # librdkafka commits during a cooperative rebalance on the coordinator
+                # connection where its own JoinGroup is parked; Kafka reads the commit
+                # once the join completed and refuses the old generation. The member
+                # may still own the partitions: commit them with the new generation
+                # (at the next batch or before revoking), as an application would.
+                owned = {TopicPartition(p.topic, p.partition) for p in consumer.assignment()}
+                self._restore_pending({tp: o for tp, o in offsets.items() if tp in owned})
             return
         if self.accounting is not None:
             self.accounting.committed(self.name, offsets)

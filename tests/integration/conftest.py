@@ -1,12 +1,14 @@
 """Fixtures for integration tests against real Kafka-protocol brokers.
 
-* ``broker`` (session scope): parametrized over Tansu and librdkafka's mock cluster
-  (ids ``tansu``/``mock``), or, when
-  ``COOPCONSUMER_BOOTSTRAP=host:port`` is set, the external cluster it names (id
-  ``external``). Shared by every test in the session: isolate with
-  ``unique_topic``/``unique_group`` and never inject faults through it.
-* ``kafka_broker`` (session scope): Apache Kafka only, one combined KRaft node; the
-  default for new integration tests (docs/testing.md, "Which broker a test uses").
+* ``broker`` (session scope): parametrized over the broker kinds a test runs on:
+  Apache Kafka (id ``kafka``) unless the test or its module names others with
+  ``@pytest.mark.brokers("kafka", "tansu", ...)`` (docs/testing.md, "Which broker a
+  test uses"); only the external cluster (id ``external``) when
+  ``COOPCONSUMER_BOOTSTRAP=host:port`` is set. Shared by every test in the session:
+  isolate with ``unique_topic``/``unique_group`` and never inject faults through it.
+* ``kafka_broker`` (session scope, from tests/conftest.py): Apache Kafka only, one
+  combined KRaft node; the default for new integration tests (docs/testing.md, "Which
+  broker a test uses").
 * ``tansu_broker`` (session scope): Tansu only, for tests of Tansu-specific behaviour.
 * ``proxied`` (module scope): Tansu behind coopconsumer's transactions proxy
   (``embedded_broker("tansu", transactions=True)``), for fencing and fault injection.
@@ -40,13 +42,36 @@ from coopconsumer.testing import (
 )
 
 EXTERNAL_BOOTSTRAP = os.environ.get(BOOTSTRAP_ENV, "").strip()
-_KINDS = ["external"] if EXTERNAL_BOOTSTRAP else ["tansu", "mock"]
+#: The kinds a ``broker`` test runs on when it names none (``@pytest.mark.brokers``).
+DEFAULT_KINDS: tuple[str, ...] = ("kafka",)
+KINDS: tuple[str, ...] = ("kafka", "tansu", "mock")
 _SKIP_EXTERNAL = f"{BOOTSTRAP_ENV} is set: integration tests use only the external cluster"
 #: Broker count of the mock clusters the fixtures start (several, like a real cluster,
 #: so the group coordinator is not always the bootstrap broker).
 MOCK_BROKERS = 3
 
 _HERE = Path(__file__).resolve().parent
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "brokers(*kinds): the broker kinds ('kafka', 'tansu', 'mock') the `broker` fixture "
+        "runs the test on (default: kafka)",
+    )
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "broker" not in metafunc.fixturenames:
+        return
+    marker = metafunc.definition.get_closest_marker("brokers")
+    kinds = list(marker.args) if marker is not None else list(DEFAULT_KINDS)
+    unknown = set(kinds) - set(KINDS)
+    if unknown or not kinds:
+        raise pytest.UsageError(f"{metafunc.definition.nodeid}: brokers{tuple(kinds)}")
+    if EXTERNAL_BOOTSTRAP:
+        kinds = ["external"]
+    metafunc.parametrize("broker", kinds, ids=kinds, indirect=True, scope="session")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -56,10 +81,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 def _start(kind: str) -> Iterator[EmbeddedBroker]:
-    if kind == "kafka":
-        with embedded_broker("kafka") as broker:
-            yield broker
-    elif kind == "tansu":
+    if kind == "tansu":
         with embedded_broker("tansu") as broker:
             yield broker
     else:
@@ -68,24 +90,18 @@ def _start(kind: str) -> Iterator[EmbeddedBroker]:
             yield broker
 
 
-@pytest.fixture(scope="session", params=_KINDS, ids=_KINDS)
+@pytest.fixture(scope="session")
 def broker(request: pytest.FixtureRequest) -> Iterator[EmbeddedBroker]:
-    """A running broker of each kind (or the external cluster), shared by the session."""
+    """A running broker of the kind the test is parametrized with (or the external
+    cluster), shared by the session."""
     kind: str = request.param
     if kind == "external":
         yield external_broker(EXTERNAL_BOOTSTRAP)
         return
-    yield from _start(kind)
-
-
-@pytest.fixture(scope="session")
-def kafka_broker() -> Iterator[EmbeddedBroker]:
-    """Apache Kafka (one combined KRaft node) shared by the session; the external
-    cluster when ``COOPCONSUMER_BOOTSTRAP`` is set."""
-    if EXTERNAL_BOOTSTRAP:
-        yield external_broker(EXTERNAL_BOOTSTRAP)
+    if kind == "kafka":  # one Kafka JVM per worker, shared with ``kafka_broker``
+        yield request.getfixturevalue("kafka_broker")
         return
-    yield from _start("kafka")
+    yield from _start(kind)
 
 
 @pytest.fixture(scope="session")

@@ -1,13 +1,15 @@
 """Exactly-once consume -> process -> produce on real brokers (``TransactionalProcessor``).
 
-What each broker can verify (docs/testing.md, "Transactions"): Tansu stores
-transactional offsets and hides open transactions from ``read_committed`` readers, so the
-resume-after-rebalance checks run there, counted by an independent ``read_committed``
-confluent-kafka consumer; its fences are thin (no generation check on TxnOffsetCommit,
-aborted records that reached the log stay visible), so runs with aborts are checked
-through coopconsumer's transactions proxy (tests/testing/) or by the processor's own
-figures. librdkafka's mock stores no transactional offsets and hides nothing, but
-injects transaction-coordinator errors: the abort, retry and fencing paths run there.
+What each broker can verify (docs/testing.md, "Transactions"): Apache Kafka has it all
+(transactional offsets stored, open and aborted transactions hidden from
+``read_committed``, KIP-447 fencing by generation or member epoch), so the
+resume-after-rebalance and fencing runs are on Kafka, with classic and KIP-848 groups,
+counted by an independent ``read_committed`` confluent-kafka consumer. librdkafka's mock
+stores no transactional offsets and hides nothing, but injects transaction-coordinator
+errors: the abort, retry and fencing paths run there. A static member's
+``FENCED_INSTANCE_ID`` runs on Kafka for real (a replacement takes the instance id)
+and, injected, on Tansu behind coopconsumer's transactions proxy, whose records show
+the KIP-447 fields on the wire.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import confluent_kafka
 import pytest
 
 from coopconsumer import (
+    CoopConsumerError,
     IncompatibleVersionError,
     ProducerFencedError,
     TransactionalOutput,
@@ -84,6 +87,25 @@ def read_committed(broker: EmbeddedBroker, topic: str, expected: int) -> Counter
     finally:
         reader.close()
     return seen
+
+
+def written(broker: EmbeddedBroker, topic: str) -> int:
+    """Records and transaction markers in ``topic``'s log, open transactions included
+    (the sum of its partitions' high watermarks)."""
+    reader = confluent_kafka.Consumer(
+        {
+            "bootstrap.servers": broker.bootstrap,
+            "group.id": unique_name("hw"),
+            **broker.client_config,
+        }
+    )
+    try:
+        return sum(
+            reader.get_watermark_offsets(confluent_kafka.TopicPartition(topic, p), timeout=10)[1]
+            for p in range(PARTITIONS)
+        )
+    finally:
+        reader.close()
 
 
 def exactly_once(seen: Counter[bytes], count: int) -> tuple[list[bytes], list[bytes]]:
@@ -196,7 +218,7 @@ def test_one_member_copies_every_record_exactly_once(
     assert missing == []
     assert duplicated == []
     assert metadata.generation_id >= 0
-    if broker.kind == "tansu":  # the mock keeps no transactional offsets
+    if broker.kind != "mock":  # the mock keeps no transactional offsets
         checker = confluent_kafka.Consumer(
             {"bootstrap.servers": broker.bootstrap, "group.id": unique_group}
         )
@@ -207,14 +229,25 @@ def test_one_member_copies_every_record_exactly_once(
         assert sum(tp.offset for tp in committed) == 3000
 
 
+#: Records fed after B owns partitions: B must have input to process whatever the
+#: rebalance took (milliseconds on Kafka, seconds on Tansu).
+FED_AFTER_B_OWNS = 2000
+
+
 def _scale_out_and_in(
     broker: EmbeddedBroker, source: str, sink: str, group: str, strategy: str
-) -> tuple[TransactionStats, TransactionStats]:
+) -> tuple[TransactionStats, TransactionStats, int]:
     """A processes alone, B joins while input keeps arriving, then B leaves; returns
-    (A's, B's) figures after the output was checked exactly once."""
-    total = 6000
-    produce_inputs(broker, source, 0, 2000)
-    config = consumer_config(broker, group, **{"partition.assignment.strategy": strategy})
+    (A's, B's) figures and the number of input records after the output was checked
+    exactly once."""
+    first = 2000
+    produce_inputs(broker, source, 0, first)
+    if strategy == "consumer":  # KIP-848: the broker assigns
+        config = consumer_config(broker, group, **{"group.protocol": "consumer"})
+        for key in ("partition.assignment.strategy", "session.timeout.ms", "heartbeat.interval.ms"):
+            del config[key]
+    else:
+        config = consumer_config(broker, group, **{"partition.assignment.strategy": strategy})
 
     def make() -> TransactionalProcessor:
         # A long interval keeps a transaction open while records flow, so rebalances
@@ -231,67 +264,90 @@ def _scale_out_and_in(
 
     # Polls wait up to 5 s: only a pause that long in the input commits for idleness.
     a = Runner(make(), poll_timeout=5.0)
+    b_owns = threading.Event()
+    give_up = threading.Event()
+    fed: list[int] = []  # the number of input records, once all are flushed
 
     def feed() -> None:
         # A steady stream (about 1,000 records/s) so that polls keep returning records
-        # and transactions stay open across the rebalances.
+        # and transactions stay open across the rebalances; it goes on until B owns
+        # partitions and FED_AFTER_B_OWNS records more.
         producer = confluent_kafka.Producer(
             {"bootstrap.servers": broker.bootstrap, "linger.ms": 2, **broker.client_config}
         )
-        for i in range(2000, total):
+        i, end = first, None
+        while not give_up.is_set() and (end is None or i < end):
+            if end is None and b_owns.is_set():
+                end = i + FED_AFTER_B_OWNS
             producer.produce(source, f"v{i}".encode(), key=f"k{i}".encode())
             producer.poll(0)
             time.sleep(0.001)
-        assert producer.flush(30) == 0
+            i += 1
+        if producer.flush(30) == 0:
+            fed.append(i)
 
     feeder = threading.Thread(target=feed, daemon=True)
-    wait_for(lambda: len(a.processor.assignment()) == PARTITIONS, 30, "A to own everything")
-    feeder.start()
-    b = Runner(make(), poll_timeout=5.0)
-    wait_for(
-        lambda: (
-            len(b.processor.assignment()) > 0
-            and len(a.processor.assignment()) + len(b.processor.assignment()) == PARTITIONS
-        ),
-        60,
-        "B to take partitions",
-    )
-    wait_for(lambda: b.processor.stats().records_processed >= 200, 60, "B to process records")
-    b_stats = b.stop()  # leaves the group: A takes its partitions back
+    try:
+        wait_for(lambda: len(a.processor.assignment()) == PARTITIONS, 30, "A to own everything")
+        feeder.start()
+        # B joins once A's open transaction holds records (its output is in the log, not
+        # committed): A's first transaction waits for its producer id, and Kafka makes
+        # __transaction_state on the first request for one, so a B that joined at once
+        # could take partitions before A read any, and no revocation would meet an open
+        # transaction (the case this test is about).
+        wait_for(lambda: written(broker, sink) >= 500, 60, "A's open transaction to hold records")
+        b = Runner(make(), poll_timeout=5.0)
+        wait_for(
+            lambda: (
+                len(b.processor.assignment()) > 0
+                and len(a.processor.assignment()) + len(b.processor.assignment()) == PARTITIONS
+            ),
+            60,
+            "B to take partitions",
+        )
+        b_owns.set()
+        wait_for(lambda: b.processor.stats().records_processed >= 200, 60, "B to process records")
+        b_stats = b.stop()  # leaves the group: A takes its partitions back
+    except BaseException:
+        give_up.set()  # the test failed: no more input
+        raise
     feeder.join(120)
     wait_for(lambda: len(a.processor.assignment()) == PARTITIONS, 60, "A to own everything again")
     time.sleep(1.0)
     a_stats = a.stop()
+    assert len(fed) == 1, "the feeder did not flush every input record"
+    total = fed[0]
     missing, duplicated = exactly_once(read_committed(broker, sink, total), total)
     assert missing == [], f"{len(missing)} missing, e.g. {missing[:5]}"
     assert duplicated == [], f"{len(duplicated)} duplicated, e.g. {duplicated[:5]}"
-    return a_stats, b_stats
+    return a_stats, b_stats, total
 
 
-@pytest.mark.parametrize("strategy", ["cooperative-sticky", "range"])
+# "consumer": the KIP-848 protocol, its member epoch fencing TxnOffsetCommit on Kafka.
+@pytest.mark.parametrize("strategy", ["cooperative-sticky", "range", "consumer"])
 def test_scale_out_and_in_commits_every_record_once(
-    tansu_broker: EmbeddedBroker, strategy: str
+    kafka_broker: EmbeddedBroker, strategy: str
 ) -> None:
     source, sink = unique_name("eos-in"), unique_name("eos-out")
-    tansu_broker.create_topic(source, PARTITIONS)
-    tansu_broker.create_topic(sink, PARTITIONS)
-    a, b = _scale_out_and_in(tansu_broker, source, sink, unique_name("g-eos"), strategy)
+    kafka_broker.create_topic(source, PARTITIONS)
+    kafka_broker.create_topic(sink, PARTITIONS)
+    a, b, total = _scale_out_and_in(kafka_broker, source, sink, unique_name("g-eos"), strategy)
     # Revocations met open transactions and committed them: nothing had to be aborted.
     assert a.transactions_aborted == 0, a.aborts
     assert b.transactions_aborted == 0, b.aborts
     assert a.commits_on_revoke + b.commits_on_revoke >= 1
-    assert a.records_processed + b.records_processed == 6000
+    assert a.records_processed + b.records_processed == total
 
 
 def test_a_second_producer_with_the_same_transactional_id_fences_the_first(
-    tansu_broker: EmbeddedBroker, unique_group: str
+    kafka_broker: EmbeddedBroker, unique_group: str
 ) -> None:
     source, sink = unique_name("eos-in"), unique_name("eos-out")
-    tansu_broker.create_topic(source, PARTITIONS)
-    tansu_broker.create_topic(sink, PARTITIONS)
-    produce_inputs(tansu_broker, source, 0, 200)
+    kafka_broker.create_topic(source, PARTITIONS)
+    kafka_broker.create_topic(sink, PARTITIONS)
+    produce_inputs(kafka_broker, source, 0, 200)
     txn_id = unique_name("txn")
-    config = consumer_config(tansu_broker, unique_group)
+    config = consumer_config(kafka_broker, unique_group)
     first = TransactionalProcessor(
         config,
         {"transactional.id": txn_id},
@@ -307,7 +363,7 @@ def test_a_second_producer_with_the_same_transactional_id_fences_the_first(
         )
         try:
             second.step(0.2)  # init_transactions fences the first
-            produce_inputs(tansu_broker, source, 200, 1)
+            produce_inputs(kafka_broker, source, 200, 1)
             with pytest.raises(ProducerFencedError, match=txn_id):
                 _step_until_error(first)
             with pytest.raises(ProducerFencedError):
@@ -461,3 +517,76 @@ def test_a_static_member_commits_with_its_instance_id_and_a_fenced_instance_abor
     assert stats.records_replayed > 0
     missing, duplicated = exactly_once(read_committed(proxied, sink, 400), 400)
     assert (missing, duplicated) == ([], [])
+
+
+def test_a_replaced_static_member_is_fenced_by_kafka(
+    kafka_broker: EmbeddedBroker, unique_group: str
+) -> None:
+    """KIP-447 with KIP-345 on Kafka itself, where the test above injects the fence: a
+    replacement that joins with the static member's ``group.instance.id`` takes its
+    place under a new member id, Kafka fences the old instance (FENCED_INSTANCE_ID),
+    and the zombie's open transaction, whose records the replacement reads again,
+    never commits."""
+    source, sink = unique_name("eos-in"), unique_name("eos-out")
+    kafka_broker.create_topic(source, PARTITIONS)
+    kafka_broker.create_topic(sink, PARTITIONS)
+    produce_inputs(kafka_broker, source, 0, 300)
+    config = consumer_config(kafka_broker, unique_group, **{"group.instance.id": "static-1"})
+
+    def make() -> TransactionalProcessor:
+        return TransactionalProcessor(
+            config,
+            # An abandoned transaction ends within half a minute (the broker checks
+            # every second, tests/conftest.py), not librdkafka's default minute; the
+            # zombie is not stepped while the replacement works, so it commits only
+            # when closed.
+            {"transactional.id": unique_name("txn"), "transaction.timeout.ms": 30_000},
+            copy_to(sink),
+            topics=[source],
+            commit_interval_ms=20_000,
+        )
+
+    zombie = make()
+    replacement: TransactionalProcessor | None = None
+    try:
+        wait_for(
+            lambda: zombie.step(0.2) == 0 and zombie.stats().records_processed >= 300,
+            60,
+            "the static member to commit its first records",
+        )
+        produce_inputs(kafka_broker, source, 300, 100)
+        # The zombie reads the new records into a transaction and stops before an idle
+        # step would commit it (the step that read the last record returned it).
+        seen = 300  # processed, committed or not
+        deadline = time.monotonic() + 60
+        while seen < 400:
+            assert time.monotonic() < deadline, "the static member did not read the batch"
+            seen += zombie.step(0.2)
+        held = seen - zombie.stats().records_processed  # in its open transaction
+        assert held > 0
+        replacement = make()
+        wait_for(
+            lambda: (
+                replacement is not None
+                and replacement.step(0.2) == 0
+                and replacement.stats().records_processed >= held
+            ),
+            60,
+            "the replacement to commit what the zombie holds",
+        )
+    finally:
+        try:
+            zombie.close(10)  # commits its transaction if it can: Kafka must refuse
+        except CoopConsumerError as exc:
+            print(f"zombie close: {exc!r}")
+        if replacement is not None:
+            replacement.close(10)
+    # Kafka refused the zombie's TxnOffsetCommit (its member id was replaced): the
+    # close aborted the transaction instead of committing it.
+    assert zombie.stats().aborts == {"group generation fenced": 1}, zombie.stats()
+    assert zombie.stats().records_processed == 400 - held, zombie.stats()
+    missing, duplicated = exactly_once(read_committed(kafka_broker, sink, 400), 400)
+    assert (missing, duplicated) == ([], [])
+    # The zombie's records did reach the log (uncommitted, then aborted): the fence
+    # met work in flight.
+    assert written(kafka_broker, sink) >= 400 + held

@@ -16,7 +16,9 @@ parks every JoinGroup for at least a second anyway). The test waits until "a" is
 joining *and* has processed a record since, then closes it: close() lets the rebalance
 reach the SyncGroup answer and commits there (a commit sent while the JoinGroup is
 parked would be answered after it, for a generation that is gone). "b" commits before
-its callback runs (auto-commit before revoking) and reads nothing while held.
+its callback runs (auto-commit before revoking) and reads nothing while held. "b" is
+let go once "a" waits in close(): Kafka's join waits for every member, so holding "b"
+until close() returned would leave "a" nothing to wait for but its deadline.
 
 librdkafka's mock refuses every OffsetCommit while a rebalance is joining (its
 ``rd_kafka_mock_cgrp_check_state``), where Kafka accepts the current generation's: the
@@ -27,6 +29,7 @@ test_rebalance.py pins that quirk as a strict xfail).
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from typing import Any
@@ -148,6 +151,47 @@ class _Thread:
         assert not self._thread.is_alive(), f"{self.member.name} did not stop"
 
 
+class _LogSeen(logging.Handler):
+    """Sets ``seen`` once a record of ``logger`` starts with ``prefix``."""
+
+    def __init__(self, logger: str, prefix: str) -> None:
+        super().__init__(logging.DEBUG)
+        self.prefix = prefix
+        self.seen = threading.Event()
+        self._logger = logging.getLogger(logger)
+        self._level = self._logger.level
+        if not self._logger.isEnabledFor(logging.INFO):
+            self._logger.setLevel(logging.INFO)
+        self._logger.addHandler(self)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.getMessage().startswith(self.prefix):
+            self.seen.set()
+
+    def remove(self) -> None:
+        self._logger.removeHandler(self)
+        self._logger.setLevel(self._level)
+
+
+class _Closer:
+    """Closes a member on a thread of its own (its callbacks run there), so that the
+    test can go on polling the others meanwhile."""
+
+    def __init__(self, member: _Polled) -> None:
+        self.error: BaseException | None = None
+        self.done = threading.Event()
+        self._member = member
+        threading.Thread(target=self._run, name=f"close-{member.name}", daemon=True).start()
+
+    def _run(self) -> None:
+        try:
+            self._member.consumer.close(timeout=20.0)
+        except BaseException as exc:
+            self.error = exc
+        finally:
+            self.done.set()
+
+
 def _until(
     condition: Any, step: Any, what: str, threads: list[_Thread], members: list[_Polled]
 ) -> None:
@@ -243,14 +287,35 @@ def test_close_while_joining_hands_over_without_duplicates(
             members,
         )
         assert ledger.owned_by("a")
-        # 4. "a" leaves now, in the middle of the rebalance.
-        a.consumer.close(timeout=20.0)
-        release.set()
-        b.listener.hold = None
+        # 4. "a" leaves now, in the middle of the rebalance: close() waits for the
+        # SyncGroup answer to commit first. Kafka ends the join only once every member
+        # rejoined (or the rebalance timeout passed), so "b" is let go once "a" waits;
+        # releasing it only after close() returned deadlocks the two until close()
+        # gives up (Tansu ended the join after a second without "b", which hid this).
+        waiting = _LogSeen("coopconsumer.driver", "leaving once the rebalance under way")
+        closer = _Closer(a)
 
         def l_and_c() -> None:
             leader.poll()
             c.poll()
+
+        try:
+            _until(
+                lambda: waiting.seen.is_set() or closer.done.is_set(),
+                l_and_c,
+                '"a" waiting to commit before it leaves',
+                threads,
+                members,
+            )
+        finally:
+            waiting.remove()
+            release.set()
+            b.listener.hold = None
+        _until(closer.done.is_set, l_and_c, '"a" closed', threads, members)
+        assert closer.error is None, closer.error
+        # "a" left from the SyncGroup answer, committing what it had read: its
+        # partitions were revoked, not lost (the give-up path reports them lost).
+        assert a.listener.kinds[-1] == "revoked", a.listener.kinds
 
         # 5. The others read everything that is left.
         producer.stop()

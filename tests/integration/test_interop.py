@@ -14,7 +14,12 @@ Every member feeds one ``OwnershipLedger``; records flow from a producer through
 every member commits after each batch and in its revoke callback, so the graceful
 changes here may lose no record and process none twice.
 
-Runs on both embedded brokers. Two mock quirks shape the mock run. The mock completes
+Runs on Apache Kafka (the ``broker`` fixture's default; ``@pytest.mark.brokers`` adds
+the stand-ins). On Kafka, librdkafka commits during a cooperative rebalance on the
+connection where its own JoinGroup is parked, so Kafka reads the commit only after the
+round completed and refuses its generation (ILLEGAL_GENERATION): the librdkafka members
+here keep those offsets and commit them again with the new generation
+(``RdkafkaMember``). Two mock quirks shape a mock run. The mock completes
 a SyncGroup round as soon as the leader's SyncGroup carries an assignment for every
 member (it counts assignments, not SyncGroup requests:
 ``rd_kafka_mock_cgrp_classic_sync_check``), moves the group to Up, and answers a

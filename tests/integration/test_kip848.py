@@ -1,9 +1,12 @@
-"""``group.protocol=consumer`` (KIP-848) end to end on librdkafka's mock cluster.
+"""``group.protocol=consumer`` (KIP-848) end to end, on Apache Kafka (where the
+consumer protocol is on by default) and, for fault injection, librdkafka's mock cluster.
 
 The mock implements KIP-848 consumer groups (ConsumerGroupHeartbeat v1, its own uniform
 assignment) without being told to: a group is a consumer-protocol group when its first
 member heartbeats. Tansu does not answer API 68 at all, which the member reports as a
-fatal configuration error (docs/testing.md, "KIP-848 consumer groups").
+fatal configuration error (docs/testing.md, "KIP-848 consumer groups"). Tests that
+inject nothing run on Kafka (``ON_KAFKA``); coordinator moves, brokers down and up,
+injected fences and session expiry use the mock's controls.
 
 * One member consumes every record.
 * Scale 1 -> 2 -> 1 with the ownership ledger: never two owners, nothing lost, nothing
@@ -37,7 +40,7 @@ import coopconsumer
 from coopconsumer import Consumer, TopicPartition
 from coopconsumer._errors import ConfigurationError
 from coopconsumer._protocol import errors
-from coopconsumer.testing import EmbeddedBroker, MockBroker
+from coopconsumer.testing import EmbeddedBroker, KafkaCluster, MockBroker
 from integration._ledger import (
     CoopMember,
     KeyProducer,
@@ -81,6 +84,7 @@ class _Group(LedgerGroup[CoopMember | RdkafkaMember]):
         name: str,
         *,
         rdkafka: bool = False,
+        classic: bool = False,
         config: Mapping[str, object] | None = None,
     ) -> CoopMember | RdkafkaMember:
         member: CoopMember | RdkafkaMember
@@ -92,7 +96,8 @@ class _Group(LedgerGroup[CoopMember | RdkafkaMember]):
             member = CoopMember(
                 name, self.broker.bootstrap, self.group, [self.topic], self.ledger, self.accounting
             )
-        _kip848(member)
+        if not classic:  # a classic member keeps cooperative-sticky
+            _kip848(member)
         member.config.update(config or {})
         self.adopt(member)
         return member
@@ -115,15 +120,22 @@ class _Group(LedgerGroup[CoopMember | RdkafkaMember]):
         assert not revoked & self.ledger.owned_by(member.name), self.ledger.events(member.name)
 
 
-@pytest.fixture
-def group(mock_broker: EmbeddedBroker, unique_topic: str, unique_group: str) -> Iterator[_Group]:
-    g = _Group(mock_broker, unique_topic, unique_group)
+#: Runs a ``group`` test on Apache Kafka (the ``group`` fixture is the mock's otherwise,
+#: for its fault injection).
+ON_KAFKA = pytest.mark.parametrize("group", ["kafka"], indirect=True)
+
+
+@pytest.fixture(params=["mock"])
+def group(request: pytest.FixtureRequest, unique_topic: str, unique_group: str) -> Iterator[_Group]:
+    broker: EmbeddedBroker = request.getfixturevalue(f"{request.param}_broker")
+    g = _Group(broker, unique_topic, unique_group)
     try:
         yield g
     finally:
         g.stop_all()
 
 
+@ON_KAFKA
 def test_one_member_consumes_every_record(group: _Group) -> None:
     group.producer.produce(300)
     member = group.add("m1")
@@ -191,11 +203,11 @@ def test_coordinator_down_and_up_keeps_the_assignment(group: _Group) -> None:
 
 
 def test_static_member_comes_back_to_its_assignment(
-    mock_broker: EmbeddedBroker, unique_topic: str, unique_group: str
+    kafka_broker: EmbeddedBroker, unique_topic: str, unique_group: str
 ) -> None:
-    mock_broker.create_topic(unique_topic, partitions=4)
+    kafka_broker.create_topic(unique_topic, partitions=4)
     settings = {
-        "bootstrap.servers": mock_broker.bootstrap,
+        "bootstrap.servers": kafka_broker.bootstrap,
         "group.id": unique_group,
         "group.protocol": "consumer",
         "group.instance.id": "instance-1",
@@ -220,12 +232,12 @@ def test_static_member_comes_back_to_its_assignment(
 
 
 def test_unsubscribe_and_subscribe_again(
-    mock_broker: EmbeddedBroker, unique_topic: str, unique_group: str
+    kafka_broker: EmbeddedBroker, unique_topic: str, unique_group: str
 ) -> None:
-    mock_broker.create_topic(unique_topic, partitions=2)
+    kafka_broker.create_topic(unique_topic, partitions=2)
     consumer = Consumer(
         {
-            "bootstrap.servers": mock_broker.bootstrap,
+            "bootstrap.servers": kafka_broker.bootstrap,
             "group.id": unique_group,
             "group.protocol": "consumer",
             "group.remote.assignor": "uniform",
@@ -243,6 +255,7 @@ def test_unsubscribe_and_subscribe_again(
         consumer.close()
 
 
+@ON_KAFKA
 @pytest.mark.slow
 def test_scale_one_two_one(group: _Group) -> None:
     group.producer.start()
@@ -258,6 +271,7 @@ def test_scale_one_two_one(group: _Group) -> None:
     group.check_clean()
 
 
+@ON_KAFKA
 @pytest.mark.slow
 def test_confluent_kafka_member_in_the_same_group(group: _Group) -> None:
     group.producer.start()
@@ -273,6 +287,7 @@ def test_confluent_kafka_member_in_the_same_group(group: _Group) -> None:
     group.check_clean()
 
 
+@ON_KAFKA
 @pytest.mark.slow
 def test_mixed_group_scales_one_four_two(group: _Group) -> None:
     """coopconsumer and confluent-kafka members, 1 -> 4 -> 2 (issue 13's mixed group)."""
@@ -287,6 +302,27 @@ def test_mixed_group_scales_one_four_two(group: _Group) -> None:
     for name in ("rdkafka-1", "coop-2"):
         group.remove(next(m for m in group.live if m.name == name))
     group.settle("two members to share the partitions")
+    group.finish()
+    group.check_clean()
+
+
+@ON_KAFKA
+@pytest.mark.slow
+def test_online_migration_from_classic_to_consumer(group: _Group) -> None:
+    """A cooperative-sticky classic group is rolled to ``group.protocol=consumer`` one
+    member at a time, records flowing (docs/upgrade.md). Kafka converts the group when
+    the first consumer-protocol member joins and runs the remaining classic members
+    through its classic-protocol bridge; the mock keeps the two protocols' groups
+    apart, so only Kafka can host this. Never two owners, nothing lost, nothing
+    processed twice (every member commits before giving a partition up)."""
+    group.producer.start()
+    for n in (1, 2, 3):
+        group.add(f"classic-{n}", classic=True)
+    group.settle("three classic members to share the partitions")
+    for n in (1, 2, 3):
+        group.add(f"consumer-{n}")
+        group.remove(next(m for m in group.live if m.name == f"classic-{n}"))
+        group.settle(f"classic-{n} replaced by consumer-{n}")
     group.finish()
     group.check_clean()
 
@@ -392,6 +428,30 @@ def _session_settings(broker: EmbeddedBroker) -> MockBroker:
     broker.set_group_consumer_session_timeout_ms(SESSION_MS)
     broker.set_group_consumer_heartbeat_interval_ms(HEARTBEAT_MS)
     return broker
+
+
+def _group_session_settings(group: _Group) -> None:
+    """:data:`SESSION_MS` and :data:`HEARTBEAT_MS` for this group: the mock's
+    broker-wide setters, or on Kafka the group's own configuration (KIP-848's
+    ``consumer.session.timeout.ms`` / ``consumer.heartbeat.interval.ms``, set with
+    Kafka's ConfigCommand before the first member joins)."""
+    if isinstance(group.broker, MockBroker):
+        _session_settings(group.broker)
+        return
+    assert isinstance(group.broker, KafkaCluster)
+    done = group.broker.run_tool(
+        "org.apache.kafka.tools.ConfigCommand",  # 4.4; kafka.admin.ConfigCommand earlier
+        "--bootstrap-server",
+        group.broker.internal_bootstrap,
+        "--alter",
+        "--entity-type",
+        "groups",
+        "--entity-name",
+        group.group,
+        "--add-config",
+        f"consumer.session.timeout.ms={SESSION_MS},consumer.heartbeat.interval.ms={HEARTBEAT_MS}",
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
 
 
 @pytest.mark.parametrize(
@@ -643,6 +703,7 @@ class _ChildMember:
             self.problems.append(f"exit {process.returncode}: {errors_text[-2000:]}")
 
 
+@pytest.mark.parametrize("group", ["kafka", "mock"], indirect=True)
 def test_session_expiry_hands_partitions_to_the_other_member(group: _Group) -> None:
     """The member's heartbeats stop (its process is frozen) for longer than the
     session: the coordinator removes it and gives its partitions to the other member.
@@ -650,7 +711,7 @@ def test_session_expiry_hands_partitions_to_the_other_member(group: _Group) -> N
     it), reports the partitions lost, not revoked, rejoins at epoch 0 with the same
     member id (KIP-1082) and gets a share back. Everything it read was committed
     before it froze, so no record is processed twice and none is lost."""
-    _session_settings(group.broker)
+    _group_session_settings(group)
     group.producer.produce(120)
     frozen = _ChildMember("frozen", group)
     frozen.start()
@@ -683,7 +744,8 @@ def test_session_expiry_hands_partitions_to_the_other_member(group: _Group) -> N
             "the other member to get the frozen member's partitions",
             members=group.live,
         )
-        # Only the session timeout hands them over (the mock checks once a second).
+        # Only the session timeout hands them over (the mock checks once a second,
+        # Kafka times each session).
         assert time.monotonic() - frozen_at >= SESSION_MS / 1000 - 0.5
         assert not group.ledger.removed_since("other", 0.0)
         frozen.thaw()
@@ -764,17 +826,17 @@ class _CommitWhenRevoked(coopconsumer.RebalanceListener):
 
 @pytest.mark.parametrize("protocol", ["classic", "consumer"])
 def test_commit_in_revoke_during_close(
-    mock_broker: EmbeddedBroker, unique_topic: str, unique_group: str, protocol: str
+    kafka_broker: EmbeddedBroker, unique_topic: str, unique_group: str, protocol: str
 ) -> None:
     """Java's manual-commit pattern: commit in on_partitions_revoked, which close()
     runs; the consumer must still take the commit then (it used to say "closed")."""
-    mock_broker.create_topic(unique_topic, partitions=2)
+    kafka_broker.create_topic(unique_topic, partitions=2)
     accounting = RecordAccounting()
-    KeyProducer(mock_broker.bootstrap, unique_topic, 2, accounting).produce(10)
+    KeyProducer(kafka_broker.bootstrap, unique_topic, 2, accounting).produce(10)
     listener = _CommitWhenRevoked()
     consumer = Consumer(
         {
-            "bootstrap.servers": mock_broker.bootstrap,
+            "bootstrap.servers": kafka_broker.bootstrap,
             "group.id": unique_group,
             "group.protocol": protocol,
             "enable.auto.commit": False,
@@ -793,7 +855,7 @@ def test_commit_in_revoke_during_close(
         consumer.close()  # would re-raise the listener's error
     assert not listener.errors
     tps = {TopicPartition(unique_topic, p) for p in range(2)}
-    assert committed_offsets(mock_broker.bootstrap, unique_group, tps) == accounting.end_offsets()
+    assert committed_offsets(kafka_broker.bootstrap, unique_group, tps) == accounting.end_offsets()
 
 
 @pytest.mark.parametrize("rdkafka", [False, True], ids=["coopconsumer", "confluent-kafka"])

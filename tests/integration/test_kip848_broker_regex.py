@@ -1,8 +1,9 @@
-"""KIP-848 broker-side regular expressions on librdkafka's mock cluster.
+"""KIP-848 broker-side regular expressions on Apache Kafka and librdkafka's mock.
 
 With ``group.protocol=consumer`` a ``^`` subscription is matched by the coordinator
-(ConsumerGroupHeartbeat v1 ``SubscribedTopicRegex``), as librdkafka sends it. The
-mock matches it; a coordinator that only speaks v0 cannot, and ``poll()`` says so.
+(ConsumerGroupHeartbeat v1 ``SubscribedTopicRegex``), as librdkafka sends it. Kafka
+(RE2/J) and the mock match it; a coordinator that only speaks v0 cannot, and
+``poll()`` says so (the mock, limited to v0 with ``set_api_version``).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from confluent_kafka import Producer
 
 from coopconsumer import Consumer, TopicPartition
 from coopconsumer._errors import ConfigurationError
-from coopconsumer.testing import EmbeddedBroker
+from coopconsumer.testing import EmbeddedBroker, MockBroker
 
 CONSUMER_GROUP_HEARTBEAT = 68
 
@@ -37,12 +38,19 @@ def _poll_for(consumer: Consumer, seconds: float) -> None:
         consumer.poll(0.2)
 
 
+@pytest.fixture(params=["mock"])
+def rx_broker(request: pytest.FixtureRequest) -> EmbeddedBroker:
+    """The mock (for its ``set_api_version``), or Kafka where a test names it."""
+    broker: EmbeddedBroker = request.getfixturevalue(f"{request.param}_broker")
+    return broker
+
+
 @pytest.fixture
-def topics(mock_broker: EmbeddedBroker, unique_topic: str) -> list[str]:
+def topics(rx_broker: EmbeddedBroker, unique_topic: str) -> list[str]:
     names = [f"{unique_topic}-rx-a", f"{unique_topic}-rx-b", f"{unique_topic}-other"]
     for name in names:
-        mock_broker.create_topic(name, partitions=2)
-    producer = Producer({"bootstrap.servers": mock_broker.bootstrap})
+        rx_broker.create_topic(name, partitions=2)
+    producer = Producer({"bootstrap.servers": rx_broker.bootstrap})
     for name in names:
         for i in range(10):
             producer.produce(name, value=f"{name}:{i}".encode(), partition=i % 2)
@@ -50,11 +58,12 @@ def topics(mock_broker: EmbeddedBroker, unique_topic: str) -> list[str]:
     return names
 
 
+@pytest.mark.parametrize("rx_broker", ["kafka", "mock"], indirect=True)
 def test_the_coordinator_matches_the_regex(
-    mock_broker: EmbeddedBroker, topics: list[str], unique_group: str
+    rx_broker: EmbeddedBroker, topics: list[str], unique_group: str
 ) -> None:
     prefix = topics[0].rsplit("-rx-", 1)[0]
-    consumer = _consumer(mock_broker, unique_group)
+    consumer = _consumer(rx_broker, unique_group)
     try:
         consumer.subscribe(f"^{prefix}-rx-.*")
         seen: dict[str, int] = {}
@@ -72,10 +81,11 @@ def test_the_coordinator_matches_the_regex(
 
 
 def test_a_v0_coordinator_cannot_match_a_regex(
-    mock_broker: EmbeddedBroker, topics: list[str], unique_group: str
+    rx_broker: EmbeddedBroker, topics: list[str], unique_group: str
 ) -> None:
-    mock_broker.set_api_version(CONSUMER_GROUP_HEARTBEAT, 0, 0)
-    consumer = _consumer(mock_broker, unique_group)
+    assert isinstance(rx_broker, MockBroker)
+    rx_broker.set_api_version(CONSUMER_GROUP_HEARTBEAT, 0, 0)
+    consumer = _consumer(rx_broker, unique_group)
     try:
         consumer.subscribe("^rx-.*")
         with pytest.raises(ConfigurationError, match="does not match regular expressions"):

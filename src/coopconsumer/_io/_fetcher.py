@@ -21,6 +21,7 @@ import confluent_kafka
 
 from .._errors import ConfigurationError, KafkaError, RequestTimeoutError
 from .._types import TopicPartition
+from ._failure_log import FailureLog, LibrdkafkaLog, backoff_window_s
 from ._librdkafka import HandleLayoutError, consumer_queue
 
 __all__ = [
@@ -110,7 +111,11 @@ class Fetcher:
         # librdkafka's log lines go to Python logging, not to stderr (a consumer that
         # cannot reach its brokers otherwise prints a "Connect ... failed" line for every
         # attempt); confluent-kafka hands them over while consume()/poll() run.
-        conf["logger"] = logger if logger is not None else LIBRDKAFKA_LOG
+        # Each distinct failure once per reconnect.backoff.max.ms, not every attempt
+        # (issue 35); the client errors of the same failure share the window.
+        target = logger if logger is not None else LIBRDKAFKA_LOG
+        self.failures = FailureLog(target, backoff_window_s(conf))
+        conf["logger"] = LibrdkafkaLog(target, self.failures)
         conf["error_cb"] = self._on_client_error
         #: Errors librdkafka reported while reaching brokers, oldest first, for the
         #: consumer to hand to the application (``error_cb``) and clear.
@@ -339,7 +344,9 @@ def end_offsets(
     conf: dict[str, object] = dict(config)
     if "bootstrap.servers" not in conf:
         raise ConfigurationError("end_offsets config needs bootstrap.servers")
-    conf["logger"] = LIBRDKAFKA_LOG
+    conf["logger"] = LibrdkafkaLog(
+        LIBRDKAFKA_LOG, FailureLog(LIBRDKAFKA_LOG, backoff_window_s(conf))
+    )
     conf.setdefault("group.id", "coopconsumer-end-offsets")
     conf.update(_FORCED)
     conf["allow.auto.create.topics"] = False

@@ -31,8 +31,6 @@ from confluent_kafka import TopicPartition as KafkaPartition
 from coopconsumer.testing import (
     EmbeddedBroker,
     SparkStandaloneCluster,
-    TransactionalBroker,
-    embedded_broker,
     spark_standalone_cluster,
 )
 
@@ -75,13 +73,11 @@ def spark(spark_cluster: SparkStandaloneCluster) -> Iterator[SparkSession]:
 
 
 @pytest.fixture(scope="session")
-def txn_broker() -> Iterator[TransactionalBroker]:
-    """Tansu behind the transactions proxy (docs/testing.md, "Transactions"), shared by
-    the exactly-once Spark tests; the proxy must have met nothing it could not do."""
-    with embedded_broker("tansu", transactions=True) as broker:
-        assert isinstance(broker, TransactionalBroker)
-        yield broker
-        assert broker.proxy.failures == ()
+def txn_broker(kafka_broker: EmbeddedBroker) -> EmbeddedBroker:
+    """The broker of the exactly-once and transactional Spark tests: Apache Kafka,
+    whose transactions (aborted records hidden, KIP-447 fencing, timeouts) are the
+    real ones the Tansu proxy imitated (docs/testing.md, "Which broker a test uses")."""
+    return kafka_broker
 
 
 def restore_workers(cluster: SparkStandaloneCluster, spark: SparkSession) -> None:
@@ -96,9 +92,9 @@ def restore_workers(cluster: SparkStandaloneCluster, spark: SparkSession) -> Non
 def job_config(
     broker: EmbeddedBroker, group: str, *, session_timeout_ms: int = 2000
 ) -> dict[str, object]:
-    """A consume job's configuration for the test brokers. Tansu holds a JoinGroup for
-    max(1 s, session.timeout.ms / 2) (docs/testing.md); a member that vanished is
-    noticed after the session timeout."""
+    """A consume job's configuration for the test brokers: a member that vanished is
+    noticed after the session timeout (Tansu also holds a JoinGroup for
+    max(1 s, session.timeout.ms / 2), docs/testing.md)."""
     return {
         "bootstrap.servers": broker.bootstrap,
         "group.id": group,

@@ -31,12 +31,19 @@ if TYPE_CHECKING:
 
 #: A task running longer than this gets a speculative copy.
 THRESHOLD_S = 4
+#: Until a speculative copy has handed records to its sink, a first attempt's sink waits
+#: this long per batch for one (short of the transaction timeout, 6 s, and of
+#: max.poll.interval.ms): the job cannot run out of records before a copy got some.
+HOLD_S = 2.0
 
 
 class SlowCopySink:
     """Copies each record to ``topic`` in the transaction and keeps a ledger per task
     attempt (``member-<m>-attempt-<a>-pid-<pid>.txt``); paced so that the job outlasts
-    the speculation threshold."""
+    the speculation threshold, and first attempts held back (:data:`HOLD_S` per batch)
+    until a copy has handed records: how fast Spark launches a copy and the group gives
+    it partitions depends on the machine's load, and a job that drained its topic
+    first ran no copy at all."""
 
     def __init__(self, out: str, topic: str, pace_s: float) -> None:
         self.out = out
@@ -57,6 +64,13 @@ class SlowCopySink:
         with (Path(self.out) / name).open("a") as f:
             f.write("".join(f"{(m.value() or b'').decode()}\n" for m in batch))
         time.sleep(self.pace_s)
+        if context.attemptNumber() == 0:
+            until = time.monotonic() + HOLD_S
+            while time.monotonic() < until and not self._copy_handed_records():
+                time.sleep(0.1)
+
+    def _copy_handed_records(self) -> bool:
+        return any(Path(self.out).glob("member-*-attempt-[1-9]*"))
 
 
 def main() -> None:

@@ -182,9 +182,9 @@ def test_end_offsets_count_every_record_of_the_last_batch(
 
 
 def test_job_settings_are_checked_before_running(
-    spark: SparkSession, tansu_broker: EmbeddedBroker, unique_topic: str, unique_group: str
+    spark: SparkSession, kafka_broker: EmbeddedBroker, unique_topic: str, unique_group: str
 ) -> None:
-    config = job_config(tansu_broker, unique_group)
+    config = job_config(kafka_broker, unique_group)
     sink = FileSink(Path("/nonexistent"))
     refused: list[dict[str, object]] = [
         {**config, "enable.auto.commit": True},
@@ -306,18 +306,18 @@ def test_the_consumer_group_protocol_runs_the_job(
 
 def test_failed_task_is_retried_the_group_rebalances_and_nothing_is_lost(
     spark: SparkSession,
-    tansu_broker: EmbeddedBroker,
+    kafka_broker: EmbeddedBroker,
     unique_topic: str,
     unique_group: str,
     tmp_path: Path,
 ) -> None:
-    tansu_broker.create_topic(unique_topic, partitions=PARTITIONS)
+    kafka_broker.create_topic(unique_topic, partitions=PARTITIONS)
     values = [f"r{i}" for i in range(600)]
-    produce(tansu_broker.bootstrap, unique_topic, values)
+    produce(kafka_broker.bootstrap, unique_topic, values)
 
     stats = run_consume_job(
         spark,
-        job_config(tansu_broker, unique_group),
+        job_config(kafka_broker, unique_group),
         [unique_topic],
         FailingSink(tmp_path, after=3),
         members=2,
@@ -364,19 +364,19 @@ class SlowSink(FileSink):
 
 def test_job_that_cannot_finish_in_time_fails_naming_the_partitions(
     spark: SparkSession,
-    tansu_broker: EmbeddedBroker,
+    kafka_broker: EmbeddedBroker,
     unique_topic: str,
     unique_group: str,
     tmp_path: Path,
 ) -> None:
     from pyspark.errors import PythonException
 
-    tansu_broker.create_topic(unique_topic, partitions=PARTITIONS)
-    produce(tansu_broker.bootstrap, unique_topic, [f"r{i}" for i in range(80)])
+    kafka_broker.create_topic(unique_topic, partitions=PARTITIONS)
+    produce(kafka_broker.bootstrap, unique_topic, [f"r{i}" for i in range(80)])
     with pytest.raises(PythonException, match="consume job timed out after 4s") as info:
         run_consume_job(
             spark,
-            job_config(tansu_broker, unique_group),
+            job_config(kafka_broker, unique_group),
             unique_topic,
             SlowSink(tmp_path),
             members=2,

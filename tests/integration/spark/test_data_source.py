@@ -104,13 +104,13 @@ def test_batch_read_returns_every_record_once_in_the_kafka_schema(
 
 
 def test_batch_read_between_json_offsets_and_from_the_group(
-    spark: SparkSession, tansu_broker: EmbeddedBroker, unique_topic: str, unique_group: str
+    spark: SparkSession, kafka_broker: EmbeddedBroker, unique_topic: str, unique_group: str
 ) -> None:
-    tansu_broker.create_topic(unique_topic, partitions=PARTITIONS)
-    produce(tansu_broker.bootstrap, unique_topic, [f"r{i}" for i in range(40)])  # 10 each
+    kafka_broker.create_topic(unique_topic, partitions=PARTITIONS)
+    produce(kafka_broker.bootstrap, unique_topic, [f"r{i}" for i in range(40)])  # 10 each
     between = source(
         spark,
-        tansu_broker,
+        kafka_broker,
         unique_topic,
         startingOffsets=json.dumps({unique_topic: {"0": 2, "1": -2}}),
         endingOffsets=json.dumps({unique_topic: {"0": 5, "2": 3, "3": -1}}),
@@ -121,13 +121,13 @@ def test_batch_read_between_json_offsets_and_from_the_group(
         (p, o) for p, offsets in expected.items() for o in offsets
     )
 
-    config = {"bootstrap.servers": tansu_broker.bootstrap, "group.id": unique_group}
+    config = {"bootstrap.servers": kafka_broker.bootstrap, "group.id": unique_group}
     with Consumer(config) as committer:
         tps = [TopicPartition(unique_topic, p) for p in range(PARTITIONS)]
         committer.assign(tps)
         committer.commit({tps[0]: 7, tps[1]: 9})
     from_group = source(
-        spark, tansu_broker, unique_topic, **{"kafka.group.id": unique_group}
+        spark, kafka_broker, unique_topic, **{"kafka.group.id": unique_group}
     ).collect()
     # startingOffsets defaults to the group's offsets; uncommitted partitions start at
     # kafka.auto.offset.reset (earliest for a batch read).
@@ -135,20 +135,20 @@ def test_batch_read_between_json_offsets_and_from_the_group(
 
 
 def test_bad_options_are_refused_before_anything_runs(
-    spark: SparkSession, tansu_broker: EmbeddedBroker, unique_topic: str
+    spark: SparkSession, kafka_broker: EmbeddedBroker, unique_topic: str
 ) -> None:
     from pyspark.errors import PySparkException
 
-    tansu_broker.create_topic(unique_topic, partitions=1)
+    kafka_broker.create_topic(unique_topic, partitions=1)
     errors = PySparkException
     with pytest.raises(errors, match="subscribe"):
         spark.read.format("coopconsumer").option(
-            "kafka.bootstrap.servers", tansu_broker.bootstrap
+            "kafka.bootstrap.servers", kafka_broker.bootstrap
         ).load().collect()
     with pytest.raises(errors, match="startingOffsets=group needs"):
-        source(spark, tansu_broker, unique_topic, startingOffsets="group").collect()
+        source(spark, kafka_broker, unique_topic, startingOffsets="group").collect()
     with pytest.raises(errors, match="minPartitions"):
-        source(spark, tansu_broker, unique_topic, minPartitions="0").collect()
+        source(spark, kafka_broker, unique_topic, minPartitions="0").collect()
 
 
 def offsets_of(progress_offsets: str | dict[str, Any] | None, topic: str) -> dict[int, int]:
@@ -176,16 +176,16 @@ def group_offsets(
 
 def test_streaming_query_commits_the_group_offsets_after_each_micro_batch(
     spark: SparkSession,
-    tansu_broker: EmbeddedBroker,
+    kafka_broker: EmbeddedBroker,
     unique_topic: str,
     unique_group: str,
     tmp_path: Path,
 ) -> None:
-    tansu_broker.create_topic(unique_topic, partitions=PARTITIONS)
-    topic = GrowingTopic(tansu_broker.bootstrap, unique_topic, per_second=100)
+    kafka_broker.create_topic(unique_topic, partitions=PARTITIONS)
+    topic = GrowingTopic(kafka_broker.bootstrap, unique_topic, per_second=100)
     stream = (
         spark.readStream.format("coopconsumer")
-        .option("kafka.bootstrap.servers", tansu_broker.bootstrap)
+        .option("kafka.bootstrap.servers", kafka_broker.bootstrap)
         .option("kafka.group.id", unique_group)
         .option("kafka.auto.offset.reset", "earliest")
         .option("subscribe", unique_topic)
@@ -200,7 +200,7 @@ def test_streaming_query_commits_the_group_offsets_after_each_micro_batch(
         .start()
     )
     # Reads the group's offsets (OffsetFetch) without joining it.
-    config = {"bootstrap.servers": tansu_broker.bootstrap, "group.id": unique_group}
+    config = {"bootstrap.servers": kafka_broker.bootstrap, "group.id": unique_group}
     snapshots: list[tuple[dict[int, int], dict[int, int]]] = []
     finished: dict[int, dict[int, int]] = {}  # batch id -> its end offsets
     # Where batches started; the first at the earliest offsets of the fresh topic.
@@ -215,7 +215,7 @@ def test_streaming_query_commits_the_group_offsets_after_each_micro_batch(
 
     try:
         with Consumer(config) as consumer:
-            admin = KafkaAdminClient(bootstrap_servers=tansu_broker.bootstrap)
+            admin = KafkaAdminClient(bootstrap_servers=kafka_broker.bootstrap)
             try:
                 deadline = time.monotonic() + PATIENCE_S
                 produced: int | None = None
@@ -270,32 +270,32 @@ def test_streaming_query_commits_the_group_offsets_after_each_micro_batch(
 
 
 def test_write_produces_every_row_and_refuses_overwrite(
-    spark: SparkSession, tansu_broker: EmbeddedBroker, unique_topic: str
+    spark: SparkSession, kafka_broker: EmbeddedBroker, unique_topic: str
 ) -> None:
     from pyspark.errors import PySparkException
 
-    tansu_broker.create_topic(unique_topic, partitions=PARTITIONS)
+    kafka_broker.create_topic(unique_topic, partitions=PARTITIONS)
     frame = spark.createDataFrame(
         [(f"k{i}", f"v{i}", i % PARTITIONS) for i in range(120)],
         "key STRING, value STRING, partition INT",
     ).repartition(3)
     (
         frame.write.format("coopconsumer")
-        .option("kafka.bootstrap.servers", tansu_broker.bootstrap)
+        .option("kafka.bootstrap.servers", kafka_broker.bootstrap)
         .option("topic", unique_topic)
         .mode("append")
         .save()
     )
-    back = source(spark, tansu_broker, unique_topic).collect()
+    back = source(spark, kafka_broker, unique_topic).collect()
     assert sorted((r.key, r.value, r.partition) for r in back) == sorted(
         (f"k{i}".encode(), f"v{i}".encode(), i % PARTITIONS) for i in range(120)
     )
     errors = PySparkException
     with pytest.raises(errors, match="append"):
         frame.write.format("coopconsumer").option(
-            "kafka.bootstrap.servers", tansu_broker.bootstrap
+            "kafka.bootstrap.servers", kafka_broker.bootstrap
         ).option("topic", unique_topic).mode("overwrite").save()
     with pytest.raises(errors, match="value column"):
         frame.select("key").write.format("coopconsumer").option(
-            "kafka.bootstrap.servers", tansu_broker.bootstrap
+            "kafka.bootstrap.servers", kafka_broker.bootstrap
         ).option("topic", unique_topic).mode("append").save()

@@ -112,16 +112,16 @@ def committed_offsets(broker: EmbeddedBroker, group: str, topic: str) -> dict[in
 
 def test_members_run_until_stopped_and_report_while_running(
     spark: SparkSession,
-    tansu_broker: EmbeddedBroker,
+    kafka_broker: EmbeddedBroker,
     unique_topic: str,
     unique_group: str,
     tmp_path: Path,
 ) -> None:
-    tansu_broker.create_topic(unique_topic, partitions=PARTITIONS)
-    topic = GrowingTopic(tansu_broker.bootstrap, unique_topic, per_second=200)
+    kafka_broker.create_topic(unique_topic, partitions=PARTITIONS)
+    topic = GrowingTopic(kafka_broker.bootstrap, unique_topic, per_second=200)
     job = start_consume_job(
         spark,
-        job_config(tansu_broker, unique_group, session_timeout_ms=3000),
+        job_config(kafka_broker, unique_group, session_timeout_ms=3000),
         [unique_topic],
         LedgerSink(tmp_path),
         members=2,
@@ -164,7 +164,7 @@ def test_members_run_until_stopped_and_report_while_running(
     assert [s.state for s in job.statistics()] == ["finished", "finished"]
     # Stopping committed everything delivered: the group's offsets are the end offsets.
     per_partition = [produced // PARTITIONS + (p < produced % PARTITIONS) for p in range(4)]
-    assert committed_offsets(tansu_broker, unique_group, unique_topic) == dict(
+    assert committed_offsets(kafka_broker, unique_group, unique_topic) == dict(
         enumerate(per_partition)
     )
 
@@ -172,18 +172,18 @@ def test_members_run_until_stopped_and_report_while_running(
 def test_a_lost_worker_is_a_rebalance_and_its_members_come_back_nothing_lost(
     spark: SparkSession,
     spark_cluster: SparkStandaloneCluster,
-    tansu_broker: EmbeddedBroker,
+    kafka_broker: EmbeddedBroker,
     unique_topic: str,
     unique_group: str,
     tmp_path: Path,
 ) -> None:
     """Three members on two workers of two slots: killing either worker leaves at
     least one killed member without a free slot until the worker is started again."""
-    tansu_broker.create_topic(unique_topic, partitions=PARTITIONS)
-    topic = GrowingTopic(tansu_broker.bootstrap, unique_topic, per_second=150)
+    kafka_broker.create_topic(unique_topic, partitions=PARTITIONS)
+    topic = GrowingTopic(kafka_broker.bootstrap, unique_topic, per_second=150)
     job = start_consume_job(
         spark,
-        job_config(tansu_broker, unique_group, session_timeout_ms=3000),
+        job_config(kafka_broker, unique_group, session_timeout_ms=3000),
         [unique_topic],
         LedgerSink(tmp_path, pace_s=0.05),
         members=3,
@@ -284,15 +284,15 @@ class StuckSink:
 
 
 def test_stop_cancels_members_that_do_not_stop_in_time(
-    spark: SparkSession, tansu_broker: EmbeddedBroker, unique_topic: str, unique_group: str
+    spark: SparkSession, kafka_broker: EmbeddedBroker, unique_topic: str, unique_group: str
 ) -> None:
     from coopconsumer import RequestTimeoutError
 
-    tansu_broker.create_topic(unique_topic, partitions=PARTITIONS)
-    topic = GrowingTopic(tansu_broker.bootstrap, unique_topic, per_second=50)
+    kafka_broker.create_topic(unique_topic, partitions=PARTITIONS)
+    topic = GrowingTopic(kafka_broker.bootstrap, unique_topic, per_second=50)
     job = start_consume_job(
         spark,
-        job_config(tansu_broker, unique_group),
+        job_config(kafka_broker, unique_group),
         [unique_topic],
         StuckSink(),
         members=2,
@@ -310,5 +310,5 @@ def test_stop_cancels_members_that_do_not_stop_in_time(
         job.wait(0)
     # Nothing was committed: the stuck batches are delivered again to the next run.
     assert all(
-        o is None for o in committed_offsets(tansu_broker, unique_group, unique_topic).values()
+        o is None for o in committed_offsets(kafka_broker, unique_group, unique_topic).values()
     )

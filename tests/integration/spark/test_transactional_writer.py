@@ -1,5 +1,5 @@
-"""``KafkaWriter(..., transactional_id=...)`` on the standalone cluster and Tansu behind
-the transactions proxy (conftest.py): each task writes its rows in one transaction of
+"""``KafkaWriter(..., transactional_id=...)`` on the standalone cluster and Apache Kafka
+(conftest.py): each task writes its rows in one transaction of
 its own id (``<prefix>-<Spark partition>``).
 
 A value serializer fails the first attempt of one task half-way through its rows --
@@ -27,7 +27,7 @@ from pyspark import TaskContext, cloudpickle
 
 from coopconsumer import ConfigurationError, TopicPartition
 from coopconsumer.spark import KafkaWriter
-from coopconsumer.testing import TransactionalBroker
+from coopconsumer.testing import EmbeddedBroker, TransactionalBroker
 from integration.spark.conftest import PARTITIONS, read_committed_values
 
 if TYPE_CHECKING:
@@ -63,7 +63,7 @@ class FailOnce:
         return str(value).encode()
 
 
-def read_uncommitted_count(broker: TransactionalBroker, topic: str) -> int:
+def read_uncommitted_count(broker: EmbeddedBroker, topic: str) -> int:
     reader = Consumer(
         {
             "bootstrap.servers": broker.bootstrap,
@@ -85,10 +85,23 @@ def read_uncommitted_count(broker: TransactionalBroker, topic: str) -> int:
     return seen
 
 
+def log_end_offsets(broker: EmbeddedBroker, topic: str) -> int:
+    """The sum of the high watermarks of ``topic``'s partitions: records and
+    transaction markers."""
+    reader = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": f"ends-{topic}"})
+    try:
+        return sum(
+            reader.get_watermark_offsets(KafkaPartition(topic, p), timeout=30)[1]
+            for p in range(PARTITIONS)
+        )
+    finally:
+        reader.close()
+
+
 @pytest.mark.parametrize("fault", ["raise", "sigkill"])
 def test_a_failed_attempt_leaves_no_rows_behind(
     spark: SparkSession,
-    txn_broker: TransactionalBroker,
+    txn_broker: EmbeddedBroker,
     unique_topic: str,
     fault: str,
 ) -> None:
@@ -124,7 +137,7 @@ def test_a_failed_attempt_leaves_no_rows_behind(
 
 
 def test_transactional_settings_are_checked_on_the_driver(
-    txn_broker: TransactionalBroker,
+    txn_broker: EmbeddedBroker,
 ) -> None:
     config = {"bootstrap.servers": txn_broker.bootstrap}
     with pytest.raises(ConfigurationError, match="transactional_id="):
@@ -139,7 +152,7 @@ def test_transactional_settings_are_checked_on_the_driver(
 
 
 def test_without_spark_a_transactional_write_commits_every_row(
-    txn_broker: TransactionalBroker, unique_topic: str
+    txn_broker: EmbeddedBroker, unique_topic: str
 ) -> None:
     txn_broker.create_topic(unique_topic, partitions=PARTITIONS)
     writer = KafkaWriter(
@@ -156,7 +169,7 @@ def test_without_spark_a_transactional_write_commits_every_row(
 
 
 def test_the_data_source_writes_in_transactions(
-    spark: SparkSession, txn_broker: TransactionalBroker, unique_topic: str
+    spark: SparkSession, txn_broker: EmbeddedBroker, unique_topic: str
 ) -> None:
     from coopconsumer.spark import register_data_source
 
@@ -165,7 +178,8 @@ def test_the_data_source_writes_in_transactions(
     frame = spark.createDataFrame(
         [(f"k{i}", f"v{i}") for i in range(90)], "key STRING, value STRING"
     ).repartition(3)
-    end_txns = txn_broker.proxy.stats.requests.get(END_TXN, 0)
+    proxy = txn_broker.proxy if isinstance(txn_broker, TransactionalBroker) else None
+    end_txns = 0 if proxy is None else proxy.stats.requests.get(END_TXN, 0)
     (
         frame.write.format("coopconsumer")
         .option("kafka.bootstrap.servers", txn_broker.bootstrap)
@@ -176,5 +190,10 @@ def test_the_data_source_writes_in_transactions(
     )
     seen = read_committed_values(txn_broker, unique_topic, expected=90)
     assert seen == collections.Counter(f"v{i}" for i in range(90))
-    # Each of the three tasks ended a transaction (other tests' may end meanwhile).
-    assert txn_broker.proxy.stats.requests.get(END_TXN, 0) - end_txns >= 3
+    if proxy is not None:
+        # Each of the three tasks ended a transaction (other tests' may end meanwhile).
+        assert proxy.stats.requests.get(END_TXN, 0) - end_txns >= 3
+    else:
+        # Each of the three tasks' commits wrote a COMMIT marker, an offset of its own,
+        # to every partition it wrote: the log ends past the 90 records.
+        assert log_end_offsets(txn_broker, unique_topic) >= 90 + 3

@@ -409,12 +409,12 @@ def rows_frame(spark: SparkSession, n: int, *, header_pairs: bool = False) -> Da
 
 
 def test_foreach_partition_delivers_every_row_once(
-    spark: SparkSession, tansu_broker: EmbeddedBroker, unique_topic: str
+    spark: SparkSession, kafka_broker: EmbeddedBroker, unique_topic: str
 ) -> None:
-    tansu_broker.create_topic(unique_topic, partitions=PARTITIONS)
-    writer = columns_writer(tansu_broker.bootstrap, unique_topic)
+    kafka_broker.create_topic(unique_topic, partitions=PARTITIONS)
+    writer = columns_writer(kafka_broker.bootstrap, unique_topic)
     rows_frame(spark, ROWS).foreachPartition(writer)
-    check_topic(tansu_broker.bootstrap, unique_topic, ROWS)
+    check_topic(kafka_broker.bootstrap, unique_topic, ROWS)
 
 
 def test_map_in_pandas_delivers_every_row_once_and_reports_counts(

@@ -11,8 +11,8 @@
 
 A steady producer writes throughout; every member feeds one ownership ledger and one
 record accounting (test_reference_classic.py). One module-scoped single-node cluster
-with a 500 ms KIP-848 heartbeat interval and a 20 s KIP-848 session timeout; one
-xdist worker.
+with a 500 ms KIP-848 heartbeat interval and a 45 s KIP-848 session timeout (Kafka's
+default); one xdist worker.
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ def cluster() -> Iterator[KafkaCluster]:
         brokers=1,
         broker_config={
             "group.consumer.heartbeat.interval.ms": "500",
-            "group.consumer.session.timeout.ms": "20000",
+            "group.consumer.session.timeout.ms": "45000",
         },
     ) as c:
         yield c

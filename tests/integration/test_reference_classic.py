@@ -35,7 +35,7 @@ from coopconsumer.assignors import (
     GroupSubscription,
     RebalanceProtocol,
 )
-from coopconsumer.testing import EmbeddedBroker, KafkaCluster, unique_name
+from coopconsumer.testing import EmbeddedBroker, KafkaCluster, kafka_cluster, unique_name
 from integration._ledger import CoopMember, LedgerGroup, RdkafkaMember, wait_for
 from integration.conftest import EXTERNAL_BOOTSTRAP
 from peers._build import GoPeer, JavaPeer, go_peer, java_peer
@@ -49,7 +49,6 @@ from peers._scenario import (
     explain_duplicates,
     kept_but_revoked,
     report_row,
-    started_cluster,
 )
 
 pytestmark = pytest.mark.slow
@@ -68,7 +67,7 @@ SETTLE_S = 90.0
 def cluster() -> Iterator[KafkaCluster]:
     if EXTERNAL_BOOTSTRAP:
         pytest.skip("needs its own 3-node cluster (kills and restarts nodes)")
-    with started_cluster(brokers=3) as c:
+    with kafka_cluster(brokers=3) as c:
         yield c
 
 

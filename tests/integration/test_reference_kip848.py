@@ -25,7 +25,7 @@ import pytest
 
 import coopconsumer
 from coopconsumer import TopicPartition
-from coopconsumer.testing import KafkaCluster, unique_name
+from coopconsumer.testing import KafkaCluster, kafka_cluster, unique_name
 from integration._ledger import CoopMember, KeyProducer, LedgerGroup, RdkafkaMember
 from integration.conftest import EXTERNAL_BOOTSTRAP
 from peers._build import JavaPeer, java_peer
@@ -36,7 +36,6 @@ from peers._scenario import (
     explain_duplicates,
     kept_but_revoked,
     report_row,
-    started_cluster,
 )
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("reference-kip848")]
@@ -52,7 +51,7 @@ SESSION_MS = 45000
 def cluster() -> Iterator[KafkaCluster]:
     if EXTERNAL_BOOTSTRAP:
         pytest.skip("needs its own cluster with short KIP-848 timings")
-    with started_cluster(
+    with kafka_cluster(
         brokers=1,
         broker_config={
             "group.consumer.heartbeat.interval.ms": str(HEARTBEAT_MS),

@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from coopconsumer.testing import KafkaCluster, unique_name
+from coopconsumer.testing import KafkaCluster, kafka_cluster, unique_name
 from integration._ledger import CoopMember, LedgerGroup
 from integration.conftest import EXTERNAL_BOOTSTRAP
 from peers._build import JavaPeer, java_peer
@@ -34,7 +34,6 @@ from peers._scenario import (
     group_type,
     kept_but_revoked,
     report_row,
-    started_cluster,
 )
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("reference-upgrade")]
@@ -48,7 +47,7 @@ PARTITIONS = 6
 def cluster() -> Iterator[KafkaCluster]:
     if EXTERNAL_BOOTSTRAP:
         pytest.skip("needs its own cluster with short KIP-848 timings")
-    with started_cluster(
+    with kafka_cluster(
         brokers=1,
         broker_config={
             "group.consumer.heartbeat.interval.ms": "500",

@@ -14,16 +14,14 @@ Test helper only.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from coopconsumer import TopicPartition
-from coopconsumer.testing import BrokerStartupError, KafkaCluster, kafka_cluster
 from integration._ledger import (
     AsyncCoopMember,
     CoopMember,
@@ -43,7 +41,6 @@ __all__ = [
     "group_type",
     "kept_but_revoked",
     "report_row",
-    "started_cluster",
 ]
 
 #: Every kind of member, in the order the scenarios let them join.
@@ -167,27 +164,6 @@ class Fleet:
         if kind == "go":
             return self.go_member(name, **kwargs)
         raise ValueError(kind)
-
-
-@contextlib.contextmanager
-def started_cluster(**options: Any) -> Iterator[KafkaCluster]:
-    """``kafka_cluster(**options)``, tried up to three times when formatting the storage
-    fails on a cluster id starting with ``-``: ``kafka-storage format -t -Xyz`` reads the
-    id as an option (a harness bug in coopconsumer.testing, one start in 64; reported
-    for its owner to fix, after which this retry never triggers)."""
-    for attempt in range(3):
-        try:
-            cluster = kafka_cluster(**options)
-            started = cluster.__enter__()
-        except BrokerStartupError as exc:
-            if "--cluster-id" not in str(exc) or attempt == 2:
-                raise
-            continue
-        try:
-            yield started
-        finally:
-            cluster.__exit__(None, None, None)
-        return
 
 
 def group_type(bootstrap: str, group_id: str) -> str:

@@ -43,8 +43,10 @@ from ._coordinator import (
     OffsetAndMetadata,
     ReportError,
     Subscribe,
+    TopicsMissing,
     Unassign,
 )
+from ._coordinator._metadata import MISSING_TOPICS_REPORT_S
 from ._coordinator.kip848 import ConsumerMemberState
 from ._errors import (
     ConfigurationError,
@@ -54,12 +56,13 @@ from ._errors import (
     RequestTimeoutError,
 )
 from ._io._client import ClientConfig, KafkaClient
+from ._io._failure_log import FailureLog, failure_key
 from ._io._member_driver import AppWork, ClientLike, CommittedOffsets, Driver
 from ._io._member_factory import member_for
 from ._listener import ListenerInvoker, RebalanceListener, RebalanceListenerLike
 from ._metrics import CoordinatorMetrics, FetchMetrics
 from ._protocol import errors
-from ._types import ConsumerGroupMetadata, TopicPartition
+from ._types import MAX_OFFSET, ConsumerGroupMetadata, TopicPartition
 from .assignors import RebalanceProtocol
 
 if TYPE_CHECKING:
@@ -88,6 +91,32 @@ _STABLE_SLICE_S: Final = 0.25
 _REVOKE_COMMIT_SLICE_S: Final = 0.01
 #: close()'s default bound (Java's ``DEFAULT_CLOSE_TIMEOUT_MS``).
 _CLOSE_TIMEOUT_S: Final = 30.0
+#: A close still waiting for the group coordinator this long says so (once), if its
+#: bound is more than twice as long: a healthy close takes well under a second, one
+#: that waits for a rebalance's SyncGroup answer on Tansu a second or two.
+_CLOSE_NOTICE_S: Final = 5.0
+
+
+def close_notices(timeout_s: float, explicit: bool) -> tuple[str, tuple[float, str] | None]:
+    """What ``close()`` logs when it starts waiting for the group steps (INFO), and
+    ``(after_s, message)`` for the WARNING it logs once if they still run after
+    ``after_s`` (None when the bound is too short for that to help). Shared with
+    ``aio.AsyncConsumer.close``."""
+    bound = f"close(timeout={timeout_s:g})" if explicit else f"the default {timeout_s:g} s"
+    start = (
+        f"close: committing the consumed positions, revoking and leaving the group; "
+        f"waiting at most {timeout_s:g} s ({bound}) for the group coordinator"
+    )
+    if timeout_s <= 2 * _CLOSE_NOTICE_S:
+        return start, None
+    later = (
+        f"close: still waiting for the group coordinator after {_CLOSE_NOTICE_S:g} s (the "
+        f"commit before leaving, then LeaveGroup); giving up after {timeout_s:g} s in all: "
+        f"pass close(timeout=...) to wait less"
+    )
+    return start, (_CLOSE_NOTICE_S, later)
+
+
 #: librdkafka's logical offsets (``confluent_kafka.OFFSET_BEGINNING``/``OFFSET_END``),
 #: understood by ``Fetcher.assign``; a test checks they match.
 _OFFSET_BEGINNING: Final = -2
@@ -133,6 +162,8 @@ class FetcherLike(Protocol):
 
     #: Errors the client reported while reaching brokers, for ``error_cb``.
     client_errors: list[KafkaError]
+    #: Reports each distinct failure once per window (its log lines and its errors).
+    failures: FailureLog
 
     @property
     def assigned(self) -> frozenset[TopicPartition]: ...
@@ -184,9 +215,7 @@ def _offset_of(value: object) -> OffsetAndMetadata:
     if isinstance(value, OffsetAndMetadata):
         return value
     if isinstance(value, int) and not isinstance(value, bool):
-        if value < 0:
-            raise ConfigurationError(f"invalid offset to commit: {value}")
-        return OffsetAndMetadata(offset=value)
+        return OffsetAndMetadata(offset=value)  # its validator rejects what Kafka cannot store
     raise ConfigurationError(f"an offset to commit must be an int or OffsetAndMetadata: {value!r}")
 
 
@@ -198,7 +227,11 @@ def _commit_offsets(offsets: object) -> dict[TopicPartition, OffsetAndMetadata]:
         result: dict[TopicPartition, OffsetAndMetadata] = {}
         for item in offsets:
             offset = getattr(item, "offset", None)
-            if not isinstance(offset, int) or offset < 0:
+            if (
+                not isinstance(offset, int)
+                or isinstance(offset, bool)
+                or not 0 <= offset <= MAX_OFFSET
+            ):
                 raise ConfigurationError(f"{item!r} carries no valid offset to commit")
             metadata = getattr(item, "metadata", None)
             leader_epoch = getattr(item, "leader_epoch", None)
@@ -258,15 +291,25 @@ def _assignment(partitions: object) -> tuple[frozenset[TopicPartition], dict[Top
         offset = getattr(item, "offset", None)
         if offset is None or offset in _NO_START_OFFSETS:
             continue
-        if not isinstance(offset, int) or isinstance(offset, bool):
-            raise ConfigurationError(f"the offset of {tp} must be an int: {offset!r}")
-        if offset < 0 and offset not in (_OFFSET_BEGINNING, _OFFSET_END):
-            raise ConfigurationError(
-                f"unsupported start offset {offset} for {tp}: give an offset >= 0, "
-                f"OFFSET_BEGINNING (-2) or OFFSET_END (-1)"
-            )
-        starts[tp] = offset
+        starts[tp] = _start_offset(tp, offset, "start offset")
     return frozenset(found), starts
+
+
+def _start_offset(tp: TopicPartition, offset: object, what: str) -> int:
+    """``offset`` if fetching may start there: an offset from 0 to ``MAX_OFFSET``,
+    ``OFFSET_BEGINNING`` or ``OFFSET_END``. Anything else raises ``ConfigurationError``
+    before librdkafka sees it: it refuses a negative offset only once the partition was
+    restarted (``_INVALID_ARG``) and takes one it cannot fetch from silently, after
+    which the partition never delivers again (Java's ``seek`` rejects a negative offset
+    too: "seek offset must not be a negative number")."""
+    if not isinstance(offset, int) or isinstance(offset, bool):
+        raise ConfigurationError(f"the {what} of {tp} must be an int: {offset!r}")
+    if offset in (_OFFSET_BEGINNING, _OFFSET_END) or 0 <= offset <= MAX_OFFSET:
+        return offset
+    raise ConfigurationError(
+        f"invalid {what} {offset} for {tp}: give an offset from 0 to {MAX_OFFSET}, "
+        f"OFFSET_BEGINNING (-2) or OFFSET_END (-1); nothing changed"
+    )
 
 
 def client_for(cfg: ConsumerConfig) -> KafkaClient:
@@ -424,6 +467,8 @@ class Consumer:
         self._closing = False
         self._fatal: CoopConsumerError | None = None
         self._errors: list[Exception] = []
+        #: Topics needed that the cluster does not have (``TopicsMissing``).
+        self._missing_topics: frozenset[str] = frozenset()
         self._metrics = CoordinatorMetrics()
         self._fetch_metrics = FetchMetrics(lambda: self._records_lag().values())
         self._invoker = ListenerInvoker(None, self._metrics)
@@ -680,6 +725,7 @@ class Consumer:
         while True:
             if fetcher.client_errors:
                 self._report_client_errors()
+            fetcher.failures.settle()
             if self._revoke_commit is not None:
                 # The revoked partitions are paused; their REVOKED callback runs as soon
                 # as the commit is answered, seen at the end of this slice.
@@ -728,7 +774,14 @@ class Consumer:
         first: BaseException | None = None
         for error in reported:
             if callback is None:
-                log.warning("client error: %s", error)
+                # Once per window for a failure that repeats, and not at all when
+                # librdkafka's own log line of the same failure was just reported:
+                # raw confluent-kafka prints no client error without an error_cb.
+                suffix = self._fetcher.failures.admit(
+                    failure_key(error.description or str(error)), logging.WARNING
+                )
+                if suffix is not None:
+                    log.warning("client error: %s%s", error, suffix)
                 continue
             try:
                 callback(error)
@@ -797,10 +850,40 @@ class Consumer:
             self._start_revoke_commit(item.partitions)
         elif isinstance(item, AutoCommitDue):
             self._auto_commit_due = True
+        elif isinstance(item, TopicsMissing):
+            self._report_missing_topics(item.topics)
         elif isinstance(item, ReportError):
             self._errors.append(item.error)
         elif isinstance(item, Fatal) and self._fatal is None:
             self._fatal = item.error
+
+    def _report_missing_topics(self, topics: frozenset[str]) -> None:
+        """Topics this consumer needs that the cluster does not have (issue 35): to
+        ``error_cb`` as ``UNKNOWN_TOPIC_OR_PARTITION`` (what it raises is raised from
+        ``poll()``), else a warning; counted in :meth:`metrics` as
+        ``missing-topics``. The consumer keeps waiting for them."""
+        before, self._missing_topics = self._missing_topics, topics
+        if not topics:
+            if before:
+                log.warning("topic(s) %s exist now", ", ".join(sorted(before)))
+            return
+        names = ", ".join(sorted(topics))
+        error = errors.to_exception(
+            errors.UNKNOWN_TOPIC_OR_PARTITION,
+            message=(
+                f"topic(s) {names} not found in the cluster at {self._bootstrap_text()}: "
+                f"a typo, or not created yet; still waiting for them (said again every "
+                f"{MISSING_TOPICS_REPORT_S:g} s while they are missing)"
+            ),
+        )
+        callback = self._config.error_cb
+        if callback is None:
+            log.warning("%s", error)
+        else:
+            callback(error)
+
+    def _bootstrap_text(self) -> str:
+        return ",".join(f"{host}:{port}" for host, port in self._config.bootstrap_servers)
 
     def _flush_starts(self) -> None:
         if self._pending_starts:
@@ -1035,14 +1118,21 @@ class Consumer:
         if error is not None:
             raise error
 
-    def _run_until(self, done: Any, timeout_s: float, what: str) -> None:
-        """Run queued app work until ``done()`` (a published driver condition)."""
+    def _run_until(
+        self, done: Any, timeout_s: float, what: str, notice: tuple[float, str] | None = None
+    ) -> None:
+        """Run queued app work until ``done()`` (a published driver condition); log
+        ``notice`` (``(after_s, message)``) at WARNING if it still runs after after_s."""
         driver = self._driver
-        deadline = driver.clock() + timeout_s
+        started = driver.clock()
+        deadline = started + timeout_s
         while True:
             self._run_app_work()
             if self._fatal is not None or done():
                 return
+            if notice is not None and driver.clock() - started >= notice[0]:
+                log.warning("%s", notice[1])
+                notice = None
             remaining = deadline - driver.clock()
             if remaining <= 0:
                 raise RequestTimeoutError(f"{what} did not complete within {timeout_s:.1f}s")
@@ -1133,13 +1223,18 @@ class Consumer:
 
     def seek(self, partition: TopicPartition, offset: int) -> None:
         """Fetch ``partition`` from ``offset`` next (allowed inside
-        ``on_partitions_assigned``, as Java). Raises ``ConfigurationError`` if the
-        partition is not assigned; ``KafkaError`` if librdkafka refuses (nothing changes).
+        ``on_partitions_assigned``, as Java).
+
+        ``offset`` is an offset from 0 to 2**63-1, ``OFFSET_BEGINNING`` (-2) or
+        ``OFFSET_END`` (-1). Raises ``ConfigurationError`` for any other offset (Java's
+        ``seek`` rejects a negative one) or a partition not assigned, and ``KafkaError``
+        if librdkafka refuses; in every case nothing changes: the partition keeps
+        fetching from where it was. An offset past the partition's end is not an error
+        here: ``auto.offset.reset`` decides where fetching resumes, as in Java.
         """
         self._check_usable()
         tp = _tp(partition)
-        if not isinstance(offset, int) or isinstance(offset, bool):
-            raise ConfigurationError(f"offset must be an int: {offset!r}")
+        offset = _start_offset(tp, offset, "seek offset")
         if tp not in self._assigned:
             raise ConfigurationError(f"seek() of {tp}, which is not assigned to this consumer")
         if tp in self._pending_starts:
@@ -1224,9 +1319,10 @@ class Consumer:
         self._check_usable()
         asked: dict[TopicPartition, int] = {}
         for key, ts in timestamps.items():
-            if not isinstance(ts, int) or isinstance(ts, bool) or ts < 0:
+            if not isinstance(ts, int) or isinstance(ts, bool) or not 0 <= ts <= MAX_OFFSET:
                 raise ConfigurationError(
-                    f"offsets_for_times: the timestamp of {key} must be an int >= 0 (ms): {ts!r}"
+                    f"offsets_for_times: the timestamp of {key} must be an int >= 0 and "
+                    f"<= {MAX_OFFSET} (ms since the epoch): {ts!r}"
                 )
             asked[_tp(key)] = ts
         if not asked:
@@ -1324,7 +1420,10 @@ class Consumer:
         documents (``partitions-revoked-latency-avg`` for the code's
         ``partition-revoked-latency-avg``); iteration lists the code names only.
         """
-        return self._metrics.snapshot(self._driver.clock()).to_dict()
+        result = self._metrics.snapshot(self._driver.clock()).to_dict()
+        # Topics subscribed to (by name) or assigned that the cluster does not have.
+        result["missing-topics"] = float(len(self._missing_topics))
+        return result
 
     def fetch_metrics(self) -> dict[str, float]:
         """The ``consumer-fetch-manager-metrics`` group, by Java's metric names:
@@ -1367,8 +1466,19 @@ class Consumer:
         ``enable.auto.commit``), run ``on_partitions_revoked`` (or ``lost``) on this
         thread, send LeaveGroup (dynamic members; a consumer with a manual assignment
         only commits, with at most half of ``timeout``), stop the background thread, close
-        the fetcher and the sockets. Waits at most ``timeout`` seconds (default 30)
-        for the group steps. Idempotent.
+        the fetcher and the sockets. Idempotent.
+
+        **How long it waits.** At most ``timeout`` seconds (default 30, Java's default)
+        for the group steps: the commit of the consumed positions (retried every
+        ``retry.backoff.ms`` while the group coordinator is unavailable), the
+        revocation callback, and LeaveGroup's answer. A healthy close takes well under
+        a second. With the brokers gone, the commit is retried until the bound, so
+        ``close()`` takes the whole ``timeout``: it logs at INFO when it starts
+        waiting, a WARNING if it still waits after 5 s (with a bound over 10 s), and a
+        WARNING "leaving the group did not complete" at the end; the positions
+        consumed since the last commit are not committed then (their records are read
+        again by the next owner). Pass a smaller ``timeout`` (``close(timeout=5)``) to
+        bound it; ``default.api.timeout.ms`` does not apply to ``close()``.
 
         Closing while a JoinGroup or SyncGroup is under way first lets that rebalance
         reach the SyncGroup answer (at most half of ``timeout``) so that the consumed
@@ -1390,6 +1500,8 @@ class Consumer:
         try:
             if driver.failure is None and driver.alive:
                 try:
+                    start, later = close_notices(timeout_s, timeout is not None)
+                    log.info("%s", start)
                     if self._auto_commit and driver.state in _MANUAL_STATES:
                         # No group to leave, so no revocation commits for us: commit
                         # here, as Java's close() does (maybeAutoCommitOffsetsSync).
@@ -1399,6 +1511,7 @@ class Consumer:
                         lambda: driver.state in _STOPPED_STATES,
                         max(0.0, deadline - driver.clock()),
                         "close",
+                        later,
                     )
                 except CoopConsumerError as exc:
                     log.warning("close: leaving the group did not complete: %s", exc)

@@ -144,6 +144,8 @@ class BrokerConnectionError(CoopConsumerError, ConnectionError):
     def __init__(self, message: str, *, broker: str | None = None) -> None:
         super().__init__(f"{message} (broker {broker})" if broker else message)
         self.broker = broker
+        #: The message without the broker's name (for errors that wrap this one).
+        self.reason = message
 
 
 class RequestTimeoutError(CoopConsumerError, TimeoutError):

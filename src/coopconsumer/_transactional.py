@@ -144,6 +144,10 @@ class TransactionStats:
     commits_on_revoke: int = 0
     commit_latency_avg_ms: float = 0.0
     commit_latency_max_ms: float = 0.0
+    #: Subscribed topics the cluster does not have (a typo, or not created yet): the
+    #: processor waits for them, and says so (``error_cb`` of the consumer config,
+    #: else a warning) when this changes and every 30 s while it is not 0.
+    missing_topics: int = 0
 
 
 @attrs.define(kw_only=True)
@@ -926,7 +930,8 @@ class ProcessorBase:
 
     def stats(self) -> TransactionStats:
         """What the processor did so far."""
-        return self._loop.stats()
+        missing = self._consumer.metrics().get("missing-topics", 0.0)
+        return attrs.evolve(self._loop.stats(), missing_topics=int(missing))
 
     def assignment(self) -> frozenset[TopicPartition]:
         """The partitions the member owns (as the consumer's ``assignment``)."""

@@ -29,9 +29,16 @@ class TopicPartition(NamedTuple):
         return f"{self.topic}-{self.partition}"
 
 
+#: The largest offset Kafka can store (its offsets are int64).
+MAX_OFFSET: Final = 2**63 - 1
+
+
 def _check_offset(instance: OffsetAndMetadata, attribute: object, value: int) -> None:
-    if value < 0:
-        raise ConfigurationError(f"invalid offset to commit: {value}")
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= MAX_OFFSET:
+        raise ConfigurationError(
+            f"invalid offset to commit: {value!r} (an int from 0 to {MAX_OFFSET}, the next "
+            f"record to read)"
+        )
 
 
 @attrs.frozen(kw_only=True)

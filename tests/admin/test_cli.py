@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -159,3 +160,20 @@ def test_topics_alter_delete_and_the_failure_filters(
     assert "UNKNOWN_TOPIC_OR_PARTITION" in out[3]
     assert cluster.topics() == ["orders"]
     assert cluster.topics_being_deleted() == {"logs": [(1, 2)]}  # broker 2 is down
+
+
+def test_cluster_describe_on_a_closed_port_says_so_plainly(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Issue 35, case 5: the message read "connection closed before the DescribeCluster
+    v? response: cannot connect: ... (broker X) (broker X)"."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    assert main(["cluster", "describe", "--bootstrap-server", f"127.0.0.1:{port}"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert "v?" not in err
+    assert "connection closed before" not in err
+    assert err.count(f"127.0.0.1:{port}") == 1
+    assert err.startswith("error: DescribeCluster request not sent: cannot connect:")

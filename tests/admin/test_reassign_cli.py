@@ -198,3 +198,39 @@ def test_execute_killed_with_sigkill_resumes_from_its_state_file(tmp_path: Path)
         assert resumed.progress().done == len(plan)
         for m in plan.moves:
             assert set(cluster.partition("t", m.partition).replicas) == set(m.replicas)
+
+
+def test_a_typo_names_what_does_not_exist_and_exits_1(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 35, case 5: a broker or topic that does not exist planned nothing and
+    exited 0; now every such option names it in one line and exits 1."""
+    with replication_cluster(3) as cluster:
+        build(cluster, 3, MB)
+        server = ["--bootstrap-server", cluster.bootstrap]
+        typos = {
+            ("plan", "--move-off", "99"): "no such broker: 99",
+            ("plan", "--move-off", "1,99"): "no such broker: 99",
+            ("plan", "--rebalance", "--topic", "ghost"): "no such topic: ghost",
+            ("plan", "--move-off", "1", "--topic", "ghost"): "no such topic: ghost",
+            ("plan", "--add-brokers", "99"): "not a live broker: 99",
+            ("plan", "--balance-disks", "--topic", "ghost"): "no such topic: ghost",
+            ("list", "--topic", "ghost"): "ghost: UNKNOWN_TOPIC_OR_PARTITION",
+        }
+        for argv, message in typos.items():
+            assert main(["reassign", argv[0], *server, *argv[1:]]) == 1, argv
+            captured = capsys.readouterr()
+            assert captured.out == "", argv  # no empty plan written
+            assert captured.err.count("\n") == 1, (argv, captured)
+            assert message in captured.err, (argv, captured)
+        # A planned partition that is mistyped when cancelling is named too.
+        plan_file, state = tmp_path / "plan.json", tmp_path / "s"
+        assert (
+            main(["reassign", "plan", *server, "--move-off", "1", "--output", str(plan_file)]) == 0
+        )
+        run = ["--plan", str(plan_file), "--state", str(state), "--poll-interval", "0.05"]
+        assert main(["reassign", "execute", *server, *run]) == 0
+        capsys.readouterr()
+        cancel = ["reassign", "cancel", "--state", str(state), *server, "--partition", "ghost:0"]
+        assert main(cancel) == 1
+        assert "not in the plan of" in capsys.readouterr().err

@@ -16,7 +16,9 @@ from coopconsumer.admin.reassign import (
     PartitionMove,
     PlanError,
     ReassignmentPlan,
+    check_brokers_known,
     plan_add_brokers,
+    plan_balance_disks,
     plan_move_off,
     plan_rebalance,
 )
@@ -186,3 +188,22 @@ def test_rebalance_moves_only_partitions_whose_replica_set_changes() -> None:
         for i, r in enumerate(m.original_replicas):
             if r in m.replicas:
                 assert m.replicas[i] == r
+
+
+def test_every_goal_names_a_topic_or_broker_the_cluster_does_not_have() -> None:
+    view = cluster(3, striped(6, 3))
+    assignor = BalancedReplicaAssignor()
+    with pytest.raises(PlanError, match="no such broker: 7, 9"):
+        check_brokers_known(view, [1, 7, 9])
+    with pytest.raises(PlanError, match="no such topic: ghost"):
+        plan_move_off(view, [1], assignor, topics=["t", "ghost"])
+    with pytest.raises(PlanError, match="no such topic: ghost"):
+        plan_rebalance(view, assignor, topics=["ghost"])
+    with pytest.raises(PlanError, match="not a live broker: 9"):
+        plan_add_brokers(view, [9])
+    with pytest.raises(PlanError, match="no such topic: ghost"):
+        plan_balance_disks(view, {}, topics=["ghost"])
+    # A broker that is down but still holds replicas can be moved off.
+    down = ClusterView(brokers=[BrokerLoad(node_id=b) for b in (1, 2)], assignments=striped(6, 3))
+    check_brokers_known(down, [3])
+    assert len(plan_move_off(down, [3], assignor)) > 0

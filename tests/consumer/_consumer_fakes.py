@@ -16,6 +16,7 @@ short so they stay fast.
 from __future__ import annotations
 
 import contextlib
+import logging
 import sys
 import threading
 import time
@@ -28,6 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "coordinator"))
 from fake_group_coordinator import FakeGroupCoordinator
 
 from coopconsumer import Consumer, KafkaError, RequestTimeoutError, TopicPartition
+from coopconsumer._io._failure_log import FailureLog
 from coopconsumer._io._future import PendingRequest
 from coopconsumer._protocol._schema import Request
 from coopconsumer._protocol.messages import (
@@ -279,6 +281,7 @@ class FakeFetcher:
         self.closed = False
         self.assign_calls: list[dict[TopicPartition, int]] = []
         self.client_errors: list[KafkaError] = []
+        self.failures = FailureLog(logging.getLogger("coopconsumer.librdkafka"), 10.0)
         #: How many times the driver cut a consume() short (``Fetcher.wake``).
         self.wakes = 0
 

@@ -172,3 +172,30 @@ def test_the_kip848_member_runs_the_same_commits() -> None:
     assert AutoCommitDue() in tick
     m.feed(PollCalled())
     assert AutoCommitDue() in m.feed(Tick(), after=0.5)
+
+
+def test_a_failure_that_repeats_is_logged_once_and_the_recovery_once() -> None:
+    """Issue 35: with the coordinator gone, the same failure came back and was logged
+    every retry.backoff.ms until the deadline (about 300 INFO lines in 30 s)."""
+    s = stable()
+    retried(s)
+    logs: list[str] = []
+    at = s.now
+    for _ in range(5):
+        effects = s.answer(OffsetCommitRequest, commit_response(errors.COORDINATOR_NOT_AVAILABLE))
+        logs += [e.message for e in effects if isinstance(e, Log) and "commit" in e.message]
+        s.feed(CoordinatorFound(node_id=1))
+        at += BACKOFF_S
+        assert kinds(s.feed(Tick(), at=at)) == ["OffsetCommit"]
+    effects = s.answer(OffsetCommitRequest, commit_response(errors.NOT_COORDINATOR))
+    logs += [e.message for e in effects if isinstance(e, Log) and "commit" in e.message]
+    s.feed(CoordinatorFound(node_id=1))
+    at += BACKOFF_S
+    s.feed(Tick(), at=at)
+    effects = s.answer(OffsetCommitRequest, commit_response(errors.NONE))
+    logs += [e.message for e in effects if isinstance(e, Log) and "commit" in e.message]
+    assert answers(effects) == [CommitDone(token="rc")]
+    assert len(logs) == 3, logs
+    assert "COORDINATOR_NOT_AVAILABLE" in logs[0]
+    assert "NOT_COORDINATOR" in logs[1]
+    assert logs[2] == "auto-commit before revoking succeeded after retrying"

@@ -23,8 +23,6 @@ from peers._scenario import report_row
 
 pytestmark = pytest.mark.slow
 
-TOTAL = 6000  # what _scale_out_and_in feeds: inputs k0..k5999
-
 
 def test_java_read_committed_referee_counts_exactly_once(kafka_broker: EmbeddedBroker) -> None:
     started_at = time.monotonic()
@@ -32,7 +30,9 @@ def test_java_read_committed_referee_counts_exactly_once(kafka_broker: EmbeddedB
     source, sink = unique_name("eos-in"), unique_name("eos-out")
     kafka_broker.create_topic(source, PARTITIONS)
     kafka_broker.create_topic(sink, PARTITIONS)
-    a, b = _scale_out_and_in(kafka_broker, source, sink, unique_name("g-eos"), "cooperative-sticky")
+    a, b, total = _scale_out_and_in(
+        kafka_broker, source, sink, unique_name("g-eos"), "cooperative-sticky"
+    )
     summary = run_referee(
         java.argv(
             "referee",
@@ -41,13 +41,13 @@ def test_java_read_committed_referee_counts_exactly_once(kafka_broker: EmbeddedB
             "--topics",
             sink,
             "--count",
-            str(TOTAL),
+            str(total),
         )
     )
     assert summary["duplicates"] == 0, summary
     assert summary["gaps"] == 0, summary
-    assert summary["records"] == TOTAL, summary
-    assert summary["distinct"] == TOTAL, summary
+    assert summary["records"] == total, summary
+    assert summary["distinct"] == total, summary
     report_row(
         "exactly-once scale out/in, Java read_committed referee",
         members={"coop (TransactionalProcessor)": 2, "java referee": 1},

@@ -40,6 +40,7 @@ The driver's contract, effect by effect (execute each batch in order):
   ``Observation``).
 - ``Log(level, message)``: log it.
 - ``ReportError(error)``: raise from the next ``poll()``; the member continues.
+- ``TopicsMissing(topics)``: topics the member needs are not in the cluster (yet).
 - ``Fatal(error)``: raise from ``poll()`` and every later call until ``close()``.
 
 Inputs the driver feeds besides answers: ``Subscribe``, ``AssignRequested`` (manual
@@ -72,6 +73,7 @@ from ._effects import Observation as Observation
 from ._effects import Observe as Observe
 from ._effects import ReportError as ReportError
 from ._effects import Send as Send
+from ._effects import TopicsMissing as TopicsMissing
 from ._effects import Unassign as Unassign
 from ._error_actions import Api as Api
 from ._error_actions import ErrorAction as ErrorAction
@@ -143,6 +145,7 @@ __all__ = [
     "Send",
     "Subscribe",
     "Tick",
+    "TopicsMissing",
     "Unassign",
     "action_for",
     "diff_assignment",

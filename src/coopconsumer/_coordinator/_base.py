@@ -47,7 +47,7 @@ from ._effects import (
     Unassign,
 )
 from ._error_actions import Api
-from ._inputs import ListenerDone, RequestFailed, ResponseReceived
+from ._inputs import ListenerDone, RequestFailed, ResponseReceived, Subscribe
 from ._jobs import FetchJob, WaitingCommit
 from ._metadata import MetadataRefresh
 from ._outcomes import Pending
@@ -84,6 +84,8 @@ class MemberBase(Generic[StateT]):
     HEARTBEAT_API: ClassVar[Api]
 
     config: BaseConfig
+    #: What the application subscribed to (None: not subscribed); set by each core.
+    subscription: Subscribe | None
 
     def __init__(
         self, initial: StateT, closed: StateT, failed: StateT, metadata_refresh: MetadataRefresh

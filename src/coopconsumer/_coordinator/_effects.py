@@ -37,6 +37,7 @@ __all__ = [
     "OffsetAndMetadata",
     "ReportError",
     "Send",
+    "TopicsMissing",
     "Unassign",
 ]
 
@@ -266,6 +267,18 @@ class Log:
 
 
 @attrs.frozen(kw_only=True)
+class TopicsMissing:
+    """Topics this member needs (subscribed to by name, or assigned manually) that the
+    cluster's metadata does not have: a typo, or a topic not created yet. The member
+    keeps waiting for them (and asks for metadata every second meanwhile). Emitted
+    when the set changes and again every ``MISSING_TOPICS_REPORT_S`` while it stays
+    non-empty; empty once every topic exists. The consumer hands it to ``error_cb``
+    (``UNKNOWN_TOPIC_OR_PARTITION``) or logs a warning, and counts it in its metrics."""
+
+    topics: frozenset[str]
+
+
+@attrs.frozen(kw_only=True)
 class ReportError:
     """Raise ``error`` from the next ``poll()``; the member carries on (for example an
     assignor that raised: the member rejoins after a backoff, ownership unchanged)."""
@@ -295,6 +308,7 @@ Effect = (
     | CommittedOffsetsDone
     | Observe
     | Log
+    | TopicsMissing
     | ReportError
     | Fatal
 )

@@ -37,6 +37,7 @@ from ._inputs import (
     LeaveRequested,
 )
 from ._jobs import WaitingCommit
+from ._metadata import want_metadata
 from ._outcomes import OffsetCommitOutcome
 from ._states import MemberState
 
@@ -91,6 +92,9 @@ def change_assignment(m: GroupHost, event: AssignRequested, now: float) -> bool:
     if added:
         m.owned |= added
         m.emit(Assign(partitions=added, starts=event.starts))
+        # Metadata of the assigned topics, to say so when one does not exist
+        # (_metadata.check_missing_topics): librdkafka fetches from it in silence.
+        want_metadata(m, frozenset(tp.topic for tp in added), now)
     if m.owned and m.coordinator_id is None:
         m.ensure_coordinator(now)  # commits and offset fetches need it
     return bool(m.owned)

@@ -23,7 +23,7 @@ Pure: no sockets, threads or clocks; time is the ``now`` argument.
 from __future__ import annotations
 
 import logging
-from typing import Protocol
+from typing import Final, Protocol
 
 import attrs
 
@@ -33,16 +33,18 @@ from .._protocol.cluster import ClusterSnapshot
 from .._protocol.messages import MetadataResponse
 from .._types import TopicPartition
 from ..assignors._api import ClusterMetadata
-from ._effects import AddBrokers, Effect, MetadataNeeded
+from ._effects import AddBrokers, Effect, MetadataNeeded, TopicsMissing
 from ._error_actions import Api
-from ._inputs import MetadataUpdate
+from ._inputs import MetadataUpdate, Subscribe
 
 __all__ = [
     "MetadataHost",
     "MetadataRefresh",
     "answered_directly",
+    "check_missing_topics",
     "metadata_answer",
     "metadata_update",
+    "needed_topics",
     "refresh_metadata",
     "want_metadata",
 ]
@@ -67,6 +69,9 @@ class MetadataRefresh:
     answered_at: float | None = None
     #: No more refreshes (the member is closed or failed).
     stopped: bool = False
+    #: Topics the member needs that the last answer lacked, and when it last said so.
+    missing: frozenset[str] = frozenset()
+    missing_reported_at: float | None = None
 
     @property
     def deadline(self) -> float | None:
@@ -120,10 +125,23 @@ class MetadataRefresh:
         self.due_at = None
 
 
+#: While a topic the member needs is missing, how often it says so again (the first
+#: time at once): slow enough not to bury other lines, often enough to be seen.
+MISSING_TOPICS_REPORT_S: Final = 30.0
+#: While a topic the member needs is missing, how soon metadata is asked again, so a
+#: topic created meanwhile is consumed within about a second (Java retries its
+#: metadata at ``retry.backoff.ms``, up to ``retry.backoff.max.ms``, 1 s).
+MISSING_TOPICS_REFRESH_S: Final = 1.0
+
+
 class MetadataHost(Protocol):
     """A member core, as the metadata refresh sees it (both members' cores are)."""
 
     metadata_refresh: MetadataRefresh
+    #: What the application subscribed to (None: not subscribed).
+    subscription: Subscribe | None
+    #: The partitions it owns (under a manual assignment: the ones it assigned).
+    owned: set[TopicPartition]
 
     def track(self, api: Api, now: float, *, token: object, node_id: int | None) -> int: ...
 
@@ -175,8 +193,38 @@ def metadata_answer(
     if snapshot.brokers:
         m.emit(AddBrokers(brokers=snapshot.brokers.values()))
     refresh.answered(now)
+    check_missing_topics(m, frozenset(snapshot.partition_counts()), now)
     refresh_metadata(m, now)  # a topic wanted meanwhile that it did not ask for
     return metadata_update(snapshot)
+
+
+def needed_topics(m: MetadataHost) -> frozenset[str]:
+    """The topics the member itself needs by name: its subscription's topics (not a
+    pattern's: no name to miss), or the topics of a manual assignment."""
+    sub = m.subscription
+    if sub is not None:
+        return sub.topics if sub.pattern is None and sub.regex is None else frozenset()
+    return frozenset(tp.topic for tp in m.owned)
+
+
+def check_missing_topics(m: MetadataHost, present: frozenset[str], now: float) -> None:
+    """Say (``TopicsMissing``) which needed topics an answer lacks: at once when that
+    changes, again every ``MISSING_TOPICS_REPORT_S`` while some stay missing, and once
+    more (empty) when they all exist. Meanwhile metadata is asked every
+    ``MISSING_TOPICS_REFRESH_S``: the member keeps waiting for them (issue 35; Java
+    warns at every metadata answer, librdkafka once)."""
+    refresh = m.metadata_refresh
+    absent = needed_topics(m) - present
+    if absent and refresh.due_at is not None:
+        soon = now + max(refresh.retry_backoff_s, MISSING_TOPICS_REFRESH_S)
+        refresh.due_at = min(refresh.due_at, soon)
+    last = refresh.missing_reported_at
+    repeat = bool(absent) and (last is None or now - last >= MISSING_TOPICS_REPORT_S)
+    if absent == refresh.missing and not repeat:
+        return
+    refresh.missing = absent
+    refresh.missing_reported_at = now if absent else None
+    m.emit(TopicsMissing(topics=absent))
 
 
 def answered_directly(m: MetadataHost, now: float) -> int | None:

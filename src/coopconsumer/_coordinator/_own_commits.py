@@ -51,6 +51,8 @@ class _Retried:
     #: The token of the attempt in flight; None while waiting to retry at ``retry_at``.
     attempt: object | None = None
     retry_at: float = 0.0
+    #: The last failure logged: a retry that fails the same way is not logged again.
+    logged: str | None = None
 
 
 class _CommitSettings(Protocol):
@@ -149,7 +151,24 @@ class OwnCommits:
         if error is not None and _retriable(error) and now + self._backoff_s < task.deadline:
             task.retry_at = now + self._backoff_s
             self._waiting.append(task)
-            return [Log(level=logging.INFO, message=f"{request.purpose} failed, retrying: {error}")]
+            # Once per distinct failure: with the coordinator gone the same failure
+            # comes back every retry.backoff.ms until the deadline (issue 35).
+            if str(error) == task.logged:
+                return []
+            task.logged = str(error)
+            left = task.deadline - now
+            return [
+                Log(
+                    level=logging.INFO,
+                    message=f"{request.purpose} failed, retrying every "
+                    f"{self._backoff_s * 1000:g} ms for up to {left:.1f} s more: {error}",
+                )
+            ]
+        if error is None and task.logged is not None:
+            return [
+                Log(level=logging.INFO, message=f"{request.purpose} succeeded after retrying"),
+                CommitDone(token=request.token),
+            ]
         return [CommitDone(token=request.token, error=error)]
 
     def _due(self, now: float, inner: Inner) -> list[Effect]:

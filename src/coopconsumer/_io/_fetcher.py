@@ -20,7 +20,9 @@ from typing import ParamSpec, TypeVar
 import confluent_kafka
 
 from .._errors import ConfigurationError, KafkaError, RequestTimeoutError
+from .._protocol import errors
 from .._types import TopicPartition
+from ._failure_log import FailureLog, LibrdkafkaLog, backoff_window_s
 from ._librdkafka import HandleLayoutError, consumer_queue
 
 __all__ = [
@@ -110,7 +112,11 @@ class Fetcher:
         # librdkafka's log lines go to Python logging, not to stderr (a consumer that
         # cannot reach its brokers otherwise prints a "Connect ... failed" line for every
         # attempt); confluent-kafka hands them over while consume()/poll() run.
-        conf["logger"] = logger if logger is not None else LIBRDKAFKA_LOG
+        # Each distinct failure once per reconnect.backoff.max.ms, not every attempt
+        # (issue 35); the client errors of the same failure share the window.
+        target = logger if logger is not None else LIBRDKAFKA_LOG
+        self.failures = FailureLog(target, backoff_window_s(conf))
+        conf["logger"] = LibrdkafkaLog(target, self.failures)
         conf["error_cb"] = self._on_client_error
         #: Errors librdkafka reported while reaching brokers, oldest first, for the
         #: consumer to hand to the application (``error_cb``) and clear.
@@ -339,7 +345,9 @@ def end_offsets(
     conf: dict[str, object] = dict(config)
     if "bootstrap.servers" not in conf:
         raise ConfigurationError("end_offsets config needs bootstrap.servers")
-    conf["logger"] = LIBRDKAFKA_LOG
+    conf["logger"] = LibrdkafkaLog(
+        LIBRDKAFKA_LOG, FailureLog(LIBRDKAFKA_LOG, backoff_window_s(conf))
+    )
     conf.setdefault("group.id", "coopconsumer-end-offsets")
     conf.update(_FORCED)
     conf["allow.auto.create.topics"] = False
@@ -352,13 +360,7 @@ def end_offsets(
         marks: dict[TopicPartition, tuple[int, int]] = {}
         for topic in names:
             for tp in _partitions_of(consumer, topic, deadline):
-                got = Fetcher._call(
-                    f"watermarks of {tp}",
-                    consumer.get_watermark_offsets,
-                    _ck(tp),
-                    timeout=_remaining(deadline, f"watermarks of {tp}"),
-                    cached=False,
-                )
+                got = _watermarks(consumer, tp, deadline)
                 if got is None:
                     raise RequestTimeoutError(f"no watermarks for {tp} within {timeout_s:.1f}s")
                 marks[tp] = (int(got[0]), int(got[1]))
@@ -366,6 +368,41 @@ def end_offsets(
         return marks
     finally:
         consumer.close()
+
+
+#: Pause between two ListOffsets of a partition that answered a retriable error.
+_WATERMARK_RETRY_S = 0.1
+
+
+def _watermarks(
+    consumer: confluent_kafka.Consumer,
+    tp: TopicPartition,
+    deadline: float,
+    *,
+    sleep: Callable[[float], None] = time.sleep,
+) -> tuple[int, int] | None:
+    """``tp``'s watermarks, asked again while the broker answers a retriable error
+    until ``deadline``: Kafka lists a topic in its metadata before it has made itself
+    the leader of each new partition, and answers a ListOffsets in between
+    NOT_LEADER_OR_FOLLOWER (seen right after CreateTopics on one KRaft node), as Java's
+    consumer retries ``endOffsets`` then."""
+    while True:
+        try:
+            got: tuple[int, int] | None = Fetcher._call(
+                f"watermarks of {tp}",
+                consumer.get_watermark_offsets,
+                _ck(tp),
+                timeout=_remaining(deadline, f"watermarks of {tp}"),
+                cached=False,
+            )
+        except KafkaError as exc:
+            retriable = exc.retriable or (exc.code > 0 and errors.is_retriable(exc.code))
+            if not retriable or time.monotonic() + _WATERMARK_RETRY_S >= deadline:
+                raise
+            log.debug("end_offsets: %s; asking again", exc)
+            sleep(_WATERMARK_RETRY_S)
+            continue
+        return got
 
 
 def _remaining(deadline: float, what: str) -> float:

@@ -10,8 +10,9 @@ the negotiated version) and their answers go back to the member, which reads the
 brokers a Metadata answer named reachable (the member times its metadata refreshes and
 reads their answers; docs/architecture.md, "Threads and what crosses between them");
 listener and fetcher work (``InvokeListener``, ``Assign``, ``Unassign``,
-``CommitBeforeRevoke``, ``AutoCommitDue``, ``ReportError``, ``Fatal``) is queued *in
-order* for the thread that calls ``poll()``, and ``CommitDone`` completes the caller's future.
+``CommitBeforeRevoke``, ``AutoCommitDue``, ``TopicsMissing``, ``ReportError``,
+``Fatal``) is queued *in order* for the thread that calls ``poll()``, and
+``CommitDone`` completes the caller's future.
 
 The driver thread is the only one that touches the client (it closes it on exit). An
 exception from ``handle()`` or from executing an effect ends the loop and is queued as a
@@ -64,10 +65,17 @@ from .._coordinator import (
     RetriedCommitRequested,
     Send,
     Tick,
+    TopicsMissing,
     Unassign,
 )
 from .._coordinator.kip848 import ConsumerGroupMember, ConsumerMemberState
-from .._errors import BrokerConnectionError, CoopConsumerError, KafkaError, RequestTimeoutError
+from .._errors import (
+    BrokerConnectionError,
+    CoopConsumerError,
+    KafkaError,
+    ProtocolError,
+    RequestTimeoutError,
+)
 from .._metrics import CoordinatorMetrics
 from .._protocol import errors
 from .._protocol._schema import Request
@@ -83,7 +91,14 @@ trace = logging.getLogger("coopconsumer.driver.trace")
 
 #: Work the driver hands to the ``poll()`` thread, in the order the member emitted it.
 AppWork = (
-    InvokeListener | Assign | Unassign | CommitBeforeRevoke | AutoCommitDue | ReportError | Fatal
+    InvokeListener
+    | Assign
+    | Unassign
+    | CommitBeforeRevoke
+    | AutoCommitDue
+    | TopicsMissing
+    | ReportError
+    | Fatal
 )
 
 _APP_WORK_TYPES: Final = (
@@ -92,6 +107,7 @@ _APP_WORK_TYPES: Final = (
     Unassign,
     CommitBeforeRevoke,
     AutoCommitDue,
+    TopicsMissing,
     ReportError,
     Fatal,
 )
@@ -640,7 +656,11 @@ class Driver:
         )
         if error is not exc:
             error.__cause__ = exc
-        log.error("driver thread stopped: %s", error, exc_info=exc)
+        # A typed error (authentication refused, ...) is raised from poll() with its
+        # own message: one line here, not a traceback of the driver's stack, which says
+        # nothing to the user (issue 35). Anything else is a bug: keep the traceback.
+        expected = isinstance(exc, CoopConsumerError) and not isinstance(exc, ProtocolError)
+        log.error("driver thread stopped: %s", error, exc_info=None if expected else exc)
         self._failure = error
         for commit in self._commit_futures:
             if not commit.done():

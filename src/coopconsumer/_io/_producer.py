@@ -31,6 +31,7 @@ import confluent_kafka
 from .._errors import ConfigurationError, DeliveryError
 from .._security import is_security_key, parse_security
 from .._types import TopicPartition
+from ._failure_log import FailureLog, LibrdkafkaLog, backoff_window_s
 
 __all__ = [
     "DEFAULT_MESSAGE_TIMEOUT_MS",
@@ -308,7 +309,8 @@ class IdempotentProducer:
         conf: dict[str, object] = dict(checked)
         self._clock = clock
         conf["error_cb"] = self._on_client_error
-        conf["logger"] = log
+        # Each distinct failure once per reconnect.backoff.max.ms (issue 35).
+        conf["logger"] = LibrdkafkaLog(log, FailureLog(log, backoff_window_s(conf)))
         try:
             self._producer = confluent_kafka.Producer(conf)
         except confluent_kafka.KafkaException as exc:  # checked already; kept as a net

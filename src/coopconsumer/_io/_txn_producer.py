@@ -43,6 +43,7 @@ from .._errors import (
     TransactionError,
 )
 from .._types import ConsumerGroupMetadata, TopicPartition
+from ._failure_log import FailureLog, LibrdkafkaLog, backoff_window_s
 from ._producer import Headers, common_producer_config
 
 __all__ = [
@@ -240,7 +241,8 @@ class TransactionalProducer:
         self._clock = clock
         conf: dict[str, object] = dict(checked)
         conf["error_cb"] = self._on_client_error
-        conf["logger"] = log
+        # Each distinct failure once per reconnect.backoff.max.ms (issue 35).
+        conf["logger"] = LibrdkafkaLog(log, FailureLog(log, backoff_window_s(conf)))
         # Only failed records are reported: a callback per delivered record would cost
         # a Python call per record, and commit_transaction() waits for every delivery
         # anyway (it fails, abortably, when one failed).

@@ -304,13 +304,17 @@ class SessionCore(Generic[TicketT]):
             # Every request waiting on a session that could not authenticate gets the
             # authentication error itself: it is what the caller must act on.
             return cause
-        version = "?" if ticket.api_version is None else str(ticket.api_version)
-        reason = f": {cause}" if cause is not None else " by the client"
-        error = BrokerConnectionError(
-            f"connection closed before the {api_name(type(ticket.request))} v{version}"
-            f" response{reason}",
-            broker=self.broker,
-        )
+        if isinstance(cause, BrokerConnectionError) and cause.broker == self.broker:
+            detail = f": {cause.reason}"  # the broker is named once, by this error
+        else:
+            detail = f": {cause}" if cause is not None else " by the client"
+        name = api_name(type(ticket.request))
+        if ticket.api_version is None:
+            # Never written: the connection did not get as far as negotiating versions.
+            text = f"{name} request not sent{detail}"
+        else:
+            text = f"connection closed before the {name} v{ticket.api_version} response{detail}"
+        error = BrokerConnectionError(text, broker=self.broker)
         error.__cause__ = cause
         return error
 

@@ -18,7 +18,7 @@ from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from .._config import ConsumerConfig
-from .._consumer import client_for
+from .._consumer import client_for, close_notices
 from .._coordinator import CloseRequested, LeaveRequested, MemberState
 from .._coordinator.kip848 import ConsumerMemberState
 from .._errors import ConfigurationError, CoopConsumerError, RequestTimeoutError
@@ -402,7 +402,8 @@ class AsyncConsumer:
         """Leave the group and release everything, as :meth:`Consumer.close`: commit
         the consumed positions (``enable.auto.commit``), run the revocation callback,
         send LeaveGroup, stop the driver task, close the fetcher and the sockets.
-        Waits at most ``timeout`` seconds (default 30). Idempotent."""
+        Waits at most ``timeout`` seconds (default 30) and logs what it waits for, as
+        :meth:`Consumer.close` (which says how long and why). Idempotent."""
         hosted = self._hosted
         if self._closed or hosted._closing or hosted._closed:
             return
@@ -416,10 +417,14 @@ class AsyncConsumer:
         try:
             if driver.failure is None and driver.alive:
                 try:
+                    start, later = close_notices(timeout_s, timeout is not None)
+                    log.info("%s", start)
                     if hosted._auto_commit and driver.state in _MANUAL:
                         await self._commit_manual_before_close(timeout_s / 2)
                     driver.submit(CloseRequested(commit_wait_s=timeout_s / 2))
-                    await self._run_until(lambda: driver.state in _STOPPED, deadline, "close")
+                    await self._run_until(
+                        lambda: driver.state in _STOPPED, deadline, "close", later
+                    )
                 except CoopConsumerError as exc:
                     log.warning("close: leaving the group did not complete: %s", exc)
         finally:
@@ -464,10 +469,17 @@ class AsyncConsumer:
             return
         hosted._last_auto_commit.update({tp: om.offset for tp, om in offsets.items()})
 
-    async def _run_until(self, done: Any, deadline: float, what: str) -> None:
-        """Run app work (callbacks included) until ``done()``, awaiting between."""
+    async def _run_until(
+        self, done: Any, deadline: float, what: str, notice: tuple[float, str] | None = None
+    ) -> None:
+        """Run app work (callbacks included) until ``done()``, awaiting between; log
+        ``notice`` (``(after_s, message)``) at WARNING if it still runs after after_s."""
         hosted = self._hosted
+        started = self._driver.clock()
         while True:
+            if notice is not None and self._driver.clock() - started >= notice[0]:
+                log.warning("%s", notice[1])
+                notice = None
             call = hosted.listener_call
             if call is not None and not call.task.done():
                 remaining = deadline - self._driver.clock()

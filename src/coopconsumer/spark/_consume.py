@@ -29,6 +29,7 @@ from .._errors import ConfigurationError, RequestTimeoutError
 from .._io._fetcher import end_offsets
 from ..assignors import RebalanceProtocol, load_assignors, select_rebalance_protocol
 from ._control import ControlServer, MemberState
+from ._local import use_this_python_locally
 from ._spark_member import (
     AtLeastOnceDelivery,
     ExactlyOnce,
@@ -397,6 +398,7 @@ def _start(
         _positive("timeout_s", timeout_s)
     if members is not None:
         _positive("members", members, integer=True)
+    use_this_python_locally(spark)  # the docs' local[2] examples, run from a venv
     if isinstance(control_port, bool) or not isinstance(control_port, int):
         raise ConfigurationError(f"control_port must be an int, not {control_port!r}")
 

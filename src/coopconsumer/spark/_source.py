@@ -28,7 +28,7 @@ import logging
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, NoReturn
 
 import attrs
 from pyspark.sql.datasource import (
@@ -59,9 +59,16 @@ from pyspark.sql.types import (
 
 from .._config import ConsumerConfig
 from .._consumer import Consumer
-from .._errors import ConfigurationError, CoopConsumerError, RequestTimeoutError
+from .._errors import (
+    BrokerConnectionError,
+    ConfigurationError,
+    CoopConsumerError,
+    KafkaError,
+    RequestTimeoutError,
+)
 from .._io._fetcher import end_offsets
 from .._types import TopicPartition
+from ._local import use_this_python_locally
 from ._planning import (
     DataLossError,
     OffsetRange,
@@ -99,6 +106,11 @@ _HEADERS: Final = StructField(
 )
 #: group.id of the executors' readers when the query names none (they never commit).
 _READER_GROUP: Final = "coopconsumer-spark-source"
+#: Default of option ``fetchOffset.timeoutMs``: long enough for a cluster that is
+#: electing a leader, short enough that a wrong address fails a read quickly.
+_FETCH_OFFSET_TIMEOUT_MS: Final = 15_000
+#: librdkafka's errors for brokers it cannot reach (or that never answered).
+_UNREACHABLE: Final = frozenset({"_TRANSPORT", "_ALL_BROKERS_DOWN", "_TIMED_OUT", "_RESOLVE"})
 #: Records per Arrow batch a reader yields.
 _ARROW_BATCH: Final = 10_000
 _TRUE, _FALSE = {"true", "1", "yes"}, {"false", "0", "no"}
@@ -164,6 +176,10 @@ class SourceOptions:
     commit_offsets: bool
     commit_on_next_trigger: bool
     poll_timeout_ms: int
+    #: How long the driver waits for the brokers to answer an offset lookup
+    #: (watermarks, committed offsets) before the read fails naming the bootstrap
+    #: address (option ``fetchOffset.timeoutMs``).
+    fetch_offset_timeout_ms: int = _FETCH_OFFSET_TIMEOUT_MS
 
     @classmethod
     def parse(cls, raw: Mapping[str, str], *, streaming: bool) -> SourceOptions:
@@ -207,6 +223,7 @@ class SourceOptions:
         if commit and group_id is None:
             raise ConfigurationError("commitOffsets=true needs option kafka.group.id")
         poll = _count(options, "pollTimeoutMs")
+        lookup = _count(options, "fetchOffset.timeoutMs")
         parsed = cls(
             consumer_config=config,
             topics=tuple(sorted(set(topics))),
@@ -225,6 +242,7 @@ class SourceOptions:
             commit_offsets=commit,
             commit_on_next_trigger=_flag(options, "commitOnNextTrigger", True),
             poll_timeout_ms=poll if poll is not None else 120_000,
+            fetch_offset_timeout_ms=lookup if lookup is not None else _FETCH_OFFSET_TIMEOUT_MS,
         )
         parsed.librdkafka_config()  # checks the kafka.* keys now, on the driver
         return parsed
@@ -291,8 +309,32 @@ class _Offsets:
 
     def watermarks(self) -> dict[TopicPartition, tuple[int, int]]:
         options = self._options
-        timeout = options.parsed_config().default_api_timeout_ms / 1000.0
-        return end_offsets(options.librdkafka_config(), options.topics, timeout_s=timeout)
+        timeout = options.fetch_offset_timeout_ms / 1000.0
+        with self._unreachable("the end offsets"):
+            return end_offsets(options.librdkafka_config(), options.topics, timeout_s=timeout)
+
+    @contextlib.contextmanager
+    def _unreachable(self, what: str) -> Iterator[None]:
+        """A lookup the brokers did not answer in time fails naming the bootstrap
+        address and the option that bounds the wait (issue 35: it took the 60 s API
+        timeout and named no address)."""
+        try:
+            yield
+        except KafkaError as exc:
+            if exc.name not in _UNREACHABLE:
+                raise
+            self._fail_unreachable(what, exc)
+        except (RequestTimeoutError, BrokerConnectionError) as exc:
+            self._fail_unreachable(what, exc)
+
+    def _fail_unreachable(self, what: str, exc: CoopConsumerError) -> NoReturn:
+        servers = self._options.consumer_config.get("bootstrap.servers")
+        raise RequestTimeoutError(
+            f"{what} of {', '.join(self._options.topics)}: no answer from "
+            f"kafka.bootstrap.servers={servers} within "
+            f"{self._options.fetch_offset_timeout_ms} ms (option fetchOffset.timeoutMs; "
+            f"is the address right and the cluster up?): {exc}"
+        ) from exc
 
     def _client(self, partitions: frozenset[TopicPartition]) -> Consumer:
         if self._consumer is None:
@@ -304,7 +346,10 @@ class _Offsets:
         return self._consumer
 
     def committed(self, partitions: frozenset[TopicPartition]) -> dict[TopicPartition, int | None]:
-        return self._client(partitions).committed(partitions)
+        with self._unreachable("the committed offsets"):
+            return self._client(partitions).committed(
+                partitions, timeout=self._options.fetch_offset_timeout_ms / 1000.0
+            )
 
     def commit(self, offsets: Mapping[TopicPartition, int]) -> None:
         self._client(frozenset(offsets)).commit(dict(offsets))
@@ -742,5 +787,9 @@ class CoopConsumerDataSource(DataSource):
 
 def register_data_source(spark: Any) -> None:
     """Make ``format("coopconsumer")`` available in ``spark`` (a SparkSession):
-    ``spark.dataSource.register(CoopConsumerDataSource)``."""
+    ``spark.dataSource.register(CoopConsumerDataSource)``. With a local master and
+    neither ``PYSPARK_PYTHON`` nor ``spark.pyspark.python`` set, the session's Python
+    workers run this interpreter (the one coopconsumer is installed in), not
+    ``python3`` from ``PATH``."""
+    use_this_python_locally(spark)
     spark.dataSource.register(CoopConsumerDataSource)

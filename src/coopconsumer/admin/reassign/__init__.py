@@ -30,6 +30,7 @@ from ._executor import replicas_to_keep as replicas_to_keep
 from ._plan import PartitionMove as PartitionMove
 from ._plan import PlanError as PlanError
 from ._plan import ReassignmentPlan as ReassignmentPlan
+from ._plan import check_brokers_known as check_brokers_known
 from ._plan import plan_add_brokers as plan_add_brokers
 from ._plan import plan_balance_disks as plan_balance_disks
 from ._plan import plan_move_off as plan_move_off
@@ -56,6 +57,7 @@ __all__ = [
     "ReassignmentError",
     "ReassignmentExecutor",
     "ReassignmentPlan",
+    "check_brokers_known",
     "executor_running",
     "load_state",
     "plan_add_brokers",

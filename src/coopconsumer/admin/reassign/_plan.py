@@ -42,6 +42,34 @@ class PlanError(CoopConsumerError):
     """A plan file is malformed, or a goal cannot be met (too few brokers left)."""
 
 
+def _wanted_topics(cluster: ClusterView, topics: Iterable[str] | None) -> frozenset[str] | None:
+    """``topics`` as a set (None: every topic); ``PlanError`` naming those the cluster
+    does not have, so a mistyped name fails instead of planning nothing."""
+    if topics is None:
+        return None
+    wanted = frozenset(topics)
+    missing = sorted(wanted - {tp.topic for tp in cluster.assignments})
+    if missing:
+        raise PlanError(f"no such topic: {', '.join(missing)}")
+    return wanted
+
+
+def check_brokers_known(cluster: ClusterView, brokers: Iterable[int]) -> None:
+    """``PlanError`` naming the ids in ``brokers`` the cluster does not know: not live,
+    not fenced, holding no replica (a broker that is down but still holds replicas is
+    known, and can be moved off). For an operator's input: ``plan_move_off`` itself
+    accepts a broker that is gone (the self-healer's failed brokers may leave the
+    cluster entirely), and plans nothing for it."""
+    holding = {r for replicas in cluster.assignments.values() for r in replicas}
+    known = frozenset(cluster.brokers) | frozenset(cluster.fenced_brokers) | holding
+    unknown = sorted(set(brokers) - known)
+    if unknown:
+        raise PlanError(
+            f"no such broker: {', '.join(map(str, unknown))} (the cluster knows brokers "
+            f"{', '.join(map(str, sorted(known)))})"
+        )
+
+
 def _ids(value: Iterable[int]) -> tuple[int, ...]:
     return tuple(int(v) for v in value)
 
@@ -295,9 +323,11 @@ def plan_move_off(
     the replacements among the remaining brokers of ``cluster`` (never on a broker
     that is not in it). ``topics``/``partitions`` narrow what moves, ``skip`` leaves
     partitions out (another tool is moving them); the load every partition puts on the
-    brokers is still counted. ``principal`` is handed to the assignor."""
+    brokers is still counted. ``principal`` is handed to the assignor. ``PlanError``
+    names a topic the cluster does not have (see :func:`check_brokers_known` for the
+    broker ids)."""
     leaving = frozenset(brokers)
-    wanted = None if topics is None else frozenset(topics)
+    wanted = _wanted_topics(cluster, topics)
     only = None if partitions is None else frozenset(partitions)
     left_out = frozenset(skip)
     eligible = [b for b in cluster.brokers if b not in leaving]
@@ -338,11 +368,17 @@ def plan_add_brokers(
     replica from the most loaded broker to the least loaded new one, never onto a
     broker that already holds the partition, and never so that the partition spans
     fewer racks than before. Leaders (first replicas) are moved last. ``skip`` lists
-    partitions to leave where they are (another tool is moving them)."""
+    partitions to leave where they are (another tool is moving them). ``PlanError``
+    names a broker that is not live, or a topic the cluster does not have."""
     new = [b for b in brokers if b in cluster.brokers]
-    if not new:
-        raise PlanError(f"none of {sorted(brokers)} is a live broker")
-    wanted = None if topics is None else frozenset(topics)
+    absent = sorted(set(brokers) - set(new))
+    if absent:
+        live = ", ".join(map(str, sorted(cluster.brokers)))
+        raise PlanError(
+            f"not a live broker: {', '.join(map(str, absent))} (live brokers: {live}); "
+            f"start the new brokers first"
+        )
+    wanted = _wanted_topics(cluster, topics)
     left_out = frozenset(skip)
     placement = {
         tp: list(r) for tp, r in cluster.assignments.items() if wanted is None or tp.topic in wanted
@@ -414,8 +450,9 @@ def plan_rebalance(
     """Place every partition of ``topics`` (None: all) afresh with ``assignor``, as
     if the topics were created now on the live brokers, and move the partitions whose
     replica set changes (but not those in ``skip``). A replica that stays keeps its
-    position where it can, so fewer leaders change."""
-    wanted = None if topics is None else frozenset(topics)
+    position where it can, so fewer leaders change. ``PlanError`` names a topic the
+    cluster does not have."""
+    wanted = _wanted_topics(cluster, topics)
     left_out = frozenset(skip)
     by_topic: dict[str, dict[int, tuple[int, ...]]] = {}
     for tp, replicas in cluster.assignments.items():
@@ -486,8 +523,8 @@ def plan_balance_disks(
     move the replica that narrows it most. Replicas stay on their brokers; the plan's
     ``log_dirs`` say where each moved replica goes (AlterReplicaLogDirs). Directories
     with an error, future replicas, partitions of other ``topics`` and those in
-    ``skip`` are left alone."""
-    wanted = None if topics is None else frozenset(topics)
+    ``skip`` are left alone. ``PlanError`` names a topic the cluster does not have."""
+    wanted = _wanted_topics(cluster, topics)
     left_out = frozenset(skip)
     targets: dict[TopicPartition, dict[int, str]] = {}
     sizes: dict[TopicPartition, int] = {}

@@ -24,6 +24,7 @@ from ._executor import ExecutorConfig, ExecutorCore, MoveState, Progress
 from ._plan import (
     PlanError,
     ReassignmentPlan,
+    check_brokers_known,
     plan_add_brokers,
     plan_balance_disks,
     plan_move_off,
@@ -187,6 +188,10 @@ def run_reassign(argv: Sequence[str], out: TextIO | None = None, err: TextIO | N
     args = _parser().parse_args(list(argv))
     try:
         return _ACTIONS[args.action](args, out)
+    except AdminOperationError as exc:
+        for item, error in exc.errors.items():
+            print(f"error: {item}: {error}", file=err)
+        return 1
     except CoopConsumerError as exc:
         print(f"error: {exc}", file=err)
         return 1
@@ -213,9 +218,11 @@ def _plan(args: argparse.Namespace, out: TextIO) -> int:
         sizes = partition_sizes(admin)
         moving = _moving(admin, topics)
         if args.move_off:
+            leaving = _brokers(args.move_off)
+            check_brokers_known(view, leaving)
             plan = plan_move_off(
                 view,
-                _brokers(args.move_off),
+                leaving,
                 admin.replica_assignor,
                 sizes=sizes,
                 topics=topics,
@@ -427,6 +434,9 @@ def _verify(args: argparse.Namespace, out: TextIO) -> int:
 def _list(args: argparse.Namespace, out: TextIO) -> int:
     core = load_state(args.state) if args.state else None
     with _client(args) as admin:
+        if args.topic:
+            # A mistyped --topic would list nothing and look like "nothing moving".
+            admin.describe_topics(args.topic)
         moving = _moving(admin, args.topic or None)
     rows = []
     ours = 0
@@ -454,6 +464,14 @@ def _list(args: argparse.Namespace, out: TextIO) -> int:
 
 def _cancel(args: argparse.Namespace, out: TextIO) -> int:
     partitions = _partitions(args.partition) or None
+    if partitions is not None:
+        planned = load_state(args.state).plan.by_partition()
+        foreign = sorted(tp for tp in partitions if tp not in planned)
+        if foreign:
+            raise CoopConsumerError(
+                f"not in the plan of {args.state}: "
+                f"{', '.join(f'{tp.topic}:{tp.partition}' for tp in foreign)}; nothing cancelled"
+            )
     what = "every unfinished move" if partitions is None else f"{len(partitions)} partition(s)"
     if executor_running(args.state):
         request_cancel(args.state, partitions)

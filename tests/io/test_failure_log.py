@@ -1,0 +1,94 @@
+"""``FailureLog``: a failure that repeats is reported once per window (issue 35)."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from coopconsumer._io._failure_log import (
+    FailureLog,
+    LibrdkafkaLog,
+    backoff_window_s,
+    failure_key,
+)
+
+_REFUSED = "[thrd:h:1/bootstrap]: h:1/bootstrap: Connect to ipv4#h:1 failed: Connection refused"
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_the_key_drops_what_changes_between_attempts() -> None:
+    plain = "h:1/bootstrap: Connect to ipv4#h:1 failed: Connection refused"
+    assert failure_key(f"{_REFUSED} (after 0ms in state CONNECT)") == plain
+    assert failure_key(f"{_REFUSED} (after 12ms in state CONNECT)") == plain
+    suppressed = f"{_REFUSED} (after 0ms in state CONNECT, 3 identical error(s) suppressed)"
+    assert failure_key(suppressed) == plain
+    # The client error librdkafka reports for the same failure has the same key.
+    assert failure_key(f"{plain} (after 0ms in state CONNECT)") == plain
+
+
+def test_once_per_window_with_the_count_then_once_when_it_stops(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    clock = _Clock()
+    logger = logging.getLogger("test.failure_log")
+    failures = FailureLog(logger, 10.0, clock=clock)
+    librdkafka = LibrdkafkaLog(logger, failures)
+    with caplog.at_level(logging.DEBUG, logger="test.failure_log"):
+        for _ in range(200):  # 10 s of attempts every 50 ms
+            librdkafka.log(
+                logging.ERROR,
+                "%s [%s] %s",
+                "FAIL",
+                "c#1",
+                f"{_REFUSED} (after 0ms in state CONNECT)",
+            )
+            clock.now += 0.05
+        clock.now = 110.0  # a whole window after the first report
+        librdkafka.log(logging.ERROR, "%s [%s] %s", "FAIL", "c#1", _REFUSED)
+        clock.now += 5
+        failures.settle()
+        assert len(caplog.records) == 2
+        clock.now += 5
+        failures.settle()
+        failures.settle()
+        librdkafka.log(
+            logging.DEBUG, "%s [%s] %s", "CONNECT", "c#1", "debug lines pass as they are"
+        )
+    messages = [r.getMessage() for r in caplog.records]
+    assert len(messages) == 4, messages
+    assert messages[0].startswith("FAIL [c#1] [thrd:h:1/bootstrap]")
+    assert messages[1].endswith("(reported 199 more time(s) in the last 10 s)")
+    assert messages[2].startswith("no longer failing (not seen for 10 s, 201 time(s) in all)")
+    assert caplog.records[2].levelno == logging.WARNING
+    assert failures.suppressed == 199
+
+
+def test_distinct_failures_are_each_reported() -> None:
+    clock = _Clock()
+    failures = FailureLog(logging.getLogger("test.failure_log"), 10.0, clock=clock)
+    assert failures.admit("a", logging.WARNING) == ""
+    assert failures.admit("b", logging.WARNING) == ""
+    assert failures.admit("a", logging.WARNING) is None
+
+
+@pytest.mark.parametrize(
+    ("conf", "window"),
+    [
+        ({}, 10.0),
+        ({"reconnect.backoff.max.ms": 2500}, 2.5),
+        ({"reconnect.backoff.max.ms": "x"}, 10.0),
+    ],
+)
+def test_the_window_is_the_longest_reconnect_backoff(
+    conf: dict[str, object], window: float
+) -> None:
+    assert backoff_window_s(conf) == window
+    assert FailureLog(logging.getLogger("x"), 0.1).window_s == 1.0  # never below a second

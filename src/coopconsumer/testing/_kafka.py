@@ -320,7 +320,7 @@ class KafkaCluster(EmbeddedBroker):
     def run_tool(
         self, main_class: str, *args: str, timeout_s: float = 120.0
     ) -> subprocess.CompletedProcess[str]:
-        """Run one of Kafka's tools of this release (``kafka.admin.ConfigCommand``,
+        """Run one of Kafka's tools of this release (``org.apache.kafka.tools.ConfigCommand``,
         ``org.apache.kafka.tools.reassign.ReassignPartitionsCommand``, ...). Pass
         ``--bootstrap-server`` yourself (:attr:`internal_bootstrap` needs no security).
         Returns what it printed; the exit status is not checked."""
@@ -429,7 +429,11 @@ class KafkaCluster(EmbeddedBroker):
                         continue
                     seen = probe_broker_ids(node.internal_address, timeout_s=2.0)
                     if not expected <= seen:
-                        raise _NotYet(f"node {node.node_id} lists {sorted(seen)}")
+                        missing = sorted(expected - seen)
+                        raise _NotYet(
+                            f"node(s) {missing} not registered yet: node {node.node_id} "
+                            f"lists {sorted(seen)}"
+                        )
                     # The client listener binds on its own: a node whose INTERNAL
                     # listener answers may still be failing to bind CLIENT.
                     answered = probe_api_versions(

@@ -863,6 +863,7 @@ class Consumer:
         ``poll()``), else a warning; counted in :meth:`metrics` as
         ``missing-topics``. The consumer keeps waiting for them."""
         before, self._missing_topics = self._missing_topics, topics
+        self._metrics.set_missing_topics(len(topics))
         if not topics:
             if before:
                 log.warning("topic(s) %s exist now", ", ".join(sorted(before)))
@@ -1420,10 +1421,7 @@ class Consumer:
         documents (``partitions-revoked-latency-avg`` for the code's
         ``partition-revoked-latency-avg``); iteration lists the code names only.
         """
-        result = self._metrics.snapshot(self._driver.clock()).to_dict()
-        # Topics subscribed to (by name) or assigned that the cluster does not have.
-        result["missing-topics"] = float(len(self._missing_topics))
-        return result
+        return self._metrics.snapshot(self._driver.clock()).to_dict()
 
     def fetch_metrics(self) -> dict[str, float]:
         """The ``consumer-fetch-manager-metrics`` group, by Java's metric names:

@@ -745,6 +745,7 @@ class Consumer:
                 messages = fetcher.consume(count, wait)
                 if messages:
                     self._fetch_metrics.records_consumed(len(messages), driver.clock())
+                    fetcher.failures.recovered("records were fetched")
                     return messages
             else:
                 fetcher.serve_events()
@@ -787,6 +788,7 @@ class Consumer:
                 if suffix is not None:
                     log.warning("client error: %s%s", error, suffix)
                 continue
+            self._fetcher.failures.note_client_error(error.description or str(error))
             try:
                 callback(error)
             except Exception as exc:  # every error is delivered before the first is raised

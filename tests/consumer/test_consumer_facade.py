@@ -9,6 +9,7 @@ poll timeout, a broken client, and close().
 
 from __future__ import annotations
 
+import logging
 import re
 import threading
 import time
@@ -707,4 +708,27 @@ def test_manual_assignment_works_with_the_consumer_group_protocol(
         consumer.subscribe([TOPIC])
     consumer.unassign()
     assert consumer.assignment() == frozenset()
+    consumer.close()
+
+
+def test_records_fetched_after_an_outage_say_the_failure_stopped(
+    cluster: FakeCluster, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 35: the consumer's "no longer failing" line comes from a positive sign,
+    records fetched, not from a window of silence."""
+    tp = TopicPartition(TOPIC, 0)
+    consumer, _ = cluster.consumer(settings())
+    consumer.assign([tp])
+    got: list[bytes] = []
+    poll_until(consumer, lambda: len(got) >= 5, got)
+    failures = _fake_fetcher(consumer).failures
+    with caplog.at_level(logging.DEBUG, logger="coopconsumer"):
+        for _ in range(3):
+            failures.report(logging.ERROR, "h:1/1: Connect to ipv4#h:1 failed: Connection refused")
+            failures.note_client_error("1/1 brokers are down")
+        cluster.produce(tp, [b"0-5"])
+        poll_until(consumer, lambda: b"0-5" in got, got)
+    over = [r.getMessage() for r in caplog.records if "no longer failing" in r.getMessage()]
+    assert len(over) == 2, over
+    assert all(line.startswith("no longer failing (records were fetched, 3 time") for line in over)
     consumer.close()

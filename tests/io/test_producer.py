@@ -346,3 +346,41 @@ def test_a_delivery_after_an_outage_says_the_failure_stopped(
         producer.close()
         proxy.close()
         mock.flush(0)
+
+
+def test_the_exactly_once_producer_says_the_failure_stopped_when_its_coordinator_answers(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The exactly-once processor's producer: ``init()`` retries while the broker is
+    down; the coordinator's answer is the positive sign."""
+    from coopconsumer._io._txn_producer import TransactionalProducer
+
+    mock = confluent_kafka.Producer({"test.mock.num.brokers": 1})
+    broker = next(iter(mock.list_topics(timeout=10).brokers.values()))
+    proxy = _LateProxy((broker.host, broker.port))
+    producer = TransactionalProducer(
+        {
+            "bootstrap.servers": f"127.0.0.1:{proxy.port}",
+            "transactional.id": "fail35b",
+            "reconnect.backoff.ms": 100,
+            "reconnect.backoff.max.ms": 1000,
+        }
+    )
+    opener = threading.Timer(4.0, proxy.open)
+    try:
+        with caplog.at_level(logging.DEBUG, logger="coopconsumer"):
+            opener.start()
+            producer.init(timeout_s=60.0)
+        lines = [r.getMessage() for r in caplog.records]
+        assert any("Connect to" in line and "failed" in line for line in lines), lines
+        over = [line for line in lines if line.startswith("no longer failing")]
+        assert over, lines
+        assert all(
+            line.startswith("no longer failing (the transaction coordinator answered")
+            for line in over
+        )
+    finally:
+        opener.cancel()
+        producer.close()
+        proxy.close()
+        mock.flush(0)

@@ -278,6 +278,9 @@ class TransactionalProducer:
             return
         bound = 2 * self.transaction_timeout_s if timeout_s is None else timeout_s
         self._call("init_transactions", self._producer.init_transactions, bound)
+        # init_transactions() serves no callbacks: hand over the log lines of the
+        # failures it waited through first, so the recovery is said after them.
+        self._producer.poll(0)
         self._failures.recovered("the transaction coordinator answered")
         self._initialized = True
 

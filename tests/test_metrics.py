@@ -65,6 +65,7 @@ CODE_NAMES = {
     "partition-lost-latency-avg",
     "partition-lost-latency-max",
     "assigned-partitions",
+    "missing-topics",
 }
 
 KIP_NAMES = {
@@ -676,3 +677,37 @@ def test_fetch_metrics_sum_records_and_take_the_largest_known_lag() -> None:
     assert snap["records-consumed-total"] == 150
     assert snap["records-consumed-rate"] > 0
     assert snap["records-lag-max"] == 12
+
+
+def test_missing_topics_is_a_registered_gauge_the_exporters_show() -> None:
+    """Issue 35: ``missing-topics`` lives in the registry, with a description, so an
+    exporter reading a snapshot (not only ``Consumer.metrics()``) shows it."""
+    pytest.importorskip("prometheus_client")
+    from prometheus_client import CollectorRegistry, generate_latest
+
+    from coopconsumer.metrics_export import register_prometheus
+
+    metrics = CoordinatorMetrics()
+    assert "missing-topics" in metrics.registry.names()
+    assert metrics.snapshot(0.0)["missing-topics"] == 0.0
+    metrics.set_missing_topics(2)
+    snap = metrics.snapshot(1.0)
+    assert snap["missing-topics"] == 2.0
+    assert "not found in the cluster" in snap.description("missing-topics")
+    registry = CollectorRegistry()
+    register_prometheus(lambda: metrics.snapshot(1.0), registry, labels={"client_id": "c1"})
+    text = generate_latest(registry).decode()
+    assert 'kafka_consumer_coordinator_missing_topics{client_id="c1"} 2.0' in text
+    assert "# TYPE kafka_consumer_coordinator_missing_topics gauge" in text
+    with pytest.raises(ValueError, match="missing topic count"):
+        metrics.set_missing_topics(-1)
+
+
+def test_missing_topics_reaches_opentelemetry() -> None:
+    pytest.importorskip("opentelemetry.metrics")
+    from coopconsumer.metrics_export import OpenTelemetryExporter
+
+    metrics = CoordinatorMetrics()
+    metrics.set_missing_topics(1)
+    exporter = OpenTelemetryExporter(lambda: metrics.snapshot(0.0))
+    assert "kafka.consumer.coordinator.missing-topics" in exporter.instrument_names

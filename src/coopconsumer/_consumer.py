@@ -485,6 +485,10 @@ class Consumer:
         self._pending_starts: dict[TopicPartition, int] = {}
         # Paused by the application; re-applied when a partition is restarted.
         self._paused: set[TopicPartition] = set()
+        # The offset each partition was last handed to the fetcher at (its start, or
+        # an accepted seek): where a refused restart puts it back before it returned
+        # a record (issue 35: a refused seek never stalls a partition).
+        self._fetch_starts: dict[TopicPartition, int] = {}
         self._api_timeout_s = cfg.default_api_timeout_ms / 1000.0
         self._retry_backoff_s = cfg.connection.retry_backoff_ms / 1000.0
         self._auto_commit = cfg.enable_auto_commit
@@ -741,6 +745,7 @@ class Consumer:
                 messages = fetcher.consume(count, wait)
                 if messages:
                     self._fetch_metrics.records_consumed(len(messages), driver.clock())
+                    fetcher.failures.recovered("records were fetched")
                     return messages
             else:
                 fetcher.serve_events()
@@ -783,6 +788,7 @@ class Consumer:
                 if suffix is not None:
                     log.warning("client error: %s%s", error, suffix)
                 continue
+            self._fetcher.failures.note_client_error(error.description or str(error))
             try:
                 callback(error)
             except Exception as exc:  # every error is delivered before the first is raised
@@ -863,6 +869,7 @@ class Consumer:
         ``poll()``), else a warning; counted in :meth:`metrics` as
         ``missing-topics``. The consumer keeps waiting for them."""
         before, self._missing_topics = self._missing_topics, topics
+        self._metrics.set_missing_topics(len(topics))
         if not topics:
             if before:
                 log.warning("topic(s) %s exist now", ", ".join(sorted(before)))
@@ -889,6 +896,7 @@ class Consumer:
         if self._pending_starts:
             starts, self._pending_starts = self._pending_starts, {}
             self._fetcher.assign(starts)
+            self._fetch_starts.update(starts)
             for tp in starts.keys() & self._paused:
                 self._fetcher.pause([tp])
             commit = self._revoke_commit
@@ -910,6 +918,7 @@ class Consumer:
             self._lookup[0].difference_update(partitions)
         for tp in partitions:
             self._last_auto_commit.pop(tp, None)
+            self._fetch_starts.pop(tp, None)
         self._fetcher.unassign(partitions)
 
     def _position(self, partitions: frozenset[TopicPartition]) -> None:
@@ -1241,8 +1250,9 @@ class Consumer:
             self._pending_starts[tp] = offset  # not fetching yet: just change the start
             return
         if tp in self._unpositioned or tp not in self._fetcher.assigned:
+            self._fetcher.assign({tp: offset})  # refused: still unpositioned
             self._unpositioned.discard(tp)
-            self._fetcher.assign({tp: offset})
+            self._fetch_starts[tp] = offset
             self._repause(tp)
             return
         if self._fetcher.positions([tp]).get(tp, -1) < 0:
@@ -1256,6 +1266,8 @@ class Consumer:
         except KafkaError:
             # librdkafka refuses a seek before the partition's first fetch started.
             self._restart(tp, offset)
+        else:
+            self._fetch_starts[tp] = offset
 
     def seek_to_beginning(self, partitions: Iterable[TopicPartition]) -> None:
         """Fetch each of ``partitions`` from its first available record next (Java's
@@ -1333,9 +1345,36 @@ class Consumer:
         return self._api_timeout_s if timeout is None else max(0.0, float(timeout))
 
     def _restart(self, tp: TopicPartition, offset: int) -> None:
+        """Fetch ``tp`` from ``offset`` by assigning it again. If librdkafka refuses the
+        new assignment, ``tp`` is assigned again where it was (its position, else the
+        offset it was started or sought at) and the refusal is raised: a refused seek
+        changes nothing and never leaves the partition unfetched (issue 35)."""
+        position = self._fetcher.positions([tp]).get(tp, -1)
+        where = position if position >= 0 else self._fetch_starts.get(tp)
         self._fetcher.unassign([tp])
-        self._fetcher.assign({tp: offset})
+        try:
+            self._fetcher.assign({tp: offset})
+        except KafkaError:
+            self._resume_at(tp, where)
+            raise
+        self._fetch_starts[tp] = offset
         self._repause(tp)
+
+    def _resume_at(self, tp: TopicPartition, where: int | None) -> None:
+        """Assign ``tp`` again at ``where`` after a refused restart; with no offset to
+        go back to, or a second refusal, look its start up as for a new partition (the
+        committed offset, else ``auto.offset.reset``), which retries until it is
+        fetched."""
+        if where is not None:
+            try:
+                self._fetcher.assign({tp: where})
+            except KafkaError as exc:
+                log.warning("%s: assigning it again at offset %d failed: %s", tp, where, exc)
+            else:
+                self._repause(tp)
+                return
+        self._fetch_starts.pop(tp, None)
+        self._position(frozenset({tp}))
 
     def _repause(self, tp: TopicPartition) -> None:
         if tp in self._paused:
@@ -1420,10 +1459,7 @@ class Consumer:
         documents (``partitions-revoked-latency-avg`` for the code's
         ``partition-revoked-latency-avg``); iteration lists the code names only.
         """
-        result = self._metrics.snapshot(self._driver.clock()).to_dict()
-        # Topics subscribed to (by name) or assigned that the cluster does not have.
-        result["missing-topics"] = float(len(self._missing_topics))
-        return result
+        return self._metrics.snapshot(self._driver.clock()).to_dict()
 
     def fetch_metrics(self) -> dict[str, float]:
         """The ``consumer-fetch-manager-metrics`` group, by Java's metric names:

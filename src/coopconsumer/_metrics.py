@@ -565,6 +565,7 @@ class CoordinatorMetrics:
         self._last_rebalance_end: float | None = None
         self._last_heartbeat_sent: float | None = None
         self._assigned_partitions = 0
+        self._missing_topics = 0
 
         self._heartbeat = (
             reg.sensor("heartbeat-latency")
@@ -658,6 +659,12 @@ class CoordinatorMetrics:
             "assigned-partitions",
             "Partitions currently assigned to this consumer",
             lambda now: float(self._assigned_partitions),
+        )
+        # Not a Java metric: issue 35's count of the topics a consumer waits for.
+        reg.add_gauge(
+            "missing-topics",
+            "Topics subscribed to by name or assigned that are not found in the cluster",
+            lambda now: float(self._missing_topics),
         )
 
     # -- gauges ---------------------------------------------------------------------
@@ -789,6 +796,14 @@ class CoordinatorMetrics:
             raise ValueError(f"assigned partition count must be >= 0, got {count}")
         with self.registry.lock:
             self._assigned_partitions = count
+
+    def set_missing_topics(self, count: int) -> None:
+        """The number of topics this consumer needs that the cluster does not have (the
+        ``missing-topics`` gauge; issue 35)."""
+        if count < 0:
+            raise ValueError(f"missing topic count must be >= 0, got {count}")
+        with self.registry.lock:
+            self._missing_topics = count
 
     def snapshot(self, now: float) -> MetricsSnapshot:
         """Every metric of the group at ``now``."""

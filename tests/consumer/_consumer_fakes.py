@@ -8,6 +8,8 @@
   ``fail_sends`` makes ``send`` raise, to prove a broken client cannot kill the driver
   silently.
 * ``FakeFetcher``: the ``Fetcher`` surface over the cluster's in-memory log.
+  ``refuse`` makes its next ``seek``/``assign`` calls raise ``KafkaError``, as
+  librdkafka refuses a seek or an assignment in a state it does not accept.
 
 Real clock (the driver thread reads ``time.monotonic``); tests keep session timeouts
 short so they stay fast.
@@ -284,6 +286,17 @@ class FakeFetcher:
         self.failures = FailureLog(logging.getLogger("coopconsumer.librdkafka"), 10.0)
         #: How many times the driver cut a consume() short (``Fetcher.wake``).
         self.wakes = 0
+        #: Injected refusals: call name ("seek", "assign") -> how many of its next calls
+        #: raise ``KafkaError`` without changing anything.
+        self.refuse: dict[str, int] = {}
+
+    def _maybe_refuse(self, what: str) -> None:
+        left = self.refuse.get(what, 0)
+        if left > 0:
+            self.refuse[what] = left - 1
+            raise KafkaError(
+                -172, "_STATE", message=f"librdkafka fetcher: {what}: injected refusal"
+            )
 
     @property
     def assigned(self) -> frozenset[TopicPartition]:
@@ -293,6 +306,7 @@ class FakeFetcher:
         self.wakes += 1
 
     def assign(self, starts: Mapping[TopicPartition, int]) -> None:
+        self._maybe_refuse("assign")
         self.assign_calls.append(dict(starts))
         with self.cluster.lock:
             for tp, offset in starts.items():
@@ -342,6 +356,7 @@ class FakeFetcher:
         }
 
     def seek(self, tp: TopicPartition, offset: int) -> None:
+        self._maybe_refuse("seek")
         self._position[tp] = offset
         self._returned.discard(tp)
 

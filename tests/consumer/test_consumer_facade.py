@@ -9,11 +9,13 @@ poll timeout, a broken client, and close().
 
 from __future__ import annotations
 
+import logging
 import re
 import threading
 import time
 from collections.abc import Callable, Iterator
 
+import confluent_kafka
 import pytest
 from _consumer_fakes import FakeClient, FakeCluster, FakeFetcher
 
@@ -208,6 +210,62 @@ def test_seek_inside_on_partitions_assigned_wins(cluster: FakeCluster) -> None:
     poll_until(consumer, lambda: len(got) >= 4, got)
     assert sorted(got) == [f"{p}-4".encode() for p in range(4)]
     consumer.close()
+
+
+def _refusing_fetcher(consumer: object) -> FakeFetcher:
+    fetcher = getattr(consumer, "_fetcher")  # noqa: B009 - the fake behind the facade
+    assert isinstance(fetcher, FakeFetcher)
+    return fetcher
+
+
+def test_a_refused_restart_leaves_the_partition_delivering_from_where_it_was(
+    cluster: FakeCluster,
+) -> None:
+    """Issue 35: librdkafka refuses the seek, then the re-assignment that restarts the
+    partition at the sought offset. ``seek`` raises, and the partition, unassigned for
+    the restart, is assigned again at its position: it never stalls."""
+    tp = TopicPartition(TOPIC, 0)
+    consumer, _ = cluster.consumer(settings())
+    consumer.assign([tp])
+    got: list[bytes] = []
+    poll_until(consumer, lambda: len(got) >= 5, got)
+    fetcher = _fake_fetcher(consumer)
+    fetcher.refuse = {"seek": 1, "assign": 1}
+    with pytest.raises(KafkaError, match="injected refusal"):
+        consumer.seek(tp, 0)
+    assert tp in fetcher.assigned
+    assert consumer.assignment() == frozenset({tp})
+    cluster.produce(tp, [b"0-5"])
+    poll_until(consumer, lambda: b"0-5" in got, got)
+    # From where it was: no record twice, none skipped.
+    assert got == [f"0-{i}".encode() for i in range(6)]
+    consumer.close()
+
+
+def test_a_refused_restart_before_the_first_record_keeps_the_start(cluster: FakeCluster) -> None:
+    """The same refusal while nothing was returned yet (the position is not known): the
+    partition is assigned again at the offset it was started at."""
+    tp = TopicPartition(TOPIC, 1)
+    consumer, _ = cluster.consumer(settings())
+    fetcher = _fake_fetcher(consumer)
+    consumer.assign([confluent_kafka.TopicPartition(TOPIC, 1, 3)])
+    consumer.pause([tp])  # nothing returned before the seek
+    poll_until(consumer, lambda: tp in fetcher.assigned)
+    fetcher.refuse = {"assign": 1}
+    with pytest.raises(KafkaError, match="injected refusal"):
+        consumer.seek(tp, 0)
+    assert tp in fetcher.assigned
+    consumer.resume([tp])
+    got: list[bytes] = []
+    poll_until(consumer, lambda: len(got) >= 2, got)
+    assert got == [b"1-3", b"1-4"]
+    consumer.close()
+
+
+def _fake_fetcher(consumer: Consumer) -> FakeFetcher:
+    fetcher = consumer._fetcher
+    assert isinstance(fetcher, FakeFetcher)
+    return fetcher
 
 
 def test_pattern_subscription_skips_internal_topics(cluster: FakeCluster) -> None:
@@ -650,4 +708,27 @@ def test_manual_assignment_works_with_the_consumer_group_protocol(
         consumer.subscribe([TOPIC])
     consumer.unassign()
     assert consumer.assignment() == frozenset()
+    consumer.close()
+
+
+def test_records_fetched_after_an_outage_say_the_failure_stopped(
+    cluster: FakeCluster, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 35: the consumer's "no longer failing" line comes from a positive sign,
+    records fetched, not from a window of silence."""
+    tp = TopicPartition(TOPIC, 0)
+    consumer, _ = cluster.consumer(settings())
+    consumer.assign([tp])
+    got: list[bytes] = []
+    poll_until(consumer, lambda: len(got) >= 5, got)
+    failures = _fake_fetcher(consumer).failures
+    with caplog.at_level(logging.DEBUG, logger="coopconsumer"):
+        for _ in range(3):
+            failures.report(logging.ERROR, "h:1/1: Connect to ipv4#h:1 failed: Connection refused")
+            failures.note_client_error("1/1 brokers are down")
+        cluster.produce(tp, [b"0-5"])
+        poll_until(consumer, lambda: b"0-5" in got, got)
+    over = [r.getMessage() for r in caplog.records if "no longer failing" in r.getMessage()]
+    assert len(over) == 2, over
+    assert all(line.startswith("no longer failing (records were fetched, 3 time") for line in over)
     consumer.close()

@@ -58,6 +58,11 @@ def test_once_per_window_with_the_count_then_once_when_it_stops(
         assert len(caplog.records) == 2
         clock.now += 5
         failures.settle()
+        # One window of silence is not enough: librdkafka's next attempt may come up
+        # to 1.5 windows later (its backoff jitter).
+        assert len(caplog.records) == 2
+        clock.now += 10
+        failures.settle()
         failures.settle()
         librdkafka.log(
             logging.DEBUG, "%s [%s] %s", "CONNECT", "c#1", "debug lines pass as they are"
@@ -66,7 +71,7 @@ def test_once_per_window_with_the_count_then_once_when_it_stops(
     assert len(messages) == 4, messages
     assert messages[0].startswith("FAIL [c#1] [thrd:h:1/bootstrap]")
     assert messages[1].endswith("(reported 199 more time(s) in the last 10 s)")
-    assert messages[2].startswith("no longer failing (not seen for 10 s, 201 time(s) in all)")
+    assert messages[2].startswith("no longer failing (not seen for 20 s, 201 time(s) in all)")
     assert caplog.records[2].levelno == logging.WARNING
     assert failures.suppressed == 199
 
@@ -92,3 +97,61 @@ def test_the_window_is_the_longest_reconnect_backoff(
 ) -> None:
     assert backoff_window_s(conf) == window
     assert FailureLog(logging.getLogger("x"), 0.1).window_s == 1.0  # never below a second
+
+
+_ALL_DOWN = "1/1 brokers are down"
+
+
+def _fail_for(librdkafka: LibrdkafkaLog, clock: _Clock, texts: list[str], seconds: float) -> None:
+    end = clock.now + seconds
+    while clock.now < end:
+        for text in texts:
+            librdkafka.log(logging.ERROR, "%s [%s] %s", "FAIL", "c#1", text)
+        clock.now += 0.5
+
+
+def test_a_positive_sign_says_at_once_that_the_failure_stopped(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Issue 35: a record delivered (or fetched, or a transaction committed) proves a
+    one-broker cluster reachable again: "no longer failing" is said then, once, and not
+    again when the silence later passes two windows."""
+    clock = _Clock()
+    logger = logging.getLogger("test.failure_log")
+    failures = FailureLog(logger, 10.0, clock=clock)
+    librdkafka = LibrdkafkaLog(logger, failures)
+    with caplog.at_level(logging.DEBUG, logger="test.failure_log"):
+        _fail_for(librdkafka, clock, [_REFUSED, f"[thrd:app]: {_ALL_DOWN}"], 15.0)
+        before = len(caplog.records)
+        failures.recovered("a record was delivered")
+        over = [r.getMessage() for r in caplog.records[before:]]
+        failures.recovered("a record was delivered")
+        clock.now += 60.0
+        failures.settle()
+    assert len(over) == 2, over
+    assert all(m.startswith("no longer failing (a record was delivered, 30 time(s)") for m in over)
+    assert {m.rsplit(": ", 1)[-1] for m in over} == {_ALL_DOWN, "Connection refused"}
+    assert len(caplog.records) == before + 2
+
+
+def test_a_positive_sign_from_a_larger_cluster_proves_only_that_one_broker_answers(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    clock = _Clock()
+    logger = logging.getLogger("test.failure_log")
+    failures = FailureLog(logger, 10.0, clock=clock)
+    librdkafka = LibrdkafkaLog(logger, failures)
+    with caplog.at_level(logging.DEBUG, logger="test.failure_log"):
+        _fail_for(librdkafka, clock, [_REFUSED, "1/3 brokers are down"], 5.0)
+        before = len(caplog.records)
+        failures.recovered("records were fetched")
+        assert [r.getMessage() for r in caplog.records[before:]] == [
+            "no longer failing (records were fetched, 10 time(s) in all): 1/3 brokers are down"
+        ]
+        # The refused broker may still be down: only silence says it is over.
+        clock.now += 19.0
+        failures.settle()
+        assert len(caplog.records) == before + 1
+        clock.now += 1.0
+        failures.settle()
+    assert caplog.records[-1].getMessage().startswith("no longer failing (not seen for 20 s")

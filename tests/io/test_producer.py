@@ -9,9 +9,14 @@ message.timeout.ms even when librdkafka would wait longer.
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import re
+import socket
+import threading
 from collections.abc import Iterator
 
+import confluent_kafka
 import pytest
 
 from coopconsumer import ConfigurationError, DeliveryError, TopicPartition
@@ -263,3 +268,119 @@ def test_a_queue_that_stays_full_fails_the_record_instead_of_blocking(closed_por
     assert (report.first_failure.partition, report.first_failure.name) == (0, "_QUEUE_FULL")
     assert report.failed_total == 3
     producer.close()
+
+
+class _LateProxy:
+    """A TCP port that refuses connections until :meth:`open`, then forwards each one
+    to ``target``: a broker that is down, then comes up."""
+
+    def __init__(self, target: tuple[str, int]) -> None:
+        self.port = free_port()
+        self._target = target
+        self._server: socket.socket | None = None
+        self._sockets: list[socket.socket] = []
+
+    def open(self) -> None:
+        server = socket.socket()
+        server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        server.bind(("127.0.0.1", self.port))
+        server.listen()
+        self._server = server
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        assert self._server is not None
+        while True:
+            try:
+                client, _ = self._server.accept()
+            except OSError:
+                return
+            upstream = socket.create_connection(self._target)
+            self._sockets += [client, upstream]
+            for a, b in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pump(source: socket.socket, sink: socket.socket) -> None:
+        with contextlib.suppress(OSError):
+            while data := source.recv(65536):
+                sink.sendall(data)
+
+    def close(self) -> None:
+        for s in [*self._sockets, *([self._server] if self._server else [])]:
+            with contextlib.suppress(OSError):
+                s.close()
+
+
+def test_a_delivery_after_an_outage_says_the_failure_stopped(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Issue 35: the producer's "no longer failing" line comes from a positive sign (a
+    record delivered), against librdkafka's in-process mock broker behind a port that
+    refuses connections first."""
+    mock = confluent_kafka.Producer({"test.mock.num.brokers": 1})
+    broker = next(iter(mock.list_topics(timeout=10).brokers.values()))
+    proxy = _LateProxy((broker.host, broker.port))
+    producer = IdempotentProducer(
+        {
+            "bootstrap.servers": f"127.0.0.1:{proxy.port}",
+            "reconnect.backoff.ms": 100,
+            "reconnect.backoff.max.ms": 1000,
+            "message.timeout.ms": 60000,
+        }
+    )
+    try:
+        with caplog.at_level(logging.DEBUG, logger="coopconsumer"):
+            producer.produce(TOPIC, b"lost", key=b"k")
+            producer.flush(timeout_s=4.0)  # refused all along: purged
+            proxy.open()
+            producer.produce(TOPIC, b"delivered", key=b"k")
+            report = producer.flush()
+        assert report.delivered_total == 1, report
+        lines = [r.getMessage() for r in caplog.records]
+        assert any("Connect to" in line and "failed" in line for line in lines), lines
+        over = [line for line in lines if line.startswith("no longer failing")]
+        assert over, lines
+        assert all(line.startswith("no longer failing (a record was delivered") for line in over)
+    finally:
+        producer.close()
+        proxy.close()
+        mock.flush(0)
+
+
+def test_the_exactly_once_producer_says_the_failure_stopped_when_its_coordinator_answers(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The exactly-once processor's producer: ``init()`` retries while the broker is
+    down; the coordinator's answer is the positive sign."""
+    from coopconsumer._io._txn_producer import TransactionalProducer
+
+    mock = confluent_kafka.Producer({"test.mock.num.brokers": 1})
+    broker = next(iter(mock.list_topics(timeout=10).brokers.values()))
+    proxy = _LateProxy((broker.host, broker.port))
+    producer = TransactionalProducer(
+        {
+            "bootstrap.servers": f"127.0.0.1:{proxy.port}",
+            "transactional.id": "fail35b",
+            "reconnect.backoff.ms": 100,
+            "reconnect.backoff.max.ms": 1000,
+        }
+    )
+    opener = threading.Timer(4.0, proxy.open)
+    try:
+        with caplog.at_level(logging.DEBUG, logger="coopconsumer"):
+            opener.start()
+            producer.init(timeout_s=60.0)
+        lines = [r.getMessage() for r in caplog.records]
+        assert any("Connect to" in line and "failed" in line for line in lines), lines
+        over = [line for line in lines if line.startswith("no longer failing")]
+        assert over, lines
+        assert all(
+            line.startswith("no longer failing (the transaction coordinator answered")
+            for line in over
+        )
+    finally:
+        opener.cancel()
+        producer.close()
+        proxy.close()
+        mock.flush(0)

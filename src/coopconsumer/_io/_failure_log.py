@@ -7,7 +7,10 @@ one :class:`FailureLog` per librdkafka client, keyed by the failure's text witho
 what changes between attempts (the thread, the time spent, the state), so a failure
 is reported once per window (``reconnect.backoff.max.ms``: the longest librdkafka
 waits between two attempts), the next report says how often it recurred meanwhile,
-and one line says when it stopped recurring.
+and one line says when it stopped. That line is said on a positive sign where the
+client has one (:meth:`FailureLog.recovered`: a record delivered or fetched, a
+transaction committed), else after two windows of silence (:meth:`FailureLog.settle`):
+librdkafka's backoff jitter lets one attempt come up to 1.5 windows after the last.
 
 Blocking-layer helper: reads the clock; imports nothing of confluent-kafka.
 """
@@ -35,6 +38,16 @@ _VOLATILE: Final = (
 _RECONNECT_BACKOFF_MAX_MS: Final = 10_000
 #: The shortest window, whatever the backoff settings.
 _MIN_WINDOW_S: Final = 1.0
+#: Windows of silence before a failure counts as over without a positive sign:
+#: librdkafka adds up to +50 % jitter to its reconnect backoff.
+_SILENT_WINDOWS: Final = 2.0
+#: librdkafka's "M/N brokers are down" (``_ALL_BROKERS_DOWN``).
+_BROKERS_DOWN: Final = re.compile(r"\b(\d+)/(\d+) brokers are down")
+#: A connection-level failure to one broker, in librdkafka's words.
+_TRANSPORT: Final = re.compile(
+    r"Connect to |Disconnected|Receive failed|Send failed|SSL handshake failed|"
+    r"Failed to resolve"
+)
 
 
 def backoff_window_s(conf: Mapping[str, object]) -> float:
@@ -68,9 +81,10 @@ class FailureLog:
     """Reports each distinct failure once per ``window_s`` to ``logger``.
 
     :meth:`admit` says whether a failure is reported now (its first occurrence, or the
-    first one after a window); :meth:`settle` logs, once, the failures that have not
-    recurred for a whole window. Not thread-safe: librdkafka's callbacks and
-    ``poll()`` run on the application's thread.
+    first one after a window); :meth:`recovered` logs, once, the failures a positive
+    sign proves over; :meth:`settle` those that have not recurred for two windows.
+    Not thread-safe: librdkafka's callbacks and ``poll()`` run on the application's
+    thread.
     """
 
     def __init__(
@@ -107,22 +121,51 @@ class FailureLog:
             return ""
         return f" (reported {repeats} more time(s) in the last {elapsed:.0f} s)"
 
+    def note_client_error(self, text: str) -> None:
+        """Count a "brokers are down" client error reported elsewhere (handed to a
+        callback, or logged at debug level), so :meth:`recovered` knows the cluster's
+        size ("1/1 brokers are down": one broker). Other client errors repeat the text
+        of a librdkafka log line, whose own report this must not take the place of."""
+        if _BROKERS_DOWN.search(text):
+            self.admit(failure_key(text), logging.DEBUG)
+
     def settle(self) -> None:
-        """Log once each failure that has not recurred for a whole window."""
+        """Log once each failure that has not recurred for two windows (librdkafka's
+        longest gap between two attempts is 1.5 windows)."""
         if not self._seen:
             return
         now = self._clock()
         for key, seen in list(self._seen.items()):
-            if now - seen.last_at >= self.window_s:
-                del self._seen[key]
-                if seen.total > 1:
-                    self._logger.log(
-                        min(seen.level, logging.WARNING),
-                        "no longer failing (not seen for %.0f s, %d time(s) in all): %s",
-                        now - seen.last_at,
-                        seen.total,
-                        key,
-                    )
+            silent_s = now - seen.last_at
+            if silent_s >= _SILENT_WINDOWS * self.window_s:
+                self._over(key, f"not seen for {silent_s:.0f} s")
+
+    def recovered(self, sign: str) -> None:
+        """A broker answered (``sign`` says how: "a record was delivered"). Logs once
+        that the failures this proves over have stopped: "brokers are down", and, when
+        the cluster was reported as one broker ("1/1 brokers are down"), that broker's
+        connection failures. Others wait for :meth:`settle`. Cheap when nothing failed:
+        callers may call it for every answer."""
+        if not self._seen:
+            return
+        downs = [_BROKERS_DOWN.search(key) for key in self._seen]
+        sole_broker = any(m is not None for m in downs) and all(
+            m.group(2) == "1" for m in downs if m is not None
+        )
+        for key in list(self._seen):
+            if _BROKERS_DOWN.search(key) or (sole_broker and _TRANSPORT.search(key)):
+                self._over(key, sign)
+
+    def _over(self, key: str, why: str) -> None:
+        seen = self._seen.pop(key)
+        if seen.total > 1:
+            self._logger.log(
+                min(seen.level, logging.WARNING),
+                "no longer failing (%s, %d time(s) in all): %s",
+                why,
+                seen.total,
+                key,
+            )
 
     def report(self, level: int, text: str) -> None:
         """Log ``text`` at ``level`` unless the same failure was reported this window."""

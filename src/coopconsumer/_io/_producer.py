@@ -310,7 +310,8 @@ class IdempotentProducer:
         self._clock = clock
         conf["error_cb"] = self._on_client_error
         # Each distinct failure once per reconnect.backoff.max.ms (issue 35).
-        conf["logger"] = LibrdkafkaLog(log, FailureLog(log, backoff_window_s(conf)))
+        self._failures = FailureLog(log, backoff_window_s(conf))
+        conf["logger"] = LibrdkafkaLog(log, self._failures)
         try:
             self._producer = confluent_kafka.Producer(conf)
         except confluent_kafka.KafkaException as exc:  # checked already; kept as a net
@@ -413,6 +414,7 @@ class IdempotentProducer:
                 self._give_up()
                 break
             self._producer.flush(min(left, _FLUSH_STEP_S))
+            self._failures.settle()
         return self.report()
 
     def report(self) -> DeliveryReport:
@@ -474,6 +476,7 @@ class IdempotentProducer:
         tp = TopicPartition(topic, -1 if partition is None else partition)
         if err is None:
             self._delivered[tp] += 1
+            self._failures.recovered("a record was delivered")
         else:
             self._record_failure(tp.topic, tp.partition, err)
 
@@ -495,6 +498,7 @@ class IdempotentProducer:
         # Transport errors (broker down, connection refused) come here and librdkafka
         # retries them itself; they only matter as the likely reason records fail.
         self._client_error = f"{err.name()}: {err.str()}"
+        self._failures.note_client_error(err.str())
         if err.fatal():
             log.error("producer: fatal error %s", self._client_error)
         else:

@@ -242,7 +242,8 @@ class TransactionalProducer:
         conf: dict[str, object] = dict(checked)
         conf["error_cb"] = self._on_client_error
         # Each distinct failure once per reconnect.backoff.max.ms (issue 35).
-        conf["logger"] = LibrdkafkaLog(log, FailureLog(log, backoff_window_s(conf)))
+        self._failures = FailureLog(log, backoff_window_s(conf))
+        conf["logger"] = LibrdkafkaLog(log, self._failures)
         # Only failed records are reported: a callback per delivered record would cost
         # a Python call per record, and commit_transaction() waits for every delivery
         # anyway (it fails, abortably, when one failed).
@@ -277,6 +278,10 @@ class TransactionalProducer:
             return
         bound = 2 * self.transaction_timeout_s if timeout_s is None else timeout_s
         self._call("init_transactions", self._producer.init_transactions, bound)
+        # init_transactions() serves no callbacks: hand over the log lines of the
+        # failures it waited through first, so the recovery is said after them.
+        self._producer.poll(0)
+        self._failures.recovered("the transaction coordinator answered")
         self._initialized = True
 
     def begin(self) -> None:
@@ -366,6 +371,7 @@ class TransactionalProducer:
         cannot commit (a record failed, the coordinator aborted it): call :meth:`abort`."""
         self._check()
         self._call("commit_transaction", self._producer.commit_transaction, timeout_s)
+        self._failures.recovered("a transaction was committed")
         self._in_transaction = False
 
     def abort(self, timeout_s: float | None = None) -> None:
@@ -396,6 +402,7 @@ class TransactionalProducer:
         """Serve delivery reports."""
         if not self._closed:
             self._producer.poll(timeout_s)
+            self._failures.settle()
 
     def close(self, timeout_s: float = 5.0) -> None:
         """Release librdkafka. An open transaction is left to be aborted by the
@@ -516,6 +523,7 @@ class TransactionalProducer:
             d.first_failure_topic = msg.topic() or ""
 
     def _on_client_error(self, err: confluent_kafka.KafkaError) -> None:
+        self._failures.note_client_error(err.str())
         if err.fatal():
             log.error(
                 "transactional producer %r: fatal error %s: %s",

@@ -11,10 +11,8 @@ from __future__ import annotations
 
 from .._errors import CommitFailedError, RebalanceInProgressError
 from .._protocol import errors
-from ._core import (
-    MemberCore,
-    first_commit_error,
-)
+from ._base import first_commit_error
+from ._core import MemberCore
 from ._effects import CommitDone
 from ._error_actions import Api, ErrorAction, action_for
 from ._host import commit_fatal as commit_fatal

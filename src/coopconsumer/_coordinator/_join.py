@@ -35,7 +35,8 @@ from ..assignors._api import (
     Subscription,
 )
 from ..assignors._validation import check_assignment, validate_cooperative_assignment
-from ._core import COOPERATIVE_STICKY, LEADER_SYNC_DELAY_S, PROTOCOL_TYPE, MemberCore, ms
+from ._base import ms
+from ._core import COOPERATIVE_STICKY, LEADER_SYNC_DELAY_S, PROTOCOL_TYPE, MemberCore
 from ._diff import revoke_before_join
 from ._effects import Observation, ReportError
 from ._error_actions import Api, ErrorAction, action_for

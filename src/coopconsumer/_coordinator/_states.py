@@ -15,7 +15,6 @@ __all__ = [
     "JOIN_STAGE_STATES",
     "REBALANCING_STATES",
     "TERMINAL_STATES",
-    "CoordinatorLookup",
     "MemberState",
 ]
 
@@ -121,26 +120,3 @@ REBALANCING_STATES = frozenset(
 )
 
 TERMINAL_STATES = frozenset({MemberState.CLOSED, MemberState.FATAL})
-
-
-class CoordinatorLookup(enum.Enum):
-    """Where the member is in finding its group coordinator.
-
-    Not a ``MemberState``: a member in any live state can lose its coordinator and
-    look it up again without its group state changing (Java's ``coordinatorUnknown()``
-    sits beside ``MemberState`` likewise). Folding the two would multiply every live
-    state by these four (docs/architecture.md, "Why two small enums and a pending
-    leave are not states").
-    """
-
-    KNOWN = "known"
-    """The coordinator's node id is known (``coordinator_id`` is set)."""
-
-    IDLE = "idle"
-    """Unknown, and no lookup asked for yet."""
-
-    LOOKING = "looking"
-    """A ``FindCoordinator`` effect was emitted and has no answer yet."""
-
-    BACKING_OFF = "backing-off"
-    """The last lookup failed; the next one is due ``retry.backoff.ms`` after it."""

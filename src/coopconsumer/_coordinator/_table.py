@@ -21,7 +21,17 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final
 
 from .. import _transition_table
-from . import _commit, _discovery, _fetch, _join, _leave, _manual, _stable, _sync
+from . import (
+    _classic_manual,
+    _commit,
+    _discovery,
+    _fetch,
+    _join,
+    _leave,
+    _manual,
+    _stable,
+    _sync,
+)
 from ._core import MemberCore
 from ._inputs import (
     AssignRequested,
@@ -168,7 +178,7 @@ _ROWS: tuple[tuple[Iterable[MemberState], type, Handler, Iterable[MemberState]],
         (AWAITING_SYNC, JOINING),
     ),
     # The coordinator, timers and polls.
-    *(((s,), CoordinatorFound, _discovery.on_coordinator_found, _DRIVE[s]) for s in _LIVE),
+    *(((s,), CoordinatorFound, _stable.on_coordinator_found, _DRIVE[s]) for s in _LIVE),
     (_LIVE, CoordinatorUnavailable, _discovery.on_coordinator_unavailable, (FATAL,)),
     (_LIVE, FindCoordinatorOutcome, _discovery.lookup_outcome, (FATAL,)),
     *(((s,), Tick, _stable.on_tick, _DRIVE[s]) for s in _LIVE),
@@ -225,9 +235,9 @@ _ROWS: tuple[tuple[Iterable[MemberState], type, Handler, Iterable[MemberState]],
     ((LEAVING,), CloseRequested, _leave.close_while_leaving, ()),
     ((FATAL,), CloseRequested, _leave.close_fatal, (CLOSED,)),
     # Manual assignment: no group membership (docs/architecture.md, "Manual assignment").
-    ((UNJOINED, MANUAL), AssignRequested, _manual.assign, (MANUAL, UNJOINED)),
-    ((MANUAL,), LeaveRequested, _manual.unassign_all, (UNJOINED,)),
-    ((MANUAL,), CloseRequested, _manual.close_manual, (CLOSED,)),
+    ((UNJOINED, MANUAL), AssignRequested, _classic_manual.assign, (MANUAL, UNJOINED)),
+    ((MANUAL,), LeaveRequested, _classic_manual.unassign_all, (UNJOINED,)),
+    ((MANUAL,), CloseRequested, _classic_manual.close_manual, (CLOSED,)),
     ((LEAVING,), ListenerDone, _leave.leave_listener_done, (UNJOINED, CLOSED)),
     ((LEAVING,), LeaveGroupOutcome, _leave.leave_outcome, (UNJOINED, CLOSED)),
     ((s for s in _LIVE if s is not LEAVING), LeaveGroupOutcome, _leave.ignore_leave_outcome, ()),

@@ -16,6 +16,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Literal
 
 import pytest
 
@@ -135,25 +136,36 @@ def test_an_unreachable_broker_prints_no_more_than_raw_confluent_kafka(
     assert any(address in line for line in ours), ours
 
 
-def test_a_wrong_password_prints_no_more_than_raw_confluent_kafka(tmp_path: Path) -> None:
-    """The same comparison for bad SASL credentials against the SASL gateway (Tansu
-    behind it): the consumer raises AuthenticationError and prints no more lines than
-    raw confluent-kafka, which retries and logs every attempt."""
+@pytest.mark.parametrize("kind", ["kafka", "tansu"])
+@pytest.mark.parametrize("fault", ["wrong password", "untrusted CA"])
+def test_bad_tls_or_sasl_settings_print_no_more_than_raw_confluent_kafka(
+    tmp_path: Path, kind: Literal["kafka", "tansu"], fault: str
+) -> None:
+    """The same comparison for bad SASL credentials and a CA that does not sign the
+    broker's certificate, against Apache Kafka's SASL_SSL listener and the SASL gateway
+    in front of Tansu: the consumer raises AuthenticationError (fatal: nothing
+    reconnects in a loop) and prints no more lines than raw confluent-kafka, which
+    retries and logs every attempt."""
     certs = write_test_certificates(tmp_path / "certs")
-    server = SaslServer(users={"alice": "alice-secret"})
+    server = SaslServer(users={"alice": "alice-secret"}, mechanisms=("SCRAM-SHA-512",))
     bad = {
         "security.protocol": "sasl_ssl",
         "ssl.ca.location": str(certs.ca),
         "sasl.mechanism": "SCRAM-SHA-512",
         "sasl.username": "alice",
-        "sasl.password": "not-the-password",
+        "sasl.password": "alice-secret",
     }
-    with embedded_broker("tansu", tls=certs.tls_files(), sasl=server) as broker:
+    if fault == "wrong password":
+        bad["sasl.password"] = "not-the-password"
+    else:
+        other = write_test_certificates(tmp_path / "other")
+        bad["ssl.ca.location"] = str(other.ca)
+    with embedded_broker(kind, tls=certs.tls_files(), sasl=server) as broker:
         theirs = _stderr_lines("raw-consumer", broker.bootstrap, bad)
         ours = _stderr_lines("consumer", broker.bootstrap, bad)
     assert theirs
     assert 1 <= len(ours) <= len(theirs), (len(ours), len(theirs), ours[:6])
-    assert any("AuthenticationError" in line for line in ours), ours
+    assert any("raised AuthenticationError" in line for line in ours), ours
     assert not any("not-the-password" in line for line in ours)
     # The error is raised to the caller: the driver logs it in one line, without the
     # traceback of its own stack (before: 13 lines, 10 of them a traceback).

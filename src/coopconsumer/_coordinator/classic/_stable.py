@@ -14,19 +14,19 @@ from __future__ import annotations
 
 import logging
 
-from .._protocol import errors
-from .._protocol.messages import HeartbeatRequest
-from ._base import CoordinatorLookup, ms
+from ..._protocol import errors
+from ..._protocol.messages import HeartbeatRequest
+from .._base import CoordinatorLookup, ms
+from .._effects import Observation
+from .._error_actions import Api, ErrorAction, action_for
+from .._fetch import drive_fetches
+from .._inputs import CoordinatorFound, MetadataUpdate, PollCalled, Subscribe
+from .._manual import drive_waiting_commits
+from .._metadata import want_metadata
+from .._outcomes import HeartbeatOutcome
 from ._core import MemberCore
-from ._effects import Observation
-from ._error_actions import Api, ErrorAction, action_for
-from ._fetch import drive_fetches
-from ._inputs import CoordinatorFound, MetadataUpdate, PollCalled, Subscribe
 from ._join import enter_prepare, leader_assign, maybe_send_join, send_leader_sync
 from ._leave import leave_if_pending, poll_expired
-from ._manual import drive_waiting_commits
-from ._metadata import want_metadata
-from ._outcomes import HeartbeatOutcome
 from ._states import MemberState
 
 

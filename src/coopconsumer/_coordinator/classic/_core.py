@@ -19,16 +19,16 @@ from typing import ClassVar, Final
 
 import attrs
 
-from .._errors import ConfigurationError, KafkaError
-from .._protocol import errors
-from .._protocol.messages import (
+from ..._errors import ConfigurationError, KafkaError
+from ..._protocol import errors
+from ..._protocol.messages import (
     JoinGroupResponseMember,
     SyncGroupRequestAssignment,
 )
-from .._types import ConsumerGroupMetadata
-from ..assignors._api import Assignment, ClusterMetadata, ConsumerPartitionAssignor
-from ..assignors._loading import select_rebalance_protocol
-from ._base import (
+from ..._types import ConsumerGroupMetadata
+from ...assignors._api import Assignment, ClusterMetadata, ConsumerPartitionAssignor
+from ...assignors._loading import select_rebalance_protocol
+from .._base import (
     NO_GENERATION,
     CoordinatorLookup,
     MemberBase,
@@ -37,19 +37,19 @@ from ._base import (
     offset_commit_request,
     positive,
 )
-from ._effects import (
+from .._effects import (
     Observation,
 )
-from ._error_actions import Api
-from ._inputs import (
+from .._error_actions import Api
+from .._inputs import (
     CommitRequested,
     MetadataUpdate,
     RequestFailed,
     ResponseReceived,
     Subscribe,
 )
-from ._metadata import MetadataRefresh, metadata_answer
-from ._outcomes import (
+from .._metadata import MetadataRefresh, metadata_answer
+from .._outcomes import (
     RESPONSE_TYPES,
     FindCoordinatorOutcome,
     HeartbeatOutcome,

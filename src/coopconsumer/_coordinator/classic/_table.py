@@ -20,20 +20,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final
 
-from .. import _transition_table
-from . import (
-    _classic_manual,
-    _commit,
-    _discovery,
-    _fetch,
-    _join,
-    _leave,
-    _manual,
-    _stable,
-    _sync,
-)
-from ._core import MemberCore
-from ._inputs import (
+from ... import _transition_table
+from .. import _discovery, _fetch
+from .. import _manual as _shared_manual
+from .._inputs import (
     AssignRequested,
     CloseRequested,
     CommitRequested,
@@ -48,7 +38,7 @@ from ._inputs import (
     Subscribe,
     Tick,
 )
-from ._outcomes import (
+from .._outcomes import (
     FindCoordinatorOutcome,
     HeartbeatOutcome,
     JoinGroupOutcome,
@@ -57,6 +47,8 @@ from ._outcomes import (
     OffsetFetchOutcome,
     SyncGroupOutcome,
 )
+from . import _commit, _join, _leave, _manual, _stable, _sync
+from ._core import MemberCore
 from ._states import MemberState
 
 __all__ = [
@@ -209,7 +201,7 @@ _ROWS: tuple[tuple[Iterable[MemberState], type, Handler, Iterable[MemberState]],
         (),
     ),
     ((UNJOINED, POLL_EXPIRED, CLOSED), CommitRequested, _commit.commit_not_member, ()),
-    ((MANUAL,), CommitRequested, _manual.commit_manual, ()),
+    ((MANUAL,), CommitRequested, _shared_manual.commit_manual, ()),
     ((FATAL,), CommitRequested, _commit.commit_fatal, ()),
     (
         (UNJOINED, MANUAL, POLL_EXPIRED, LEAVING),
@@ -235,9 +227,9 @@ _ROWS: tuple[tuple[Iterable[MemberState], type, Handler, Iterable[MemberState]],
     ((LEAVING,), CloseRequested, _leave.close_while_leaving, ()),
     ((FATAL,), CloseRequested, _leave.close_fatal, (CLOSED,)),
     # Manual assignment: no group membership (docs/architecture.md, "Manual assignment").
-    ((UNJOINED, MANUAL), AssignRequested, _classic_manual.assign, (MANUAL, UNJOINED)),
-    ((MANUAL,), LeaveRequested, _classic_manual.unassign_all, (UNJOINED,)),
-    ((MANUAL,), CloseRequested, _classic_manual.close_manual, (CLOSED,)),
+    ((UNJOINED, MANUAL), AssignRequested, _manual.assign, (MANUAL, UNJOINED)),
+    ((MANUAL,), LeaveRequested, _manual.unassign_all, (UNJOINED,)),
+    ((MANUAL,), CloseRequested, _manual.close_manual, (CLOSED,)),
     ((LEAVING,), ListenerDone, _leave.leave_listener_done, (UNJOINED, CLOSED)),
     ((LEAVING,), LeaveGroupOutcome, _leave.leave_outcome, (UNJOINED, CLOSED)),
     ((s for s in _LIVE if s is not LEAVING), LeaveGroupOutcome, _leave.ignore_leave_outcome, ()),

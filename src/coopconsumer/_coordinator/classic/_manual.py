@@ -7,10 +7,10 @@ Pure: never I/O, threads or clocks.
 
 from __future__ import annotations
 
-from .._errors import CommitFailedError, CoopConsumerError
+from ..._errors import CommitFailedError, CoopConsumerError
+from .._inputs import AssignRequested, CloseRequested, LeaveRequested
+from .._manual import change_assignment, drop_all
 from ._core import MemberCore
-from ._inputs import AssignRequested, CloseRequested, LeaveRequested
-from ._manual import change_assignment, drop_all
 from ._states import MemberState
 
 __all__ = ["assign", "close_manual", "unassign_all"]

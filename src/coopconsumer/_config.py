@@ -18,7 +18,6 @@ Imports ``_errors``, ``_security``, ``_types`` and the assignor loader; no I/O, 
 
 from __future__ import annotations
 
-import difflib
 import logging
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -570,6 +569,8 @@ def _unknown_key(key: str) -> ConfigurationError:
     if dotted in known:
         suggestion = dotted
     else:
+        import difflib  # only for the error message; not at import time
+
         close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
         suggestion = close[0] if close else ""
     hint = f"; did you mean {suggestion!r}?" if suggestion else ""

@@ -16,7 +16,6 @@ Pure: imports attrs, the standard library and ``_errors``; no I/O (files named b
 
 from __future__ import annotations
 
-import difflib
 import hmac
 import re
 from collections.abc import Callable, Mapping
@@ -523,6 +522,8 @@ def parse_security(settings: Mapping[str, object]) -> SecurityConfig:
         canonical = SECURITY_SYNONYMS.get(key, key)
         spec = SECURITY_KEYS.get(canonical)
         if spec is None:
+            import difflib  # only for the error message; not at import time
+
             close = difflib.get_close_matches(key, [*SECURITY_KEYS, *SECURITY_SYNONYMS], n=1)
             hint = f"did you mean {close[0]!r}? " if close else ""
             known = ", ".join(sorted(SECURITY_KEYS))

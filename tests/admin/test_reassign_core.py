@@ -185,6 +185,30 @@ def test_throttles_are_read_and_set_before_the_first_move_and_restored_after_the
     assert core.finished_at == 2.0
 
 
+def test_rates_another_tool_removed_while_moves_copy_are_set_again() -> None:
+    """Kafka's kafka-reassign-partitions --verify deletes every broker's throttle
+    rates once its own moves end (seen on Kafka 4.4, tests/admin/test_admin_on_kafka.py);
+    the executor sets its rates and entries again when it sees them gone."""
+    core = ExecutorCore(plan(5, 5), ExecutorConfig(max_partitions=5, throttle_bytes_per_s=1000))
+    core.start(0.0)
+    observe(core)
+    (throttle,) = core.handle(ThrottlesRead(rates={}, replicas={}), 0.0)
+    core.handle(ThrottlesSet(), 0.0)
+    core.handle(Submitted(frozenset({tp(0), tp(1)})), 0.0)
+    assert core.throttled_brokers() == (1, 2, 3, 4)
+    ours: dict[str, str | None] = dict.fromkeys(RATES, "1000")
+    intact: dict[int, dict[str, str | None]] = dict.fromkeys((1, 2, 3, 4), ours)
+    seen = {m.tp: MOVING for m in core.plan.moves}
+    assert core.handle(ClusterObserved(seen, throttle_rates=intact), 1.0) == []
+    cleared: dict[int, dict[str, str | None]] = {**intact, 3: dict.fromkeys(RATES)}
+    (again,) = core.handle(ClusterObserved(seen, throttle_rates=cleared), 2.0)
+    assert again == throttle  # the same rate and entries, set again
+    # Once the moves are done the rates are put back, not checked.
+    (remove,) = observe(core, 3.0, p0=MOVED, p1=MOVED)
+    assert isinstance(remove, RemoveThrottles)
+    assert core.throttled_brokers() == ()
+
+
 def test_a_topic_throttled_entirely_gets_no_entries_and_keeps_its_star() -> None:
     core = ExecutorCore(plan(5), ExecutorConfig(max_partitions=5, throttle_bytes_per_s=10))
     observe(core)

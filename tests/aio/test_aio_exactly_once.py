@@ -188,7 +188,10 @@ def _scale_out_and_in(
         feeder.start()
         try:
             # B joins once A's open transaction holds records (see the sync test).
-            await until(lambda: written(broker, sink) >= 500, 60, "A's open transaction")
+            # Tansu's ListOffsets answers the last batch's base offset + 1
+            # (docs/testing.md), so there the watermarks count batches, not records.
+            enough = 1 if broker.kind == "tansu" else 500
+            await until(lambda: written(broker, sink) >= enough, 60, "A's open transaction")
             b = Member(make())
             await until(
                 lambda: (

@@ -41,7 +41,8 @@ from coopconsumer.testing import (
     unique_name,
 )
 
-pytestmark = pytest.mark.integration
+# The harness's promises hold for every kind it starts: the ``broker`` tests run on all.
+pytestmark = [pytest.mark.integration, pytest.mark.brokers("kafka", "tansu", "mock")]
 
 API_VERSIONS = 18
 JOIN_GROUP = 11

@@ -11,8 +11,8 @@
 
 A steady producer writes throughout; every member feeds one ownership ledger and one
 record accounting (test_reference_classic.py). One module-scoped single-node cluster
-with a 500 ms KIP-848 heartbeat interval and a 20 s KIP-848 session timeout; one
-xdist worker.
+with a 500 ms KIP-848 heartbeat interval and a 45 s KIP-848 session timeout (Kafka's
+default); one xdist worker.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from coopconsumer.testing import KafkaCluster, unique_name
+from coopconsumer.testing import KafkaCluster, kafka_cluster, unique_name
 from integration._ledger import CoopMember, LedgerGroup
 from integration.conftest import EXTERNAL_BOOTSTRAP
 from peers._build import JavaPeer, java_peer
@@ -34,7 +34,6 @@ from peers._scenario import (
     group_type,
     kept_but_revoked,
     report_row,
-    started_cluster,
 )
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("reference-upgrade")]
@@ -48,11 +47,11 @@ PARTITIONS = 6
 def cluster() -> Iterator[KafkaCluster]:
     if EXTERNAL_BOOTSTRAP:
         pytest.skip("needs its own cluster with short KIP-848 timings")
-    with started_cluster(
+    with kafka_cluster(
         brokers=1,
         broker_config={
             "group.consumer.heartbeat.interval.ms": "500",
-            "group.consumer.session.timeout.ms": "20000",
+            "group.consumer.session.timeout.ms": "45000",
         },
     ) as c:
         yield c

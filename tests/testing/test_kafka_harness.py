@@ -11,6 +11,7 @@ import socket
 import stat
 import tempfile
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -117,6 +118,15 @@ def own_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     test is told apart from other test processes' brokers by its command line."""
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     return str(tmp_path)
+
+
+def test_a_cluster_id_never_starts_with_a_dash(monkeypatch: pytest.MonkeyPatch) -> None:
+    # 0xF8 encodes to "-" first: kafka-storage format -t would read it as an option.
+    drawn = iter([uuid.UUID(bytes=b"\xf8" + bytes(15)), uuid.UUID(bytes=b"\x01" * 16)])
+    monkeypatch.setattr(uuid, "uuid4", lambda: next(drawn))
+    cluster_id = kafka_module._cluster_id()
+    assert cluster_id == "AQEBAQEBAQEBAQEBAQEBAQ"
+    assert next(drawn, None) is None  # the dash one was drawn and refused
 
 
 def test_kafka_container_says_what_it_lacks_without_docker() -> None:

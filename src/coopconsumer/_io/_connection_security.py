@@ -24,9 +24,6 @@ import ssl
 import tempfile
 import threading
 import time
-import urllib.error
-import urllib.parse
-import urllib.request
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Final
 
@@ -252,6 +249,12 @@ def fetch_oidc_token(
     The expiry is the JWT's ``exp`` claim, else ``expires_in``; the principal its
     ``sub``. Raises ``AuthenticationError`` (never quoting the secret).
     """
+    # Imported here: urllib.request (with http.client, email) is a fifth of the
+    # consumer's import time, and only OAUTHBEARER with an OIDC endpoint needs it.
+    import urllib.error
+    import urllib.parse
+    import urllib.request
+
     # RFC 6749 section 2.3.1: both parts form-encoded before Basic encoding.
     user = urllib.parse.quote(client_id, safe="")
     secret = urllib.parse.quote(client_secret, safe="")

@@ -20,6 +20,7 @@ from typing import ParamSpec, TypeVar
 import confluent_kafka
 
 from .._errors import ConfigurationError, KafkaError, RequestTimeoutError
+from .._protocol import errors
 from .._types import TopicPartition
 from ._failure_log import FailureLog, LibrdkafkaLog, backoff_window_s
 from ._librdkafka import HandleLayoutError, consumer_queue
@@ -359,13 +360,7 @@ def end_offsets(
         marks: dict[TopicPartition, tuple[int, int]] = {}
         for topic in names:
             for tp in _partitions_of(consumer, topic, deadline):
-                got = Fetcher._call(
-                    f"watermarks of {tp}",
-                    consumer.get_watermark_offsets,
-                    _ck(tp),
-                    timeout=_remaining(deadline, f"watermarks of {tp}"),
-                    cached=False,
-                )
+                got = _watermarks(consumer, tp, deadline)
                 if got is None:
                     raise RequestTimeoutError(f"no watermarks for {tp} within {timeout_s:.1f}s")
                 marks[tp] = (int(got[0]), int(got[1]))
@@ -373,6 +368,41 @@ def end_offsets(
         return marks
     finally:
         consumer.close()
+
+
+#: Pause between two ListOffsets of a partition that answered a retriable error.
+_WATERMARK_RETRY_S = 0.1
+
+
+def _watermarks(
+    consumer: confluent_kafka.Consumer,
+    tp: TopicPartition,
+    deadline: float,
+    *,
+    sleep: Callable[[float], None] = time.sleep,
+) -> tuple[int, int] | None:
+    """``tp``'s watermarks, asked again while the broker answers a retriable error
+    until ``deadline``: Kafka lists a topic in its metadata before it has made itself
+    the leader of each new partition, and answers a ListOffsets in between
+    NOT_LEADER_OR_FOLLOWER (seen right after CreateTopics on one KRaft node), as Java's
+    consumer retries ``endOffsets`` then."""
+    while True:
+        try:
+            got: tuple[int, int] | None = Fetcher._call(
+                f"watermarks of {tp}",
+                consumer.get_watermark_offsets,
+                _ck(tp),
+                timeout=_remaining(deadline, f"watermarks of {tp}"),
+                cached=False,
+            )
+        except KafkaError as exc:
+            retriable = exc.retriable or (exc.code > 0 and errors.is_retriable(exc.code))
+            if not retriable or time.monotonic() + _WATERMARK_RETRY_S >= deadline:
+                raise
+            log.debug("end_offsets: %s; asking again", exc)
+            sleep(_WATERMARK_RETRY_S)
+            continue
+        return got
 
 
 def _remaining(deadline: float, what: str) -> float:

@@ -8,8 +8,9 @@ It stays general: consumer-group APIs today, admin APIs later.
 - :func:`encode_request` / :func:`decode_response` / :func:`peek_correlation_id`:
   with headers, without the 4-byte size prefix.
 - :func:`decode_request` / :func:`encode_response`: the broker side, for fakes.
-- :mod:`.messages`: the request/response classes; :mod:`.consumer_protocol_schemas`: the consumer
-  protocol and assignor user-data schemas; :mod:`.errors`: Kafka's error table.
+- :mod:`.messages`: the request/response classes (generated from Kafka's JSON specs by
+  :mod:`._generate`); :mod:`.consumer_protocol_schemas`: the consumer protocol and assignor
+  user-data schemas; :mod:`.errors`: Kafka's error table.
 """
 
 from . import errors as errors

@@ -34,7 +34,7 @@ from ._session_inputs import (
     TransportFailed,
 )
 from ._tls_pipe import TlsPipe, tls_failure_reason
-from ._versions import CLIENT_SOFTWARE_NAME, CLIENT_SOFTWARE_VERSION
+from ._versions import CLIENT_SOFTWARE_NAME, client_software_version
 
 __all__ = [
     "api_versions_answer",
@@ -177,7 +177,7 @@ def _send_api_versions(session: Session) -> None:
     version = session.handshake_version
     request = ApiVersionsRequest(
         client_software_name=CLIENT_SOFTWARE_NAME,
-        client_software_version=CLIENT_SOFTWARE_VERSION,
+        client_software_version=client_software_version(),
     )
 
     def answer(frame: bytes) -> ApiVersionsAnswer:

@@ -4,13 +4,14 @@
 (docs/architecture.md, "Where each Kafka rule lives"). Also the ApiVersions version
 tried first and the client software name and version a session announces (KIP-511).
 
-Pure: the standard library (``importlib.metadata`` reads the installed version once, at
-import), ``_errors`` and ``_protocol``.
+Pure: the standard library (``importlib.metadata`` reads the installed version once, on
+the first handshake: importing it costs more than the rest of the session layer),
+``_errors`` and ``_protocol``.
 """
 
 from __future__ import annotations
 
-import importlib.metadata
+import functools
 import re
 from typing import Final
 
@@ -21,10 +22,10 @@ from .._protocol.messages import ApiVersionsRequest
 
 __all__ = [
     "CLIENT_SOFTWARE_NAME",
-    "CLIENT_SOFTWARE_VERSION",
     "FIRST_API_VERSIONS_VERSION",
     "api_name",
     "choose_version",
+    "client_software_version",
     "unsupported_version",
 ]
 
@@ -33,7 +34,11 @@ __all__ = [
 FIRST_API_VERSIONS_VERSION: Final = min(3, ApiVersionsRequest.MAX_VERSION)
 
 
-def _software_version() -> str:
+@functools.cache
+def client_software_version() -> str:
+    """The installed coopconsumer's version as KIP-511 allows it, read once."""
+    import importlib.metadata
+
     try:
         raw = importlib.metadata.version("coopconsumer")
     except importlib.metadata.PackageNotFoundError:
@@ -44,7 +49,6 @@ def _software_version() -> str:
 
 
 CLIENT_SOFTWARE_NAME: Final = "coopconsumer"
-CLIENT_SOFTWARE_VERSION: Final = _software_version()
 
 
 def api_name(request_type: type[Request] | type[Response]) -> str:

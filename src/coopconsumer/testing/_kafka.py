@@ -18,12 +18,14 @@ protocol or consumer code.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import json
 import os
 import secrets
 import shutil
 import signal
+import ssl
 import subprocess
 import tempfile
 import time
@@ -318,7 +320,7 @@ class KafkaCluster(EmbeddedBroker):
     def run_tool(
         self, main_class: str, *args: str, timeout_s: float = 120.0
     ) -> subprocess.CompletedProcess[str]:
-        """Run one of Kafka's tools of this release (``kafka.admin.ConfigCommand``,
+        """Run one of Kafka's tools of this release (``org.apache.kafka.tools.ConfigCommand``,
         ``org.apache.kafka.tools.reassign.ReassignPartitionsCommand``, ...). Pass
         ``--bootstrap-server`` yourself (:attr:`internal_bootstrap` needs no security).
         Returns what it printed; the exit status is not checked."""
@@ -352,6 +354,19 @@ class KafkaCluster(EmbeddedBroker):
         if not node.running or node._java_pid is None:
             raise ConfigurationError(f"cannot {what} Kafka node {node_id}: it is not running")
         return node
+
+    def _client_probe_ssl(self) -> ssl.SSLContext | None:
+        """TLS for probing the CLIENT listener: it only checks that something answers
+        (clients verify the broker), presenting the admin certificate under mutual TLS."""
+        security = self._security
+        if security is None or not security.tls:
+            return None
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+        if security.client_ca is not None and security.admin_cert and security.admin_key:
+            context.load_cert_chain(security.admin_cert, security.admin_key)
+        return context
 
     def _reap(self, node: KafkaNode, *, timeout_s: float) -> bool:
         """Wait for the node's supervisor to exit; True when it did."""
@@ -414,9 +429,17 @@ class KafkaCluster(EmbeddedBroker):
                         continue
                     seen = probe_broker_ids(node.internal_address, timeout_s=2.0)
                     if not expected <= seen:
-                        raise _NotYet(f"node {node.node_id} lists {sorted(seen)}")
-                    if not versions:
-                        versions = probe_api_versions(node.internal_address, timeout_s=2.0)
+                        missing = sorted(expected - seen)
+                        raise _NotYet(
+                            f"node(s) {missing} not registered yet: node {node.node_id} "
+                            f"lists {sorted(seen)}"
+                        )
+                    # The client listener binds on its own: a node whose INTERNAL
+                    # listener answers may still be failing to bind CLIENT.
+                    answered = probe_api_versions(
+                        node.address, timeout_s=2.0, ssl_context=self._client_probe_ssl()
+                    )
+                    versions = versions or answered
                 return versions
             except (CoopConsumerError, _NotYet) as exc:
                 last_error = str(exc)
@@ -726,8 +749,11 @@ def _prepare(
 
 
 def _cluster_id() -> str:
-    # A KRaft cluster id is 16 random bytes in URL-safe base64 without padding (what
-    # ``kafka-storage random-uuid`` prints); no JVM start needed for it.
-    import base64
-
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    """16 random bytes in URL-safe base64 without padding, as ``kafka-storage
+    random-uuid`` prints, without starting a JVM for it. Like Kafka's own
+    ``Uuid.randomUuid`` it never starts with ``-``: ``format -t -xyz`` would read the id
+    as an option and fail (1 start in 64 did)."""
+    while True:
+        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not text.startswith("-"):
+            return text

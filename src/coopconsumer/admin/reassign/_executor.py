@@ -183,6 +183,10 @@ class ClusterObserved:
     """The plan's partitions as the cluster shows them now (a missing one was deleted)."""
 
     partitions: Mapping[TopicPartition, ObservedPartition]
+    #: The throttle rates the throttled brokers hold now (broker -> rate key -> value,
+    #: None when not set on the broker itself), when the driver looked (see
+    #: :meth:`ExecutorCore.throttled_brokers`); None when it did not look this time.
+    throttle_rates: Mapping[int, Mapping[str, str | None]] | None = None
 
 
 @attrs.frozen
@@ -314,6 +318,10 @@ class RemoveThrottles:
     follower_replicas: Mapping[str, tuple[str, ...]]
     #: Broker -> rate key -> the value to restore (None: delete).
     rates: Mapping[int, Mapping[str, str | None]]
+    #: Topic -> the list keys that held no entries before this run. Kafka keeps a
+    #: list it was asked to SUBTRACT down to nothing as an empty value, so once the
+    #: entries are gone such a key is DELETEd, leaving the topic as it was.
+    absent_before: Mapping[str, tuple[str, ...]] = attrs.field(factory=dict)
 
     @property
     def brokers(self) -> tuple[int, ...]:
@@ -672,6 +680,11 @@ class ExecutorCore:
                 finished.append(tp)
         if resubmit:
             actions.append(Submit(resubmit))
+        if event.throttle_rates is not None and self._throttles_lost(event.throttle_rates):
+            # Another tool changed or removed our rates while moves still copy (Kafka's
+            # kafka-reassign-partitions --verify deletes every broker's rates once its
+            # own moves end): set them, and our replica entries, again.
+            actions.append(self._set_throttles())
         if finished and self.config.elect_preferred_leaders:
             actions.append(ElectPreferred(tuple(finished)))
         if self.phase is Phase.THROTTLING and self._throttles is None:
@@ -994,6 +1007,29 @@ class ExecutorCore:
             brokers=tuple(sorted(brokers)),
         )
 
+    def throttled_brokers(self) -> tuple[int, ...]:
+        """The brokers whose rates this run has set and still needs (empty when it
+        throttles nothing now): the driver reads their rates now and then and reports
+        them in :class:`ClusterObserved`, so rates another tool removed are set again."""
+        if (
+            self.phase is not Phase.RUNNING
+            or self.config.throttle_bytes_per_s is None
+            or self._throttles is None
+            or self._throttles.saved_rates is None
+            or not any(m.state in ACTIVE for m in self._moves.values())
+        ):
+            return ()
+        return tuple(sorted(self._throttles.saved_rates))
+
+    def _throttles_lost(self, rates: Mapping[int, Mapping[str, str | None]]) -> bool:
+        wanted = str(self.config.throttle_bytes_per_s)
+        return any(
+            rates[b].get(key) != wanted
+            for b in self.throttled_brokers()
+            if b in rates
+            for key in RATE_KEYS
+        )
+
     def _set_throttles(self) -> SetThrottles:
         assert self._throttles is not None
         rate = self.config.throttle_bytes_per_s
@@ -1008,12 +1044,21 @@ class ExecutorCore:
     def _remove_throttles(self) -> RemoveThrottles:
         assert self._throttles is not None
         assert self._throttles.saved_rates is not None
+        leader = self._throttles.added(LIST_KEYS[0])
+        follower = self._throttles.added(LIST_KEYS[1])
+        saved = self._throttles.saved_lists or {}
+        absent: dict[str, tuple[str, ...]] = {}
+        for key, added in zip(LIST_KEYS, (leader, follower), strict=True):
+            for topic in added:
+                if not saved.get(topic, {}).get(key, ()):
+                    absent[topic] = (*absent.get(topic, ()), key)
         return RemoveThrottles(
-            leader_replicas=MappingProxyType(self._throttles.added(LIST_KEYS[0])),
-            follower_replicas=MappingProxyType(self._throttles.added(LIST_KEYS[1])),
+            leader_replicas=MappingProxyType(leader),
+            follower_replicas=MappingProxyType(follower),
             rates=MappingProxyType(
                 {b: MappingProxyType(dict(v)) for b, v in self._throttles.saved_rates.items()}
             ),
+            absent_before=MappingProxyType(absent),
         )
 
     # ------------------------------------------------------------------ persistence

@@ -274,6 +274,7 @@ class ReassignmentExecutor:
         sleep: Callable[[float], None] = time.sleep,
         poll_interval_s: float = 1.0,
         checkpoint: Callable[[str], None] | None = None,
+        throttle_check_interval_s: float = 10.0,
     ) -> None:
         self.admin = admin
         self.core = core
@@ -285,6 +286,9 @@ class ReassignmentExecutor:
         self._min_isr: dict[str, int] = {}
         self._started = False
         self._pending_config: ExecutorConfig | None = None
+        #: How often the throttled brokers' rates are read back while moves copy.
+        self.throttle_check_interval_s = throttle_check_interval_s
+        self._throttles_checked_at = clock()
 
     @classmethod
     def create(
@@ -349,7 +353,8 @@ class ReassignmentExecutor:
         if self.core.finished:
             return
         self._checkpoint("before observe")
-        self.feed(ClusterObserved(self.observe()))
+        observed = self.observe()
+        self.feed(ClusterObserved(observed, throttle_rates=self._throttle_rates()))
 
     def feed(self, event: Input) -> None:
         """Give the core one input and carry out what it decides."""
@@ -408,6 +413,17 @@ class ReassignmentExecutor:
         observed = {tp: p for tp, p in observed.items() if tp in wanted}
         return with_log_dirs(self.admin, self.core, observed)
 
+    def _throttle_rates(self) -> dict[int, dict[str, str | None]] | None:
+        """The throttled brokers' rates, read at most every
+        ``throttle_check_interval_s`` (None when not read this step)."""
+        brokers = self.core.throttled_brokers()
+        now = self._clock()
+        if not brokers or now - self._throttles_checked_at < self.throttle_check_interval_s:
+            return None
+        self._throttles_checked_at = now
+        read = read_throttles(self.admin, ReadThrottles(topics=(), brokers=brokers))
+        return {b: dict(r) for b, r in read.rates.items()}
+
     def _learn_min_isr(self, topics: Sequence[str]) -> None:
         if not topics:
             return
@@ -456,6 +472,7 @@ def perform(admin: ReassignmentAdmin, action: Action) -> Input | None:
         return ThrottlesSet()
     if isinstance(action, RemoveThrottles):
         admin.incremental_alter_configs(_throttle_changes(action))
+        _delete_emptied_lists(admin, action)
         return ThrottlesRemoved()
     if isinstance(action, ElectPreferred):
         return LeadersElected(_elect(admin, action.partitions))
@@ -619,6 +636,34 @@ def partition_sizes(admin: LogDirsAdmin) -> dict[TopicPartition, int]:
                     tp = TopicPartition(r.topic, r.partition)
                     sizes[tp] = max(sizes.get(tp, 0), r.size_bytes)
     return sizes
+
+
+def _delete_emptied_lists(admin: ReassignmentAdmin, action: RemoveThrottles) -> None:
+    """DELETE the throttled-replica lists that were absent before the run and are
+    empty now: Kafka keeps a list SUBTRACTed to nothing as an empty value, which
+    kafka-configs shows as set. A list someone else added entries to meanwhile is
+    not empty, so it stays."""
+    if not action.absent_before:
+        return
+    resources = [ConfigResource(ConfigResourceType.TOPIC, t) for t in action.absent_before]
+    try:
+        configs = admin.describe_configs(resources)
+    except AdminOperationError as exc:
+        configs = dict(exc.completed or {})  # a deleted topic has nothing to restore
+    changes: dict[ConfigResource, list[AlterConfigOp]] = {}
+    for resource, entries in configs.items():
+        for key in action.absent_before.get(resource.name, ()):
+            entry = entries.get(key)
+            if (
+                entry is not None
+                and entry.source is not ConfigSource.DEFAULT_CONFIG
+                and not (entry.value or "").strip()
+            ):
+                changes.setdefault(resource, []).append(
+                    AlterConfigOp(key, AlterConfigOpType.DELETE)
+                )
+    if changes:
+        admin.incremental_alter_configs(changes)
 
 
 def _throttle_changes(

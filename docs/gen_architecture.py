@@ -1,7 +1,7 @@
 """Generate the state-machine sections of docs/architecture.md from the code.
 
 Three parts of the file are generated, each between its own marker lines: the classic
-group member's (``coopconsumer._coordinator._table``), the broker session's
+group member's (``coopconsumer._coordinator.classic._table``), the broker session's
 (``coopconsumer._session._session_table``) and the KIP-848 member's
 (``coopconsumer._coordinator.kip848._kip848_table``). For each, the diagram's edges are the moves
 the table allows, labelled with the inputs that may cause them; each state's
@@ -29,8 +29,8 @@ from typing import Any
 
 import attrs
 
-from coopconsumer._coordinator import _table as member_table
-from coopconsumer._coordinator._states import MemberState
+from coopconsumer._coordinator.classic import _table as member_table
+from coopconsumer._coordinator.classic._states import MemberState
 from coopconsumer._coordinator.kip848 import _kip848_table as kip848_table
 from coopconsumer._coordinator.kip848._kip848_states import ConsumerMemberState
 from coopconsumer._session import _session_table as session_table
@@ -74,7 +74,7 @@ MEMBER = Machine(
     rejected=member_table.REJECTED,
     moves=member_table.moves,
     predecessors=member_table.predecessors,
-    package="_coordinator/",
+    package="_coordinator/classic/",
     table_test="tests/coordinator/test_transition_table.py",
     subject="member",
     culprit="a driver bug",

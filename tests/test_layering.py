@@ -1,6 +1,7 @@
 """The package's import directions (docs/architecture.md), checked by walking every AST.
 
-_protocol <- _coordinator <- _io <- _consumer, and _protocol <- _session <- _io; the
+_protocol <- _coordinator <- _io <- _consumer (inside _coordinator: the classic/ and kip848/
+wings on the shared base, neither importing the other), and _protocol <- _session <- _io; the
 sans-I/O layers never import blocking modules, and confluent_kafka is imported only by
 the fetcher and the producer in _io.
 """
@@ -69,6 +70,38 @@ def test_coordinator_is_sans_io(path: Path) -> None:
     for name in _imports(path):
         assert _top(name) not in BLOCKING, name
         assert not name.startswith(("coopconsumer._io", "coopconsumer._consumer")), name
+
+
+_WINGS = ("coopconsumer._coordinator.classic", "coopconsumer._coordinator.kip848")
+
+
+def test_the_member_has_two_wings_on_a_shared_base() -> None:
+    # Both wings exist, so the two tests below walk something.
+    assert _modules("_coordinator/classic")
+    assert _modules("_coordinator/kip848")
+
+
+@pytest.mark.parametrize(
+    "path",
+    [p for p in _modules("_coordinator") if p.parent == PKG / "_coordinator"],
+    ids=lambda p: p.name,
+)
+def test_the_shared_member_base_imports_no_wing(path: Path) -> None:
+    if path.name == "__init__.py":
+        return  # the package face re-exports the classic member (GroupMember, ...)
+    for name in _imports(path):
+        assert not name.startswith(_WINGS), name
+
+
+@pytest.mark.parametrize(
+    ("path", "other"),
+    [(p, _WINGS[1]) for p in _modules("_coordinator/classic")]
+    + [(p, _WINGS[0]) for p in _modules("_coordinator/kip848")],
+    ids=lambda v: v.name if isinstance(v, Path) else v.rpartition(".")[2],
+)
+def test_a_member_wing_never_imports_the_other(path: Path, other: str) -> None:
+    for name in _imports(path):
+        assert not name.startswith(other), name
 
 
 #: What the broker session may build on: the wire protocol, the errors, the SASL

@@ -743,6 +743,13 @@ class ConsumerConfig:
         )
         return cls(connection=connection, fetcher_overrides=passthrough, **resolved)
 
+    @property
+    def kip848(self) -> bool:
+        """``group.protocol=consumer``: the KIP-848 member (the broker assigns, every
+        rebalance is incremental), else the classic one. The one reading of the setting
+        outside its validation: the rest of the package asks this."""
+        return self.group_protocol == "consumer"
+
     def require_group_id(self) -> str:
         """The ``group.id``; ``ConfigurationError`` if none was configured."""
         if self.group_id is None:

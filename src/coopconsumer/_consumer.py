@@ -33,13 +33,11 @@ from ._coordinator import (
     CloseRequested,
     CommitBeforeRevoke,
     Fatal,
-    GroupMember,
     IllegalTransition,
     InvokeListener,
     LeaveRequested,
     ListenerDone,
     ListenerKind,
-    MemberState,
     OffsetAndMetadata,
     ReportError,
     Subscribe,
@@ -47,7 +45,6 @@ from ._coordinator import (
     Unassign,
 )
 from ._coordinator._metadata import MISSING_TOPICS_REPORT_S
-from ._coordinator.kip848 import ConsumerMemberState
 from ._errors import (
     ConfigurationError,
     CoopConsumerError,
@@ -123,34 +120,8 @@ _OFFSET_BEGINNING: Final = -2
 _OFFSET_END: Final = -1
 #: Delay before poll() retries a failed committed-offset lookup of new partitions.
 _POSITION_RETRY_S: Final = 1.0
-_STOPPED_STATES: Final = frozenset(
-    {MemberState.CLOSED, MemberState.FATAL, ConsumerMemberState.CLOSED, ConsumerMemberState.FATAL}
-)
-#: Out of the group after an unsubscribe, in either group protocol.
-_UNJOINED_STATES: Final = frozenset({MemberState.UNJOINED, ConsumerMemberState.UNSUBSCRIBED})
-#: States in which nothing is queued for poll() until the application acts, or until a
-#: classic member has joined and synced a rebalance on the driver thread: poll() may
-#: use the longer slice. Not KIP-848's STABLE: a heartbeat answer there can carry a
-#: revocation that is queued at once, and the longer slice delayed it by up to 200 ms.
-_QUIET_STATES: Final = frozenset(
-    {
-        MemberState.STABLE,
-        MemberState.MANUAL,
-        ConsumerMemberState.MANUAL,
-    }
-)
-#: Partitions assigned by the application, in either group protocol.
-_MANUAL_STATES: Final = frozenset({MemberState.MANUAL, ConsumerMemberState.MANUAL})
-#: A classic member with a JoinGroup or SyncGroup under way: the generation that a
-#: transactional commit would carry is about to be superseded (``Consumer._rejoining``).
-_REJOINING_STATES: Final = frozenset(
-    {
-        MemberState.PREPARING_JOIN,
-        MemberState.JOINING,
-        MemberState.LEADER_AWAITING_METADATA,
-        MemberState.AWAITING_SYNC,
-    }
-)
+# Which states are stopped, unjoined, manual, quiet or rejoining each member's state
+# says itself (``MemberState.stopped`` and the like, in both group protocols).
 #: librdkafka's OFFSET_STORED and OFFSET_INVALID (confluent-kafka's TopicPartition
 #: default): no start offset given, start at the committed offset.
 _NO_START_OFFSETS: Final = frozenset({-1000, -1001})
@@ -502,11 +473,7 @@ class Consumer:
         self._owner = threading.get_ident()
         try:
             member = member_for(cfg)
-            self._rebalance_protocol = (
-                member.protocol
-                if isinstance(member, GroupMember)
-                else RebalanceProtocol.COOPERATIVE
-            )
+            self._rebalance_protocol = member.protocol
             self._driver = self._driver_type(
                 member,
                 client,
@@ -551,7 +518,7 @@ class Consumer:
         :meth:`assign`; nothing changes) and the fatal error if the consumer failed.
         """
         self._check_usable()
-        subscription = _subscription(topics, broker_regex=self._config.group_protocol == "consumer")
+        subscription = _subscription(topics, broker_regex=self._config.kip848)
         if subscription is None:
             self.unsubscribe()
             return
@@ -559,7 +526,7 @@ class Consumer:
         try:
             self._driver.request(subscription, self._api_timeout_s)
         except IllegalTransition as exc:
-            if exc.target is not None or exc.state not in _MANUAL_STATES:
+            if exc.target is not None or getattr(exc.state, "manual", False) is not True:
                 raise
             raise IllegalStateError(
                 f"subscribe(): {_MIXED_MODES}; partitions are assigned manually "
@@ -587,7 +554,7 @@ class Consumer:
         ``default.api.timeout.ms`` (the leave then completes in the background).
         """
         self._check_usable()
-        if self._driver.state in _MANUAL_STATES:
+        if self._driver.state.manual:
             self._commit_removed(frozenset(self._assigned))
         driver = self._driver
         deadline = driver.clock() + self._api_timeout_s
@@ -596,7 +563,7 @@ class Consumer:
         leave = LeaveRequested(commit_wait_s=self._api_timeout_s / 2)
         driver.request(leave, max(0.0, deadline - driver.clock()))
         self._run_until(
-            lambda: driver.state in (*_UNJOINED_STATES, *_STOPPED_STATES),
+            lambda: driver.state.unjoined or driver.state.stopped,
             max(0.0, deadline - driver.clock()),
             "leaving the group",
         )
@@ -671,7 +638,7 @@ class Consumer:
 
     def _change_assignment(self, event: AssignRequested, what: str) -> None:
         self._check_usable()
-        if self._driver.state in _MANUAL_STATES:
+        if self._driver.state.manual:
             if event.change is AssignmentChange.REMOVE:
                 self._commit_removed(event.partitions & self._assigned)
             elif event.change is AssignmentChange.REPLACE:
@@ -734,7 +701,7 @@ class Consumer:
                 # The revoked partitions are paused; their REVOKED callback runs as soon
                 # as the commit is answered, seen at the end of this slice.
                 slice_s = _REVOKE_COMMIT_SLICE_S
-            elif driver.state in _QUIET_STATES and not self._unpositioned:
+            elif driver.state.quiet and not self._unpositioned:
                 slice_s = _STABLE_SLICE_S
             else:
                 slice_s = _SLICE_S
@@ -1428,7 +1395,7 @@ class Consumer:
         :meth:`group_metadata` is about to name a new generation: offsets committed in a
         transaction now would be fenced (``TransactionLoop`` waits; docs/exactly-once.md,
         "Commits during a rebalance")."""
-        return self._driver.state in _REJOINING_STATES
+        return self._driver.state.rejoining
 
     @property
     def rebalance_protocol(self) -> RebalanceProtocol:
@@ -1538,13 +1505,13 @@ class Consumer:
                 try:
                     start, later = close_notices(timeout_s, timeout is not None)
                     log.info("%s", start)
-                    if self._auto_commit and driver.state in _MANUAL_STATES:
+                    if self._auto_commit and driver.state.manual:
                         # No group to leave, so no revocation commits for us: commit
                         # here, as Java's close() does (maybeAutoCommitOffsetsSync).
                         self._commit_manual_before_close(timeout_s / 2)
                     driver.submit(CloseRequested(commit_wait_s=timeout_s / 2))
                     self._run_until(
-                        lambda: driver.state in _STOPPED_STATES,
+                        lambda: driver.state.stopped,
                         max(0.0, deadline - driver.clock()),
                         "close",
                         later,

@@ -715,7 +715,7 @@ class ProcessorSettings:
 
     @property
     def contiguous_generations(self) -> bool:
-        return self.cfg.group_protocol == "classic"
+        return not self.cfg.kip848
 
     @property
     def transaction_timeout_ms(self) -> int:

@@ -29,7 +29,7 @@ from coopconsumer._coordinator import (
     Subscribe,
     Tick,
 )
-from coopconsumer._coordinator._core import LEADER_SYNC_DELAY_S
+from coopconsumer._coordinator.classic._core import LEADER_SYNC_DELAY_S
 from coopconsumer._errors import CoopConsumerError
 from coopconsumer._protocol import errors
 from coopconsumer._protocol.messages import (

@@ -53,7 +53,7 @@ from coopconsumer._coordinator import (
     diff_assignment,
     revoke_before_join,
 )
-from coopconsumer._coordinator._core import LEADER_SYNC_DELAY_S
+from coopconsumer._coordinator.classic._core import LEADER_SYNC_DELAY_S
 from coopconsumer._errors import (
     AssignorError,
     BrokerConnectionError,

@@ -34,7 +34,7 @@ from coopconsumer._coordinator import (
     Subscribe,
     Tick,
 )
-from coopconsumer._coordinator._core import LEADER_SYNC_DELAY_S
+from coopconsumer._coordinator.classic._core import LEADER_SYNC_DELAY_S
 from coopconsumer._coordinator.kip848 import ConsumerMemberState
 from coopconsumer._errors import BrokerConnectionError
 from coopconsumer._protocol.messages import (

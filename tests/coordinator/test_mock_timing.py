@@ -18,7 +18,7 @@ from _coord_harness import GroupHarness
 from fake_group_coordinator import MockTimingCoordinator
 
 from coopconsumer._coordinator import ListenerKind, MemberState
-from coopconsumer._coordinator._core import LEADER_SYNC_DELAY_S
+from coopconsumer._coordinator.classic._core import LEADER_SYNC_DELAY_S
 from coopconsumer._protocol import errors
 from coopconsumer._protocol.messages import JoinGroupResponse
 from coopconsumer.assignors import CooperativeStickyAssignor

@@ -18,8 +18,8 @@ from coopconsumer._coordinator import (
     Subscribe,
     Tick,
 )
-from coopconsumer._coordinator._core import MemberCore
-from coopconsumer._coordinator._table import (
+from coopconsumer._coordinator.classic._core import MemberCore
+from coopconsumer._coordinator.classic._table import (
     IGNORED,
     INITIAL_STATE,
     INPUT_TYPES,

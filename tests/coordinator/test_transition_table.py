@@ -52,7 +52,7 @@ from coopconsumer._coordinator._outcomes import (
     Pending,
     SyncGroupOutcome,
 )
-from coopconsumer._coordinator._table import IGNORED, REJECTED, TRANSITIONS
+from coopconsumer._coordinator.classic._table import IGNORED, REJECTED, TRANSITIONS
 from coopconsumer._protocol.messages import (
     FindCoordinatorResponse,
     HeartbeatResponse,
@@ -362,7 +362,7 @@ def test_coordinator_imports_are_pure_transitively() -> None:
             # import, but it is not something _coordinator depends on.
             if imported.startswith("coopconsumer.") and _is_module(imported):
                 todo.append(imported)
-    assert "coopconsumer._coordinator._member" in seen
+    assert "coopconsumer._coordinator.classic._member" in seen
     assert "coopconsumer._protocol.messages" in seen
     assert "coopconsumer.consumer_protocol" in seen
     assert sys.modules.get("coopconsumer._coordinator") is not None

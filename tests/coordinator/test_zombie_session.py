@@ -12,7 +12,7 @@ the next heartbeat with REBALANCE_IN_PROGRESS instead of UNKNOWN_MEMBER_ID
 librdkafka members in the same run lost their partitions on waking.
 
 The timer can only be trusted from when the heartbeat was *sent*: the broker cannot
-have seen the member later than that (``_coordinator/_stable.py``, ``heartbeat_outcome``).
+have seen the member later than that (``_coordinator/classic/_stable.py``, ``heartbeat_outcome``).
 """
 
 from __future__ import annotations

@@ -4,6 +4,13 @@
 ``coopconsumer._io`` executes effects and feeds inputs. Nothing here opens a socket,
 starts a thread, reads a clock or imports ``confluent_kafka``/``coopconsumer._io``.
 
+Two wings, one per group protocol, on one shared base: ``classic/`` (JoinGroup,
+SyncGroup, Heartbeat, LeaveGroup) and ``kip848/`` (ConsumerGroupHeartbeat). The files
+at this level are what both use: ``_base`` (the member core's books), inputs, effects,
+outcomes, error actions, dispatching, coordinator lookup, committed-offset fetches,
+metadata, manual assignment, the member's own commits. A wing imports the shared base,
+never the other wing.
+
 The driver's contract, effect by effect (execute each batch in order):
 
 - ``Send(request_id, request, node_id, timeout_s)``: send to broker ``node_id`` at the
@@ -51,7 +58,6 @@ and ``Tick`` at ``next_deadline``.
 """
 
 from .._transition_table import IllegalTransition as IllegalTransition
-from ._core import MemberConfig as MemberConfig
 from ._diff import AssignmentDiff as AssignmentDiff
 from ._diff import diff_assignment as diff_assignment
 from ._diff import revoke_before_join as revoke_before_join
@@ -97,8 +103,9 @@ from ._inputs import ResponseReceived as ResponseReceived
 from ._inputs import RetriedCommitRequested as RetriedCommitRequested
 from ._inputs import Subscribe as Subscribe
 from ._inputs import Tick as Tick
-from ._member import GroupMember as GroupMember
-from ._states import MemberState as MemberState
+from .classic import GroupMember as GroupMember
+from .classic import MemberConfig as MemberConfig
+from .classic import MemberState as MemberState
 
 __all__ = [
     "AddBrokers",

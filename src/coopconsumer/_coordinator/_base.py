@@ -12,7 +12,11 @@ the same books and follow the same rules outside their group protocol
 - the effects a handler emits, logs and metric observations included;
 - listeners: REVOKED keeps partitions assigned until its ``ListenerDone``, LOST
   unassigns first;
-- the coordinator lookup, committed-offset fetches and the metadata refresh.
+- the coordinator lookup (``CoordinatorLookup``), committed-offset fetches and the
+  metadata refresh;
+- the small helpers both protocols' phases use: ``ms`` (Kafka's milliseconds as the
+  core's seconds), the config checks (``positive``, ``check_group_identity``) and the
+  OffsetCommit both send (``offset_commit_request``, ``first_commit_error``).
 
 Each core adds its protocol's data and the generation its requests carry
 (``request_generation``).
@@ -25,9 +29,18 @@ from __future__ import annotations
 import enum
 import logging
 from collections.abc import Mapping
-from typing import Any, ClassVar, Generic, Protocol, TypeVar
+from typing import Any, ClassVar, Final, Generic, Protocol, TypeVar
 
-from .._errors import CoopConsumerError, ProtocolError
+import attrs
+
+from .._errors import ConfigurationError, CoopConsumerError, ProtocolError
+from .._protocol import errors
+from .._protocol.messages import (
+    OffsetCommitRequest,
+    OffsetCommitRequestPartition,
+    OffsetCommitRequestTopic,
+    OffsetCommitResponse,
+)
 from .._transition_table import IllegalTransition
 from .._types import TopicPartition
 from ._effects import (
@@ -51,11 +64,43 @@ from ._inputs import ListenerDone, RequestFailed, ResponseReceived, Subscribe
 from ._jobs import FetchJob, WaitingCommit
 from ._metadata import MetadataRefresh
 from ._outcomes import Pending
-from ._states import CoordinatorLookup
 
-__all__ = ["BaseConfig", "MemberBase"]
+__all__ = [
+    "NO_GENERATION",
+    "BaseConfig",
+    "CoordinatorLookup",
+    "MemberBase",
+    "check_group_identity",
+    "first_commit_error",
+    "ms",
+    "offset_commit_request",
+    "positive",
+]
 
 StateT = TypeVar("StateT", bound=enum.Enum)
+
+
+class CoordinatorLookup(enum.Enum):
+    """Where the member is in finding its group coordinator.
+
+    Not a ``MemberState``: a member in any live state can lose its coordinator and
+    look it up again without its group state changing (Java's ``coordinatorUnknown()``
+    sits beside ``MemberState`` likewise). Folding the two would multiply every live
+    state by these four (docs/architecture.md, "Why two small enums and a pending
+    leave are not states").
+    """
+
+    KNOWN = "known"
+    """The coordinator's node id is known (``coordinator_id`` is set)."""
+
+    IDLE = "idle"
+    """Unknown, and no lookup asked for yet."""
+
+    LOOKING = "looking"
+    """A ``FindCoordinator`` effect was emitted and has no answer yet."""
+
+    BACKING_OFF = "backing-off"
+    """The last lookup failed; the next one is due ``retry.backoff.ms`` after it."""
 
 
 class BaseConfig(Protocol):
@@ -435,3 +480,68 @@ class MemberBase(Generic[StateT]):
                 token=job.token, offsets=offsets if offsets is not None else {}, error=error
             )
         )
+
+
+#: The generation id of a member that has none.
+NO_GENERATION: Final = -1
+
+
+def ms(value_ms: int) -> float:
+    """Kafka's milliseconds as the core's float seconds."""
+    return value_ms / 1000.0
+
+
+def positive(instance: object, attribute: attrs.Attribute[int], value: int) -> None:
+    """attrs validator of a setting in milliseconds that must be above zero."""
+    if value <= 0:
+        raise ConfigurationError(f"{attribute.name} must be positive, got {value}")
+
+
+def check_group_identity(group_id: str, group_instance_id: str | None) -> None:
+    """A subscribing member needs a group id; a static one a non-empty instance id."""
+    if not group_id:
+        raise ConfigurationError("group.id is required for a subscribing consumer")
+    if group_instance_id is not None and not group_instance_id:
+        raise ConfigurationError("group.instance.id must not be empty")
+
+
+def offset_commit_request(
+    *,
+    group_id: str,
+    generation_id: int,
+    member_id: str,
+    group_instance_id: str | None,
+    offsets: Mapping[TopicPartition, OffsetAndMetadata],
+) -> OffsetCommitRequest:
+    """The OffsetCommit of ``offsets``, topics and partitions in order. Both group
+    protocols send it: ``generation_id`` is the classic generation (-1 outside a group)
+    or KIP-848's member epoch (the field is ``GenerationIdOrMemberEpoch`` in the spec)."""
+    by_topic: dict[str, list[OffsetCommitRequestPartition]] = {}
+    for tp in sorted(offsets):
+        om = offsets[tp]
+        by_topic.setdefault(tp.topic, []).append(
+            OffsetCommitRequestPartition(
+                partition_index=tp.partition,
+                committed_offset=om.offset,
+                committed_leader_epoch=om.leader_epoch,
+                committed_metadata=om.metadata,
+            )
+        )
+    return OffsetCommitRequest(
+        group_id=group_id,
+        generation_id=generation_id,
+        member_id=member_id,
+        group_instance_id=group_instance_id,
+        topics=tuple(
+            OffsetCommitRequestTopic(name=topic, partitions=tuple(parts))
+            for topic, parts in by_topic.items()
+        ),
+    )
+
+
+def first_commit_error(response: OffsetCommitResponse) -> int:
+    """The first partition error of an OffsetCommit answer (``errors.NONE`` if none)."""
+    return next(
+        (p.error_code for t in response.topics for p in t.partitions if p.error_code),
+        errors.NONE,
+    )

@@ -21,23 +21,12 @@ from .._errors import CoopConsumerError, KafkaError
 from .._protocol import errors
 from .._protocol.messages import FindCoordinatorRequest
 from .._protocol.queries import coordinator_answer
-from ._core import MemberCore, ms
+from ._base import CoordinatorLookup, ms
 from ._effects import AddCoordinator
 from ._error_actions import Api, ErrorAction, action_for
 from ._host import GroupHost
-from ._inputs import CoordinatorFound, CoordinatorUnavailable
+from ._inputs import CoordinatorUnavailable
 from ._outcomes import FindCoordinatorOutcome
-from ._stable import drive
-from ._states import CoordinatorLookup
-
-
-def on_coordinator_found(m: MemberCore, event: CoordinatorFound, now: float) -> None:
-    if event.node_id != m.live_node:
-        m.live_node = None
-    m.coordinator_found(event.node_id, now)
-    if m.heartbeating():
-        m.heartbeat_due = max(now, m.heartbeat_retry_at)
-    drive(m, now)
 
 
 def on_coordinator_unavailable(m: GroupHost, event: CoordinatorUnavailable, now: float) -> None:

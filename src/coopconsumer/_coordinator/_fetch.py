@@ -22,7 +22,7 @@ from .._protocol import errors
 from .._protocol.messages import OffsetFetchRequest
 from .._protocol.queries import OffsetFetchQuery, offset_fetch_answer
 from .._types import TopicPartition
-from ._core import ms
+from ._base import ms
 from ._effects import CommittedOffsetsDone, OffsetAndMetadata
 from ._error_actions import Api, ErrorAction, action_for
 from ._host import GroupHost

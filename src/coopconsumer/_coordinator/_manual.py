@@ -12,46 +12,35 @@ the group has no members. An empty assignment is no mode: the member is back in 
 initial state, free to subscribe (Java's ``assign(empty)`` is ``unsubscribe()``).
 
 The rules here serve both members (``GroupHost``); each member's table says which of
-its states and inputs they serve, and this module's ``assign``/``unassign_all``/
-``close_manual`` are the classic member's (KIP-848's are in ``kip848/_kip848_manual.py``).
+its states and inputs they serve. The handlers that move a member in and out of
+MANUAL are each protocol's own (``_classic_manual.py``, ``kip848/_kip848_manual.py``).
 Mixing with ``Subscribe`` is rejected in the tables (docs/architecture.md, "Manual
 assignment").
 
-Pure: imports only the core; never I/O, threads or clocks.
+Pure: imports only the shared base; never I/O, threads or clocks.
 """
 
 from __future__ import annotations
 
-from .._errors import CommitFailedError, ConfigurationError, CoopConsumerError
+from .._errors import CommitFailedError, ConfigurationError
 from .._protocol import errors
 from .._types import TopicPartition
-from ._core import NO_GENERATION, MemberCore, ms, offset_commit_request
+from ._base import NO_GENERATION, ms, offset_commit_request
 from ._effects import Assign, CommitDone, Unassign
 from ._error_actions import Api, ErrorAction, action_for
 from ._host import GroupHost
 from ._inputs import (
     AssignmentChange,
     AssignRequested,
-    CloseRequested,
     CommitRequested,
-    LeaveRequested,
 )
 from ._jobs import WaitingCommit
 from ._metadata import want_metadata
 from ._outcomes import OffsetCommitOutcome
-from ._states import MemberState
 
 
 def _names(partitions: frozenset[TopicPartition]) -> str:
     return ", ".join(map(str, sorted(partitions)))
-
-
-def assign(m: MemberCore, event: AssignRequested, now: float) -> None:
-    """UNJOINED and MANUAL: change the manual assignment."""
-    if change_assignment(m, event, now):
-        m.enter(MemberState.MANUAL)
-    else:
-        m.enter(MemberState.UNJOINED)
 
 
 def change_assignment(m: GroupHost, event: AssignRequested, now: float) -> bool:
@@ -98,23 +87,6 @@ def change_assignment(m: GroupHost, event: AssignRequested, now: float) -> bool:
     if m.owned and m.coordinator_id is None:
         m.ensure_coordinator(now)  # commits and offset fetches need it
     return bool(m.owned)
-
-
-def unassign_all(m: MemberCore, event: LeaveRequested, now: float) -> None:
-    """MANUAL, ``unsubscribe()``: drop the manual assignment (no LeaveGroup: the
-    member never joined)."""
-    drop_all(m)
-    m.enter(MemberState.UNJOINED)
-
-
-def close_manual(m: MemberCore, event: CloseRequested, now: float) -> None:
-    """MANUAL, ``close()``: drop the assignment and close. Commits still in flight are
-    answered now (the consumer commits what it consumed before asking to close)."""
-    drop_all(m)
-    m.fail_commits(CommitFailedError("the consumer was closed"))
-    m.fail_fetches(CoopConsumerError("the consumer was closed"))
-    m.pending.clear()
-    m.enter(MemberState.CLOSED)
 
 
 def drop_all(m: GroupHost) -> None:

@@ -27,7 +27,7 @@ def _auto_commit_interval_ms(cfg: ConsumerConfig) -> int | None:
 def member_for(cfg: ConsumerConfig) -> GroupMember | ConsumerGroupMember:
     """The member ``cfg`` asks for (``ConfigurationError`` without group.id, or for
     assignors that cannot be loaded or share no rebalance protocol)."""
-    if cfg.group_protocol == "consumer":
+    if cfg.kip848:
         return ConsumerGroupMember(
             ConsumerMemberConfig(
                 group_id=cfg.require_group_id(),

@@ -19,8 +19,7 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from .._config import ConsumerConfig
 from .._consumer import client_for, close_notices
-from .._coordinator import CloseRequested, LeaveRequested, MemberState
-from .._coordinator.kip848 import ConsumerMemberState
+from .._coordinator import CloseRequested, LeaveRequested
 from .._errors import ConfigurationError, CoopConsumerError, RequestTimeoutError
 from .._listener import RebalanceListener, RebalanceListenerLike
 from .._types import ConsumerGroupMetadata, TopicPartition
@@ -55,11 +54,6 @@ _CLOSE_TIMEOUT_S: Final = 30.0
 #: reading loop that never awaits anything else would otherwise hold the event loop
 #: (its slow-callback limit is 100 ms by default, 50 ms in our health test).
 _YIELD_EVERY_S: Final = 0.01
-_STOPPED: Final = frozenset(
-    {MemberState.CLOSED, MemberState.FATAL, ConsumerMemberState.CLOSED, ConsumerMemberState.FATAL}
-)
-_UNJOINED: Final = frozenset({MemberState.UNJOINED, ConsumerMemberState.UNSUBSCRIBED})
-_MANUAL: Final = frozenset({MemberState.MANUAL, ConsumerMemberState.MANUAL})
 
 
 class AsyncConsumer:
@@ -154,12 +148,12 @@ class AsyncConsumer:
         commit first with ``enable.auto.commit``)."""
         hosted = self._hosted
         hosted._check_usable()
-        if self._driver.state in _MANUAL:
+        if self._driver.state.manual:
             hosted._commit_removed(frozenset(hosted._assigned))
         deadline = self._driver.clock() + self._api_timeout_s
         hosted._driver.request(LeaveRequested(commit_wait_s=self._api_timeout_s / 2), 0.0)
         await self._run_until(
-            lambda: self._driver.state in (*_UNJOINED, *_STOPPED),
+            lambda: self._driver.state.unjoined or self._driver.state.stopped,
             deadline,
             "leaving the group",
         )
@@ -419,12 +413,10 @@ class AsyncConsumer:
                 try:
                     start, later = close_notices(timeout_s, timeout is not None)
                     log.info("%s", start)
-                    if hosted._auto_commit and driver.state in _MANUAL:
+                    if hosted._auto_commit and driver.state.manual:
                         await self._commit_manual_before_close(timeout_s / 2)
                     driver.submit(CloseRequested(commit_wait_s=timeout_s / 2))
-                    await self._run_until(
-                        lambda: driver.state in _STOPPED, deadline, "close", later
-                    )
+                    await self._run_until(lambda: driver.state.stopped, deadline, "close", later)
                 except CoopConsumerError as exc:
                     log.warning("close: leaving the group did not complete: %s", exc)
         finally:

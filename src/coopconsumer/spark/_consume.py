@@ -85,7 +85,7 @@ def _job_config(
     alias, strategy = _DEFAULTS[_STRATEGY]
     # With group.protocol=consumer (KIP-848) the broker assigns and every rebalance is
     # incremental: no client-side assignor is filled in (setting one is refused).
-    if parsed.group_protocol != "consumer" and not _given(merged, _STRATEGY, alias):
+    if not parsed.kip848 and not _given(merged, _STRATEGY, alias):
         merged[_STRATEGY] = strategy
         parsed = ConsumerConfig.from_mapping(merged)
     parsed.require_group_id()
@@ -99,7 +99,7 @@ def _job_config(
             "the consume job reads every record up to the end offsets: auto.offset.reset "
             f"must be 'earliest', not {parsed.auto_offset_reset!r}"
         )
-    if parsed.group_protocol == "consumer":
+    if parsed.kip848:
         return merged, parsed
     protocol = select_rebalance_protocol(
         load_assignors(list(parsed.partition_assignment_strategy))  # type: ignore[arg-type]

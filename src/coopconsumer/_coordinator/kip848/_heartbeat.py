@@ -28,7 +28,7 @@ from ..._protocol.group_messages import (
     ConsumerGroupHeartbeatRequestTopicPartitions,
 )
 from ..._types import TopicPartition
-from .._core import ms
+from .._base import ms
 from .._effects import Observation
 from .._error_actions import Api, ErrorAction, action_for
 from .._fetch import drive_fetches

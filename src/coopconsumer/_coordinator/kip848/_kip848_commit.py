@@ -22,7 +22,7 @@ import logging
 
 from ..._errors import CommitFailedError, RebalanceInProgressError
 from ..._protocol import errors
-from .._core import first_commit_error, ms, offset_commit_request
+from .._base import first_commit_error, ms, offset_commit_request
 from .._effects import CommitDone
 from .._error_actions import Api, ErrorAction, action_for
 from .._host import commit_fatal as commit_fatal

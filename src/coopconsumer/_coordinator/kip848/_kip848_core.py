@@ -21,8 +21,7 @@ import attrs
 from ..._errors import ConfigurationError, CoopConsumerError
 from ..._protocol.group_messages import ConsumerGroupHeartbeatResponse
 from ..._types import ConsumerGroupMetadata, TopicPartition
-from .._base import MemberBase
-from .._core import check_group_identity, ms, positive
+from .._base import CoordinatorLookup, MemberBase, check_group_identity, ms, positive
 from .._effects import (
     CommitDone,
     Effect,
@@ -37,7 +36,6 @@ from .._outcomes import (
     OffsetFetchOutcome,
     Pending,
 )
-from .._states import CoordinatorLookup
 from ._kip848_states import HEARTBEAT_STATES, ConsumerMemberState
 
 __all__ = [

@@ -14,6 +14,7 @@ Pure: no sockets, threads, clocks, ``confluent_kafka`` or ``coopconsumer._io``.
 from __future__ import annotations
 
 from ..._types import ConsumerGroupMetadata, TopicPartition
+from ...assignors._api import RebalanceProtocol
 from .._dispatch import dispatch
 from .._effects import Effect
 from .._own_commits import OwnCommits, earliest
@@ -62,6 +63,11 @@ class ConsumerGroupMember:
     def is_leader(self) -> bool:
         """Always False: the coordinator assigns (KIP-848 has no group leader)."""
         return False
+
+    @property
+    def protocol(self) -> RebalanceProtocol:
+        """COOPERATIVE: KIP-848 revokes and assigns incrementally."""
+        return RebalanceProtocol.COOPERATIVE
 
     @property
     def protocol_name(self) -> str | None:

@@ -63,6 +63,33 @@ class ConsumerMemberState(enum.Enum):
     UNRELEASED_INSTANCE_ID or GROUP_AUTHORIZATION_FAILED. Only ``CloseRequested``
     leaves it (to CLOSED)."""
 
+    @property
+    def stopped(self) -> bool:
+        """Closed, or failed for good: nothing but ``CloseRequested`` moves it."""
+        return self in (ConsumerMemberState.CLOSED, ConsumerMemberState.FATAL)
+
+    @property
+    def unjoined(self) -> bool:
+        """Out of the group after an unsubscribe (or never in it)."""
+        return self is ConsumerMemberState.UNSUBSCRIBED
+
+    @property
+    def manual(self) -> bool:
+        """Partitions assigned by the application, not by a group."""
+        return self is ConsumerMemberState.MANUAL
+
+    @property
+    def quiet(self) -> bool:
+        """The member queues no work for ``poll()`` until the application acts. Not
+        STABLE: a heartbeat answer there can carry a revocation that is queued at once."""
+        return self is ConsumerMemberState.MANUAL
+
+    @property
+    def rejoining(self) -> bool:
+        """Never: a KIP-848 member's epoch moves without a JoinGroup round, and a
+        transactional commit carries the current one."""
+        return False
+
 
 #: States in which the member heartbeats with its epoch.
 HEARTBEAT_STATES = frozenset(

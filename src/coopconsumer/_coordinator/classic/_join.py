@@ -16,10 +16,10 @@ from collections.abc import Sequence
 
 import attrs
 
-from .. import consumer_protocol
-from .._errors import AssignorError, CoopConsumerError, ProtocolError
-from .._protocol import errors
-from .._protocol.messages import (
+from ... import consumer_protocol
+from ..._errors import AssignorError, CoopConsumerError, ProtocolError
+from ..._protocol import errors
+from ..._protocol.messages import (
     JoinGroupRequest,
     JoinGroupRequestProtocol,
     JoinGroupResponse,
@@ -27,21 +27,22 @@ from .._protocol.messages import (
     SyncGroupRequest,
     SyncGroupRequestAssignment,
 )
-from ..assignors._api import (
+from ...assignors._api import (
     ClusterMetadata,
     ConsumerPartitionAssignor,
     GroupSubscription,
     RebalanceProtocol,
     Subscription,
 )
-from ..assignors._validation import check_assignment, validate_cooperative_assignment
-from ._core import COOPERATIVE_STICKY, LEADER_SYNC_DELAY_S, PROTOCOL_TYPE, MemberCore, ms
-from ._diff import revoke_before_join
-from ._effects import Observation, ReportError
-from ._error_actions import Api, ErrorAction, action_for
-from ._inputs import ListenerDone
-from ._metadata import want_metadata
-from ._outcomes import JoinGroupOutcome
+from ...assignors._validation import check_assignment, validate_cooperative_assignment
+from .._base import ms
+from .._diff import revoke_before_join
+from .._effects import Observation, ReportError
+from .._error_actions import Api, ErrorAction, action_for
+from .._inputs import ListenerDone
+from .._metadata import want_metadata
+from .._outcomes import JoinGroupOutcome
+from ._core import COOPERATIVE_STICKY, LEADER_SYNC_DELAY_S, PROTOCOL_TYPE, MemberCore
 from ._states import MemberState
 
 

@@ -16,12 +16,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .._types import ConsumerGroupMetadata, TopicPartition
-from ..assignors._api import ConsumerPartitionAssignor, RebalanceProtocol
+from ..._types import ConsumerGroupMetadata, TopicPartition
+from ...assignors._api import ConsumerPartitionAssignor, RebalanceProtocol
+from .._dispatch import dispatch
+from .._effects import Effect
+from .._own_commits import OwnCommits, earliest
 from ._core import MemberConfig, MemberCore
-from ._dispatch import dispatch
-from ._effects import Effect
-from ._own_commits import OwnCommits, earliest
 from ._states import MemberState
 from ._table import IGNORED, TRANSITIONS
 

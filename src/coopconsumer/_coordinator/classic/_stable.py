@@ -14,19 +14,20 @@ from __future__ import annotations
 
 import logging
 
-from .._protocol import errors
-from .._protocol.messages import HeartbeatRequest
-from ._core import MemberCore, ms
-from ._effects import Observation
-from ._error_actions import Api, ErrorAction, action_for
-from ._fetch import drive_fetches
-from ._inputs import MetadataUpdate, PollCalled, Subscribe
+from ..._protocol import errors
+from ..._protocol.messages import HeartbeatRequest
+from .._base import CoordinatorLookup, ms
+from .._effects import Observation
+from .._error_actions import Api, ErrorAction, action_for
+from .._fetch import drive_fetches
+from .._inputs import CoordinatorFound, MetadataUpdate, PollCalled, Subscribe
+from .._manual import drive_waiting_commits
+from .._metadata import want_metadata
+from .._outcomes import HeartbeatOutcome
+from ._core import MemberCore
 from ._join import enter_prepare, leader_assign, maybe_send_join, send_leader_sync
 from ._leave import leave_if_pending, poll_expired
-from ._manual import drive_waiting_commits
-from ._metadata import want_metadata
-from ._outcomes import HeartbeatOutcome
-from ._states import CoordinatorLookup, MemberState
+from ._states import MemberState
 
 
 def apply_subscription(m: MemberCore) -> bool:
@@ -181,6 +182,15 @@ def drive(m: MemberCore, now: float) -> None:
         maybe_send_join(m, now)
     elif m.state is MemberState.LEADER_AWAITING_METADATA:
         send_leader_sync(m, now)
+
+
+def on_coordinator_found(m: MemberCore, event: CoordinatorFound, now: float) -> None:
+    if event.node_id != m.live_node:
+        m.live_node = None
+    m.coordinator_found(event.node_id, now)
+    if m.heartbeating():
+        m.heartbeat_due = max(now, m.heartbeat_retry_at)
+    drive(m, now)
 
 
 def on_poll(m: MemberCore, event: PollCalled, now: float) -> None:

@@ -15,7 +15,6 @@ __all__ = [
     "JOIN_STAGE_STATES",
     "REBALANCING_STATES",
     "TERMINAL_STATES",
-    "CoordinatorLookup",
     "MemberState",
 ]
 
@@ -83,6 +82,39 @@ class MemberState(enum.Enum):
     """Terminal: a non-recoverable error (``Fatal`` effect) such as FENCED_INSTANCE_ID
     or GROUP_AUTHORIZATION_FAILED. Only ``CloseRequested`` leaves it (to CLOSED)."""
 
+    @property
+    def stopped(self) -> bool:
+        """Closed, or failed for good: nothing but ``CloseRequested`` moves it."""
+        return self in TERMINAL_STATES
+
+    @property
+    def unjoined(self) -> bool:
+        """Out of the group after an unsubscribe (or never in it)."""
+        return self is MemberState.UNJOINED
+
+    @property
+    def manual(self) -> bool:
+        """Partitions assigned by the application, not by a group."""
+        return self is MemberState.MANUAL
+
+    @property
+    def quiet(self) -> bool:
+        """The member queues no work for ``poll()`` until the application acts, or until
+        it has joined and synced a rebalance on the driver thread (so ``poll()`` may
+        wait longer between looks)."""
+        return self in (MemberState.STABLE, MemberState.MANUAL)
+
+    @property
+    def rejoining(self) -> bool:
+        """A JoinGroup or SyncGroup is under way: the generation a transactional commit
+        would carry is about to be superseded."""
+        return self in (
+            MemberState.PREPARING_JOIN,
+            MemberState.JOINING,
+            MemberState.LEADER_AWAITING_METADATA,
+            MemberState.AWAITING_SYNC,
+        )
+
 
 #: States in which the member heartbeats and watches the session and poll timeouts.
 #: (PREPARING_JOIN only while it still holds a generation.)
@@ -121,26 +153,3 @@ REBALANCING_STATES = frozenset(
 )
 
 TERMINAL_STATES = frozenset({MemberState.CLOSED, MemberState.FATAL})
-
-
-class CoordinatorLookup(enum.Enum):
-    """Where the member is in finding its group coordinator.
-
-    Not a ``MemberState``: a member in any live state can lose its coordinator and
-    look it up again without its group state changing (Java's ``coordinatorUnknown()``
-    sits beside ``MemberState`` likewise). Folding the two would multiply every live
-    state by these four (docs/architecture.md, "Why two small enums and a pending
-    leave are not states").
-    """
-
-    KNOWN = "known"
-    """The coordinator's node id is known (``coordinator_id`` is set)."""
-
-    IDLE = "idle"
-    """Unknown, and no lookup asked for yet."""
-
-    LOOKING = "looking"
-    """A ``FindCoordinator`` effect was emitted and has no answer yet."""
-
-    BACKING_OFF = "backing-off"
-    """The last lookup failed; the next one is due ``retry.backoff.ms`` after it."""

@@ -10,19 +10,19 @@ Pure: imports the core and the join, leave and stable phases; never I/O, threads
 
 from __future__ import annotations
 
-from .. import consumer_protocol
-from .._errors import AssignorError, ProtocolError
-from .._protocol import errors
-from .._types import TopicPartition
-from ..assignors._api import Assignment, RebalanceProtocol
+from ... import consumer_protocol
+from ..._errors import AssignorError, ProtocolError
+from ..._protocol import errors
+from ..._types import TopicPartition
+from ...assignors._api import Assignment, RebalanceProtocol
+from .._diff import diff_assignment
+from .._effects import Assign, ListenerKind, Observation, ReportError
+from .._error_actions import Api, ErrorAction, action_for
+from .._inputs import ListenerDone
+from .._outcomes import SyncGroupOutcome
 from ._core import PROTOCOL_TYPE, MemberCore
-from ._diff import diff_assignment
-from ._effects import Assign, ListenerKind, Observation, ReportError
-from ._error_actions import Api, ErrorAction, action_for
-from ._inputs import ListenerDone
 from ._join import enter_prepare, rejoin_now
 from ._leave import leave_if_pending
-from ._outcomes import SyncGroupOutcome
 from ._stable import check_rejoin_needed
 from ._states import MemberState
 

@@ -14,14 +14,14 @@ import logging
 
 import attrs
 
-from .._errors import CommitFailedError, CoopConsumerError
-from .._protocol import errors
-from .._protocol.messages import LeaveGroupRequest, MemberIdentity
+from ..._errors import CommitFailedError, CoopConsumerError
+from ..._protocol import errors
+from ..._protocol.messages import LeaveGroupRequest, MemberIdentity
+from .._error_actions import Api
+from .._inputs import CloseRequested, LeaveRequested, ListenerDone, PollCalled
+from .._outcomes import LeaveGroupOutcome
 from ._core import MemberCore, PendingLeave
-from ._error_actions import Api
-from ._inputs import CloseRequested, LeaveRequested, ListenerDone, PollCalled
 from ._join import enter_prepare
-from ._outcomes import LeaveGroupOutcome
 from ._states import JOIN_STAGE_STATES, MemberState
 
 

@@ -14,39 +14,42 @@ Pure: no sockets, threads, clocks, ``confluent_kafka`` or ``coopconsumer._io``.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import ClassVar, Final
 
 import attrs
 
-from .._errors import ConfigurationError, KafkaError
-from .._protocol import errors
-from .._protocol.messages import (
+from ..._errors import ConfigurationError, KafkaError
+from ..._protocol import errors
+from ..._protocol.messages import (
     JoinGroupResponseMember,
-    OffsetCommitRequest,
-    OffsetCommitRequestPartition,
-    OffsetCommitRequestTopic,
-    OffsetCommitResponse,
     SyncGroupRequestAssignment,
 )
-from .._types import ConsumerGroupMetadata, TopicPartition
-from ..assignors._api import Assignment, ClusterMetadata, ConsumerPartitionAssignor
-from ..assignors._loading import select_rebalance_protocol
-from ._base import MemberBase
-from ._effects import (
-    Observation,
-    OffsetAndMetadata,
+from ..._types import ConsumerGroupMetadata
+from ...assignors._api import Assignment, ClusterMetadata, ConsumerPartitionAssignor
+from ...assignors._loading import select_rebalance_protocol
+from .._base import (
+    NO_GENERATION,
+    CoordinatorLookup,
+    MemberBase,
+    check_group_identity,
+    ms,
+    offset_commit_request,
+    positive,
 )
-from ._error_actions import Api
-from ._inputs import (
+from .._effects import (
+    Observation,
+)
+from .._error_actions import Api
+from .._inputs import (
     CommitRequested,
     MetadataUpdate,
     RequestFailed,
     ResponseReceived,
     Subscribe,
 )
-from ._metadata import MetadataRefresh, metadata_answer
-from ._outcomes import (
+from .._metadata import MetadataRefresh, metadata_answer
+from .._outcomes import (
     RESPONSE_TYPES,
     FindCoordinatorOutcome,
     HeartbeatOutcome,
@@ -61,7 +64,6 @@ from ._states import (
     HEARTBEAT_STATES,
     JOIN_REQUEST_STATES,
     JOIN_STAGE_STATES,
-    CoordinatorLookup,
     MemberState,
 )
 
@@ -69,11 +71,9 @@ __all__ = [
     "COOPERATIVE_STICKY",
     "JOIN_GROUP_TIMEOUT_LAPSE_S",
     "LEADER_SYNC_DELAY_S",
-    "NO_GENERATION",
     "PROTOCOL_TYPE",
     "MemberConfig",
     "MemberCore",
-    "ms",
 ]
 
 #: JoinGroup's protocol type for consumers.
@@ -91,22 +91,6 @@ JOIN_GROUP_TIMEOUT_LAPSE_S: Final = 5.0
 #: (docs/testing.md, "Quirks of the embedded brokers"). Kafka answers a follower's
 #: SyncGroup in either order; there this costs 20 ms per round.
 LEADER_SYNC_DELAY_S: Final = 0.02
-#: The generation id of a member that has none.
-NO_GENERATION: Final = -1
-
-
-def positive(instance: object, attribute: attrs.Attribute[int], value: int) -> None:
-    """attrs validator of a setting in milliseconds that must be above zero."""
-    if value <= 0:
-        raise ConfigurationError(f"{attribute.name} must be positive, got {value}")
-
-
-def check_group_identity(group_id: str, group_instance_id: str | None) -> None:
-    """A subscribing member needs a group id; a static one a non-empty instance id."""
-    if not group_id:
-        raise ConfigurationError("group.id is required for a subscribing consumer")
-    if group_instance_id is not None and not group_instance_id:
-        raise ConfigurationError("group.instance.id must not be empty")
 
 
 def _check_config(config: MemberConfig) -> None:
@@ -161,11 +145,6 @@ class PendingLeave:
     reason: str
     asked_at: float
     deadline: float
-
-
-def ms(value_ms: int) -> float:
-    """Kafka's milliseconds as the core's float seconds."""
-    return value_ms / 1000.0
 
 
 class MemberCore(MemberBase[MemberState]):
@@ -464,45 +443,3 @@ class MemberCore(MemberBase[MemberState]):
 
     def rebalance_failed(self, now: float) -> None:
         self.observe(Observation.REBALANCE_FAILED, now)
-
-
-def offset_commit_request(
-    *,
-    group_id: str,
-    generation_id: int,
-    member_id: str,
-    group_instance_id: str | None,
-    offsets: Mapping[TopicPartition, OffsetAndMetadata],
-) -> OffsetCommitRequest:
-    """The OffsetCommit of ``offsets``, topics and partitions in order. Both group
-    protocols send it: ``generation_id`` is the classic generation (-1 outside a group)
-    or KIP-848's member epoch (the field is ``GenerationIdOrMemberEpoch`` in the spec)."""
-    by_topic: dict[str, list[OffsetCommitRequestPartition]] = {}
-    for tp in sorted(offsets):
-        om = offsets[tp]
-        by_topic.setdefault(tp.topic, []).append(
-            OffsetCommitRequestPartition(
-                partition_index=tp.partition,
-                committed_offset=om.offset,
-                committed_leader_epoch=om.leader_epoch,
-                committed_metadata=om.metadata,
-            )
-        )
-    return OffsetCommitRequest(
-        group_id=group_id,
-        generation_id=generation_id,
-        member_id=member_id,
-        group_instance_id=group_instance_id,
-        topics=tuple(
-            OffsetCommitRequestTopic(name=topic, partitions=tuple(parts))
-            for topic, parts in by_topic.items()
-        ),
-    )
-
-
-def first_commit_error(response: OffsetCommitResponse) -> int:
-    """The first partition error of an OffsetCommit answer (``errors.NONE`` if none)."""
-    return next(
-        (p.error_code for t in response.topics for p in t.partitions if p.error_code),
-        errors.NONE,
-    )

@@ -9,20 +9,18 @@ Pure: imports the core and the join and stable phases; never I/O, threads or clo
 
 from __future__ import annotations
 
-from .._errors import CommitFailedError, RebalanceInProgressError
-from .._protocol import errors
-from ._core import (
-    MemberCore,
-    first_commit_error,
-)
-from ._effects import CommitDone
-from ._error_actions import Api, ErrorAction, action_for
-from ._host import commit_fatal as commit_fatal
-from ._host import commit_not_member as commit_not_member
-from ._inputs import CommitRequested
+from ..._errors import CommitFailedError, RebalanceInProgressError
+from ..._protocol import errors
+from .._base import first_commit_error
+from .._effects import CommitDone
+from .._error_actions import Api, ErrorAction, action_for
+from .._host import commit_fatal as commit_fatal
+from .._host import commit_not_member as commit_not_member
+from .._inputs import CommitRequested
+from .._manual import refuse_simple_commit
+from .._outcomes import OffsetCommitOutcome
+from ._core import MemberCore
 from ._join import enter_prepare
-from ._manual import refuse_simple_commit
-from ._outcomes import OffsetCommitOutcome
 from ._stable import request_rejoin
 from ._states import MemberState
 

@@ -20,10 +20,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final
 
-from .. import _transition_table
-from . import _commit, _discovery, _fetch, _join, _leave, _manual, _stable, _sync
-from ._core import MemberCore
-from ._inputs import (
+from ... import _transition_table
+from .. import _discovery, _fetch
+from .. import _manual as _shared_manual
+from .._inputs import (
     AssignRequested,
     CloseRequested,
     CommitRequested,
@@ -38,7 +38,7 @@ from ._inputs import (
     Subscribe,
     Tick,
 )
-from ._outcomes import (
+from .._outcomes import (
     FindCoordinatorOutcome,
     HeartbeatOutcome,
     JoinGroupOutcome,
@@ -47,6 +47,8 @@ from ._outcomes import (
     OffsetFetchOutcome,
     SyncGroupOutcome,
 )
+from . import _commit, _join, _leave, _manual, _stable, _sync
+from ._core import MemberCore
 from ._states import MemberState
 
 __all__ = [
@@ -168,7 +170,7 @@ _ROWS: tuple[tuple[Iterable[MemberState], type, Handler, Iterable[MemberState]],
         (AWAITING_SYNC, JOINING),
     ),
     # The coordinator, timers and polls.
-    *(((s,), CoordinatorFound, _discovery.on_coordinator_found, _DRIVE[s]) for s in _LIVE),
+    *(((s,), CoordinatorFound, _stable.on_coordinator_found, _DRIVE[s]) for s in _LIVE),
     (_LIVE, CoordinatorUnavailable, _discovery.on_coordinator_unavailable, (FATAL,)),
     (_LIVE, FindCoordinatorOutcome, _discovery.lookup_outcome, (FATAL,)),
     *(((s,), Tick, _stable.on_tick, _DRIVE[s]) for s in _LIVE),
@@ -199,7 +201,7 @@ _ROWS: tuple[tuple[Iterable[MemberState], type, Handler, Iterable[MemberState]],
         (),
     ),
     ((UNJOINED, POLL_EXPIRED, CLOSED), CommitRequested, _commit.commit_not_member, ()),
-    ((MANUAL,), CommitRequested, _manual.commit_manual, ()),
+    ((MANUAL,), CommitRequested, _shared_manual.commit_manual, ()),
     ((FATAL,), CommitRequested, _commit.commit_fatal, ()),
     (
         (UNJOINED, MANUAL, POLL_EXPIRED, LEAVING),

@@ -246,28 +246,11 @@ def _poll_for(consumer: Consumer, seconds: float) -> None:
         consumer.poll(0.1)
 
 
-def test_mutual_tls_on_kafka(certs: TestCertificates) -> None:
+def test_mutual_tls_end_to_end_on_kafka(certs: TestCertificates) -> None:
+    # The refusal of an anonymous client is test_security.py's mutual TLS test (Tansu's
+    # gateway and Kafka); here the same certificates carry records both ways.
     with embedded_broker("kafka", tls=certs.tls_files(require_client_cert=True)) as broker:
         assert broker.client_config["security.protocol"] == "ssl"
-        good = parse_security(
-            {
-                "security.protocol": "ssl",
-                "ssl.ca.location": str(certs.ca),
-                "ssl.certificate.location": str(certs.client_cert),
-                "ssl.key.location": str(certs.client_key_encrypted),
-                "ssl.key.password": certs.client_key_password,
-            }
-        )
-        with KafkaClient(ClientConfig(bootstrap_servers=broker.bootstrap, security=good)) as c:
-            assert c.metadata(timeout_ms=10000).brokers
-        anonymous = parse_security({"security.protocol": "ssl", "ssl.ca.location": str(certs.ca)})
-        with KafkaClient(
-            ClientConfig(bootstrap_servers=broker.bootstrap, security=anonymous)
-        ) as client:
-            started = time.monotonic()
-            with pytest.raises(AuthenticationError):
-                client.metadata(timeout_ms=int(FAIL_FAST_S * 1000))
-            assert time.monotonic() - started < FAIL_FAST_S + 5
         # The same certificates end to end: produce with librdkafka, consume with ours.
         topic = unique_name("mtls")
         broker.create_topic(topic, PARTITIONS)

@@ -1,6 +1,7 @@
 """Shared plumbing of the broker benchmarks: rebalance, throughput and idle CPU.
 
-Starts an embedded Tansu broker through ``coopconsumer.testing``, produces records
+Starts an embedded broker through ``coopconsumer.testing`` (``--broker tansu``, the
+default, or ``--broker kafka``: one Apache Kafka KRaft node), produces records
 fast with confluent-kafka, and prints aligned tables. Benchmarks print figures; they
 assert nothing about speed (speed is never asserted in tests either).
 
@@ -9,6 +10,7 @@ Imports coopconsumer's public API and its ``testing`` module, and confluent-kafk
 
 from __future__ import annotations
 
+import argparse
 import os
 import platform
 import time
@@ -20,13 +22,32 @@ import confluent_kafka
 
 from coopconsumer.testing import EmbeddedBroker, embedded_broker
 
-__all__ = ["describe_machine", "filled_topic", "print_table", "produce", "tansu"]
+__all__ = [
+    "add_broker_argument",
+    "describe_machine",
+    "filled_topic",
+    "print_table",
+    "produce",
+    "started_broker",
+]
+
+
+def add_broker_argument(parser: argparse.ArgumentParser) -> None:
+    """``--broker tansu|kafka``: the embedded broker a benchmark runs against."""
+    parser.add_argument(
+        "--broker",
+        choices=("tansu", "kafka"),
+        default="tansu",
+        help="embedded broker: tansu (memory storage) or kafka (one Apache Kafka KRaft node)",
+    )
 
 
 @contextmanager
-def tansu() -> Iterator[EmbeddedBroker]:
-    """An embedded Tansu broker (memory storage) for the duration of the block."""
-    with embedded_broker("tansu") as broker:
+def started_broker(kind: str) -> Iterator[EmbeddedBroker]:
+    """An embedded broker of ``kind`` ("tansu" or "kafka") for the duration of the block."""
+    if kind not in ("tansu", "kafka"):
+        raise ValueError(f"unknown broker {kind!r}")
+    with embedded_broker("kafka" if kind == "kafka" else "tansu") as broker:
         yield broker
 
 

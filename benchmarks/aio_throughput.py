@@ -50,7 +50,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from _common import describe_machine, filled_topic, print_table, tansu
+from _common import add_broker_argument, describe_machine, filled_topic, print_table, started_broker
 from throughput import Pass, _settings, coop_pass
 
 import coopconsumer
@@ -279,11 +279,12 @@ def main() -> None:
     parser.add_argument("--partitions", type=int, default=4)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--idle-s", type=float, default=10.0)
+    add_broker_argument(parser)
     args = parser.parse_args()
 
     print(describe_machine())
     order = list(_PASSES)
-    with tansu() as broker:
+    with started_broker(args.broker) as broker:
         topic = filled_topic(
             broker,
             "aio-throughput",

@@ -38,7 +38,7 @@ from collections.abc import Callable
 from typing import Any
 
 import confluent_kafka
-from _common import describe_machine, print_table, produce, tansu
+from _common import add_broker_argument, describe_machine, print_table, produce, started_broker
 
 import coopconsumer
 from coopconsumer import TransactionalOutput, TransactionalProcessor
@@ -272,9 +272,10 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--batch", type=int, default=500)
     parser.add_argument("--commit-interval-ms", type=int, default=100)
+    add_broker_argument(parser)
     args = parser.parse_args()
     print(describe_machine())
-    with tansu() as broker:
+    with started_broker(args.broker) as broker:
         source = f"in-{uuid.uuid4().hex[:8]}"
         broker.create_topic(source, PARTITIONS)
         produce(broker.bootstrap, source, args.records, partitions=PARTITIONS, with_keys=True)

@@ -31,7 +31,7 @@ import sys
 import time
 import uuid
 
-from _common import describe_machine, print_table, tansu
+from _common import add_broker_argument, describe_machine, print_table, started_broker
 
 PARTITIONS = 4
 
@@ -114,12 +114,13 @@ def main() -> None:
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--bootstrap", help=argparse.SUPPRESS)
     parser.add_argument("--topic", help=argparse.SUPPRESS)
+    add_broker_argument(parser)
     args = parser.parse_args()
     if args.worker:
         worker(args.worker, args.bootstrap, args.topic, args.seconds, args.heartbeat_ms)
         return
     print(describe_machine())
-    with tansu() as broker:
+    with started_broker(args.broker) as broker:
         topic = f"idle-{uuid.uuid4().hex[:8]}"
         broker.create_topic(topic, partitions=PARTITIONS)
         rows = []

@@ -107,7 +107,7 @@ from contextlib import contextmanager
 from typing import Any
 
 import confluent_kafka
-from _common import describe_machine, print_table, tansu
+from _common import describe_machine, print_table, started_broker
 
 import coopconsumer
 from coopconsumer import RebalanceListener, TopicPartition
@@ -476,7 +476,7 @@ def _metric(result: Result, name: str, spec: str) -> str:
 def _broker(kind: str) -> Iterator[EmbeddedBroker]:
     """Tansu, or the mock with the settings the header line names."""
     if kind == "tansu":
-        with tansu() as broker:
+        with started_broker("tansu") as broker:
             yield broker
         return
     if kind == "kafka":

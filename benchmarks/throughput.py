@@ -56,7 +56,7 @@ import uuid
 from collections.abc import Callable
 
 import confluent_kafka
-from _common import describe_machine, filled_topic, print_table, tansu
+from _common import add_broker_argument, describe_machine, filled_topic, print_table, started_broker
 
 import coopconsumer
 from coopconsumer._config import ConsumerConfig
@@ -220,10 +220,11 @@ def main() -> None:
     parser.add_argument("--value-size", type=int, default=100)
     parser.add_argument("--partitions", type=int, default=4)
     parser.add_argument("--rounds", type=int, default=5)
+    add_broker_argument(parser)
     args = parser.parse_args()
 
     print(describe_machine())
-    with tansu() as broker:
+    with started_broker(args.broker) as broker:
         topic = filled_topic(
             broker,
             "throughput",

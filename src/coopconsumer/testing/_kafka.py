@@ -331,13 +331,16 @@ class KafkaCluster(EmbeddedBroker):
         if self._stopped:
             return
         self._stopped = True
-        running = [n for n in self.nodes if n.running]
+        # A node whose supervisor never reported its JVM's pid has nothing to signal
+        # here (pid 0 would be this process group): its supervisor's stop() ends it.
+        running = [n for n in self.nodes if n.running and n._java_pid is not None]
         for node in running:
+            assert node._java_pid is not None
             if node._paused:
                 with contextlib.suppress(ProcessLookupError):
-                    os.kill(node._java_pid or 0, signal.SIGCONT)
+                    os.kill(node._java_pid, signal.SIGCONT)
             with contextlib.suppress(ProcessLookupError):
-                os.kill(node._java_pid or 0, signal.SIGTERM)
+                os.kill(node._java_pid, signal.SIGTERM)
         deadline = time.monotonic() + _SHUTDOWN_GRACE_S
         for node in running:
             self._reap(node, timeout_s=max(0.1, deadline - time.monotonic()))

@@ -402,7 +402,13 @@ class KafkaCluster(EmbeddedBroker):
         env["LOG_DIR"] = str(node.directory / "logs")
         process = _ManagedProcess(argv, env=env, label=f"kafka-{node.node_id}")
         node._process = process
-        header = process.read_line(30.0)
+        try:
+            header = process.read_line(60.0)
+        except TimeoutError as exc:
+            raise BrokerStartupError(
+                f"Kafka node {node.node_id}: its supervisor did not start java within 60 s",
+                stderr_tail=process.output_tail(),
+            ) from exc
         if header is None:
             raise BrokerStartupError(
                 f"Kafka node {node.node_id}: its supervisor exited before starting java",

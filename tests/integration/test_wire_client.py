@@ -8,6 +8,7 @@ LeaveGroup round, OffsetCommit/OffsetFetch and ListOffsets after producing recor
 from __future__ import annotations
 
 import struct
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -476,17 +477,29 @@ def fetched_offsets(response: OffsetFetchResponse, version: int) -> dict[int, tu
     }
 
 
+_COORDINATOR_MOVING = frozenset({errors.NOT_COORDINATOR, errors.COORDINATOR_LOAD_IN_PROGRESS})
+
+
 def test_offset_commit_then_fetch_returns_the_committed_offsets(
     broker: EmbeddedBroker, client: KafkaClient, unique_topic: str, unique_group: str
 ) -> None:
     broker.create_topic(unique_topic, partitions=3)
-    coordinator = find_coordinator(client, unique_group)
-    v_commit = client.negotiated_version(coordinator, OffsetCommitRequest)
-    v_fetch = client.negotiated_version(coordinator, OffsetFetchRequest)
     offsets = {0: 5, 1: 0, 2: 42}
-    committed: OffsetCommitResponse = client.request(
-        coordinator, commit_request(v_commit, unique_group, unique_topic, offsets)
-    )
+    # A coordinator that has just taken the group's offsets partition answers
+    # NOT_COORDINATOR or COORDINATOR_LOAD_IN_PROGRESS for a moment (seen on Kafka 3.9.2
+    # on a fresh broker): a client looks it up again and retries, as ours does.
+    deadline = time.monotonic() + 30.0
+    while True:
+        coordinator = find_coordinator(client, unique_group)
+        v_commit = client.negotiated_version(coordinator, OffsetCommitRequest)
+        v_fetch = client.negotiated_version(coordinator, OffsetFetchRequest)
+        committed: OffsetCommitResponse = client.request(
+            coordinator, commit_request(v_commit, unique_group, unique_topic, offsets)
+        )
+        codes = {p.error_code for t in committed.topics for p in t.partitions}
+        if not codes & _COORDINATOR_MOVING or time.monotonic() >= deadline:
+            break
+        time.sleep(0.1)
     assert [
         (t.name, sorted((p.partition_index, p.error_code) for p in t.partitions))
         for t in committed.topics

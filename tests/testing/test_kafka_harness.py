@@ -243,6 +243,12 @@ def test_kill_pause_and_restart_act_on_one_node(cluster: KafkaCluster) -> None:
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
     producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all"})
 
+    # Each node learns of the topic from the controller on its own: the node this admin
+    # asks may not list it yet (seen on Kafka 3.9.2).
+    _wait(
+        lambda: [leader >= 0 for leader, _ in _leaders(admin, topic).values()] == [True] * 3,
+        "every node to list the topic with its leaders",
+    )
     victim = _leaders(admin, topic)[0][0]
     pid = cluster.node(victim).pid
     cluster.kill(victim)

@@ -155,3 +155,43 @@ def test_a_positive_sign_from_a_larger_cluster_proves_only_that_one_broker_answe
         clock.now += 1.0
         failures.settle()
     assert caplog.records[-1].getMessage().startswith("no longer failing (not seen for 20 s")
+
+
+@pytest.mark.parametrize(
+    ("bootstrap", "broker", "over"),
+    [
+        ("127.0.0.1:9092", "127.0.0.1:9092/bootstrap", True),
+        ("kafka-1:9093", "sasl_ssl://kafka-1:9093/bootstrap", True),
+        # Two addresses: the answer proves only that one of them was reached.
+        ("127.0.0.1:9092,127.0.0.1:9093", "127.0.0.1:9092/bootstrap", False),
+        # A broker learned from metadata is not the bootstrap address.
+        ("127.0.0.1:9092", "127.0.0.1:9092/1", False),
+    ],
+)
+def test_an_answer_proves_the_sole_bootstrap_address_reached(
+    caplog: pytest.LogCaptureFixture, bootstrap: str, broker: str, over: bool
+) -> None:
+    """A CI run of the transactional producer's recovery: librdkafka reported the
+    cluster as "0/2 brokers are down" (the bootstrap address and the broker behind it),
+    never "1/1", so the one-broker rule did not apply, yet the coordinator's answer
+    proves the sole bootstrap address was reached: its refusals are over then."""
+    clock = _Clock()
+    logger = logging.getLogger("test.failure_log")
+    failures = FailureLog.for_config(
+        logger, {"bootstrap.servers": bootstrap, "reconnect.backoff.max.ms": 10_000}
+    )
+    librdkafka = LibrdkafkaLog(logger, failures)
+    refused = f"{broker}: Connect to ipv4#127.0.0.1:9092 failed: Connection refused"
+    with caplog.at_level(logging.DEBUG, logger="test.failure_log"):
+        _fail_for(librdkafka, clock, [refused], 4.0)
+        failures.note_client_error("0/2 brokers are down")
+        before = len(caplog.records)
+        failures.recovered("the transaction coordinator answered")
+    said = [r.getMessage() for r in caplog.records[before:]]
+    if over:
+        assert said == [
+            "no longer failing (the transaction coordinator answered, 8 time(s) in all): "
+            + refused
+        ]
+    else:
+        assert said == []

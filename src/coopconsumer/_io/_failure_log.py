@@ -48,6 +48,9 @@ _TRANSPORT: Final = re.compile(
     r"Connect to |Disconnected|Receive failed|Send failed|SSL handshake failed|"
     r"Failed to resolve"
 )
+#: The broker librdkafka names after a ``bootstrap.servers`` entry ("host:port/bootstrap",
+#: with a "proto://" prefix under TLS or SASL), at the start of its failure texts.
+_BOOTSTRAP_BROKER: Final = re.compile(r"^(?:[a-z_]+://)?[^\s/]+/bootstrap:")
 
 
 def backoff_window_s(conf: Mapping[str, object]) -> float:
@@ -93,13 +96,27 @@ class FailureLog:
         window_s: float,
         *,
         clock: Callable[[], float] = time.monotonic,
+        bootstrap_servers: str = "",
     ) -> None:
         self._logger = logger
         self.window_s = max(_MIN_WINDOW_S, window_s)
         self._clock = clock
+        #: One address in ``bootstrap.servers``: any answer then proves it was reached,
+        #: since a client learns of every other broker through it.
+        self._sole_bootstrap = len([a for a in bootstrap_servers.split(",") if a.strip()]) == 1
         self._seen: dict[str, _Seen] = {}
         #: Occurrences not reported (kept for tests and the metrics).
         self.suppressed = 0
+
+    @classmethod
+    def for_config(cls, logger: logging.Logger, conf: Mapping[str, object]) -> FailureLog:
+        """The failure log of a librdkafka client configured with ``conf``: its window
+        from ``reconnect.backoff.max.ms``, its bootstrap list from ``bootstrap.servers``."""
+        return cls(
+            logger,
+            backoff_window_s(conf),
+            bootstrap_servers=str(conf.get("bootstrap.servers", "")),
+        )
 
     def admit(self, key: str, level: int) -> str | None:
         """None: do not report this occurrence. Otherwise the suffix to append to the
@@ -142,10 +159,14 @@ class FailureLog:
 
     def recovered(self, sign: str) -> None:
         """A broker answered (``sign`` says how: "a record was delivered"). Logs once
-        that the failures this proves over have stopped: "brokers are down", and, when
-        the cluster was reported as one broker ("1/1 brokers are down"), that broker's
-        connection failures. Others wait for :meth:`settle`. Cheap when nothing failed:
-        callers may call it for every answer."""
+        that the failures this proves over have stopped: "brokers are down"; when the
+        cluster was reported as one broker ("1/1 brokers are down"), that broker's
+        connection failures; and the connection failures of the sole
+        ``bootstrap.servers`` address, which the client must have reached to learn of
+        the broker that answered (librdkafka may report the cluster as "0/2 brokers are
+        down" once it knows the broker behind the address, or not at all). Others wait
+        for :meth:`settle`. Cheap when nothing failed: callers may call it for every
+        answer."""
         if not self._seen:
             return
         downs = [_BROKERS_DOWN.search(key) for key in self._seen]
@@ -153,7 +174,12 @@ class FailureLog:
             m.group(2) == "1" for m in downs if m is not None
         )
         for key in list(self._seen):
-            if _BROKERS_DOWN.search(key) or (sole_broker and _TRANSPORT.search(key)):
+            transport = _TRANSPORT.search(key) is not None
+            if (
+                _BROKERS_DOWN.search(key)
+                or (sole_broker and transport)
+                or (self._sole_bootstrap and transport and _BOOTSTRAP_BROKER.match(key))
+            ):
                 self._over(key, sign)
 
     def _over(self, key: str, why: str) -> None:

@@ -22,7 +22,7 @@ import confluent_kafka
 from .._errors import ConfigurationError, KafkaError, RequestTimeoutError
 from .._protocol import errors
 from .._types import TopicPartition
-from ._failure_log import FailureLog, LibrdkafkaLog, backoff_window_s
+from ._failure_log import FailureLog, LibrdkafkaLog
 from ._librdkafka import HandleLayoutError, consumer_queue
 
 __all__ = [
@@ -115,7 +115,7 @@ class Fetcher:
         # Each distinct failure once per reconnect.backoff.max.ms, not every attempt
         # (issue 35); the client errors of the same failure share the window.
         target = logger if logger is not None else LIBRDKAFKA_LOG
-        self.failures = FailureLog(target, backoff_window_s(conf))
+        self.failures = FailureLog.for_config(target, conf)
         conf["logger"] = LibrdkafkaLog(target, self.failures)
         conf["error_cb"] = self._on_client_error
         #: Errors librdkafka reported while reaching brokers, oldest first, for the
@@ -346,7 +346,7 @@ def end_offsets(
     if "bootstrap.servers" not in conf:
         raise ConfigurationError("end_offsets config needs bootstrap.servers")
     conf["logger"] = LibrdkafkaLog(
-        LIBRDKAFKA_LOG, FailureLog(LIBRDKAFKA_LOG, backoff_window_s(conf))
+        LIBRDKAFKA_LOG, FailureLog.for_config(LIBRDKAFKA_LOG, conf)
     )
     conf.setdefault("group.id", "coopconsumer-end-offsets")
     conf.update(_FORCED)

@@ -31,7 +31,7 @@ import confluent_kafka
 from .._errors import ConfigurationError, DeliveryError
 from .._security import is_security_key, parse_security
 from .._types import TopicPartition
-from ._failure_log import FailureLog, LibrdkafkaLog, backoff_window_s
+from ._failure_log import FailureLog, LibrdkafkaLog
 
 __all__ = [
     "DEFAULT_MESSAGE_TIMEOUT_MS",
@@ -310,7 +310,7 @@ class IdempotentProducer:
         self._clock = clock
         conf["error_cb"] = self._on_client_error
         # Each distinct failure once per reconnect.backoff.max.ms (issue 35).
-        self._failures = FailureLog(log, backoff_window_s(conf))
+        self._failures = FailureLog.for_config(log, conf)
         conf["logger"] = LibrdkafkaLog(log, self._failures)
         try:
             self._producer = confluent_kafka.Producer(conf)

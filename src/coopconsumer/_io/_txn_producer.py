@@ -43,7 +43,7 @@ from .._errors import (
     TransactionError,
 )
 from .._types import ConsumerGroupMetadata, TopicPartition
-from ._failure_log import FailureLog, LibrdkafkaLog, backoff_window_s
+from ._failure_log import FailureLog, LibrdkafkaLog
 from ._producer import Headers, common_producer_config
 
 __all__ = [
@@ -242,7 +242,7 @@ class TransactionalProducer:
         conf: dict[str, object] = dict(checked)
         conf["error_cb"] = self._on_client_error
         # Each distinct failure once per reconnect.backoff.max.ms (issue 35).
-        self._failures = FailureLog(log, backoff_window_s(conf))
+        self._failures = FailureLog.for_config(log, conf)
         conf["logger"] = LibrdkafkaLog(log, self._failures)
         # Only failed records are reported: a callback per delivered record would cost
         # a Python call per record, and commit_transaction() waits for every delivery

@@ -171,6 +171,9 @@ def test_metadata_for_an_unknown_topic_reports_its_error_code(
 # --------------------------------------------------------------------------- group round
 
 
+_COORDINATOR_MOVING = frozenset({errors.NOT_COORDINATOR, errors.COORDINATOR_LOAD_IN_PROGRESS})
+
+
 class Member:
     """One hand-driven group member with its own client (its own connection)."""
 
@@ -188,6 +191,11 @@ class Member:
 
     def send(self, request: Request) -> PendingRequest[Any]:
         return self.client.send(self.coordinator, request)
+
+    def rediscover(self) -> None:
+        """Look the coordinator up again after a short pause."""
+        time.sleep(0.1)
+        self.coordinator = find_coordinator(self.client, self.group)
 
     def send_join(self) -> PendingRequest[Any]:
         return self.send(
@@ -256,6 +264,12 @@ def join_all(members: list[Member]) -> None:
                     member.member_id = response.member_id
                     joins[key] = member.send_join()
                 elif response.error_code == errors.REBALANCE_IN_PROGRESS:
+                    joins[key] = member.send_join()
+                elif response.error_code in _COORDINATOR_MOVING:
+                    # A coordinator that has just taken the group's offsets partition
+                    # turns JoinGroups away for a moment (seen on a fresh Kafka 3.9.2):
+                    # a client looks the coordinator up again and rejoins, as ours does.
+                    member.rediscover()
                     joins[key] = member.send_join()
                 else:
                     assert response.error_code == 0, response
@@ -475,9 +489,6 @@ def fetched_offsets(response: OffsetFetchResponse, version: int) -> dict[int, tu
         for t in response.topics
         for p in t.partitions
     }
-
-
-_COORDINATOR_MOVING = frozenset({errors.NOT_COORDINATOR, errors.COORDINATOR_LOAD_IN_PROGRESS})
 
 
 def test_offset_commit_then_fetch_returns_the_committed_offsets(

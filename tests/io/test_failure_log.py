@@ -190,8 +190,7 @@ def test_an_answer_proves_the_sole_bootstrap_address_reached(
     said = [r.getMessage() for r in caplog.records[before:]]
     if over:
         assert said == [
-            "no longer failing (the transaction coordinator answered, 8 time(s) in all): "
-            + refused
+            "no longer failing (the transaction coordinator answered, 8 time(s) in all): " + refused
         ]
     else:
         assert said == []

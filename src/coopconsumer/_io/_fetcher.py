@@ -345,9 +345,7 @@ def end_offsets(
     conf: dict[str, object] = dict(config)
     if "bootstrap.servers" not in conf:
         raise ConfigurationError("end_offsets config needs bootstrap.servers")
-    conf["logger"] = LibrdkafkaLog(
-        LIBRDKAFKA_LOG, FailureLog.for_config(LIBRDKAFKA_LOG, conf)
-    )
+    conf["logger"] = LibrdkafkaLog(LIBRDKAFKA_LOG, FailureLog.for_config(LIBRDKAFKA_LOG, conf))
     conf.setdefault("group.id", "coopconsumer-end-offsets")
     conf.update(_FORCED)
     conf["allow.auto.create.topics"] = False

@@ -1,4 +1,4 @@
-"""The ``ReplicaAssignor`` contract (KIP-style, seed 001) and the cluster view it reads.
+"""The ``ReplicaAssignor`` contract (pluggable replica placement) and the cluster view it reads.
 
 An assignor computes where the new partitions of one topic go, from a snapshot of the
 cluster (:class:`ClusterView`: brokers, racks, current replicas, bytes per broker), or
@@ -53,7 +53,7 @@ class NewPartitions:
     """The partitions to place: ids ``partition_ids`` of ``topic`` (new ones only),
     each with ``replication_factor`` replicas.
 
-    ``principal`` is who asks, as the brokers name it (``"User:alice"``; seed 001's
+    ``principal`` is who asks, as the brokers name it (``"User:alice"``, Kafka's
     ``KafkaPrincipal``), so a per-tenant rule can decide by it; None when the client
     cannot tell (see ``AdminClient``'s ``principal``).
     """
@@ -179,7 +179,7 @@ class ClusterView:
 
 
 class ReplicaAssignor(abc.ABC):
-    """Places the new partitions of one topic (seed 001's ``ReplicaAssignor``).
+    """Places the new partitions of one topic (the pluggable ``ReplicaAssignor``).
 
     Subclass it and implement :meth:`assign`; load it by name or ``module:Class``
     (``replica.assignor`` in the admin configuration). Instances must not keep state

@@ -1,11 +1,11 @@
-"""``balanced``: placement that reads the cluster's current load (seed 001's scenarios).
+"""``balanced``: placement that reads the cluster's current load (the placement scenarios).
 
 Each replica of each new partition goes to the eligible broker with the fewest
 replicas (then, among those, the broker on the least loaded rack, then the fewest
 preferred leaderships, the fewest bytes, the lowest id), on a rack the partition does
 not use yet while one is left; the member with the fewest preferred leaderships is put
 first (the preferred leader), so leaderships spread too. That one rule covers the
-seed's scenarios (docs/admin.md has an example of each):
+four scenarios of pluggable replica placement (docs/admin.md has an example of each):
 
 1. New brokers (no replicas) get new partitions first, until they catch up.
 2. Brokers being drained (``draining``) get none.

@@ -1,4 +1,4 @@
-"""Self-healing after a broker failure (seed 002), from the client side.
+"""Self-healing after a broker failure, from the client side.
 
 A broker absent longer than ``heal.failure.interval.ms`` is failed (one that returns
 sooner triggers nothing); the replicas it held are re-placed with the configured

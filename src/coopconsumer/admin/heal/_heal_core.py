@@ -1,4 +1,4 @@
-"""The healer's decisions, sans-I/O (seed 002): failure discovery and mitigation in
+"""The healer's decisions, sans-I/O: failure discovery and mitigation in
 chunks through the reassignment executor's core.
 
 :class:`HealerCore` takes what the cluster shows (:class:`ClusterSeen`) and the
@@ -55,7 +55,7 @@ __all__ = [
     "parse_heal_config",
 ]
 
-#: ``heal.failure.interval.ms`` default: 30 minutes, the seed's suggestion.
+#: ``heal.failure.interval.ms`` default: 30 minutes, the design's suggestion.
 DEFAULT_FAILURE_INTERVAL_MS: Final = 30 * 60 * 1000
 #: ``heal.chunk.size`` default.
 DEFAULT_CHUNK_SIZE: Final = 10
@@ -255,7 +255,7 @@ class _Chunk:
 
 
 class HealerCore:
-    """Failure discovery and chunked mitigation (seed 002).
+    """Failure discovery and chunked mitigation.
 
     A broker absent from the cluster (not live, yet named by a replica or already
     tracked) gets a first-seen time; absent ``failure_interval_ms`` later it is
@@ -480,7 +480,7 @@ class HealerCore:
             c = self._next_ready(now)
             if c is None:
                 return actions
-            # Another tool's reassignment in flight: not ours to touch (seed 000).
+            # Another tool's reassignment in flight: not ours to touch.
             others = {
                 tp: seen.partitions[tp]
                 for tp in c.partitions

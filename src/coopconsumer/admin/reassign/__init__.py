@@ -1,4 +1,4 @@
-"""Batched, cancellable partition reassignment with rollback (seed 000, over KIP-455).
+"""Batched, cancellable partition reassignment with rollback, over KIP-455.
 
 A :class:`ReassignmentPlan` records per partition the target and the original
 replicas; :func:`plan_move_off`, :func:`plan_add_brokers` and :func:`plan_rebalance`

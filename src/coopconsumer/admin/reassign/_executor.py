@@ -238,7 +238,7 @@ class CancelRequested:
 
 @attrs.frozen
 class TargetChangeRequested:
-    """A user changes the target of one partition (seed 000's rule for an in-flight one)."""
+    """A user changes the target of one partition (the rule for an in-flight one)."""
 
     tp: TopicPartition
     replicas: tuple[int, ...]
@@ -400,7 +400,7 @@ class Progress:
 def replicas_to_keep(
     original_count: int, assigned: Sequence[int], isr: Sequence[int], leader: int
 ) -> tuple[int, ...]:
-    """Seed 000's rule for a reassignment that changes in flight: of the assigned
+    """The rule for a reassignment that changes in flight: of the assigned
     replicas, keep the leader, then in-sync ones, then out-of-sync ones (sorted), up
     to as many as the partition had originally; the rest may be dropped now."""
     ordered = ([leader] if leader in assigned else []) + [r for r in isr if r in assigned]
@@ -744,7 +744,7 @@ class ExecutorCore:
         if on == set(m.target):
             if m.final_target is not None:
                 # The interim target is reached: the new replicas are in sync, now
-                # drop the old ones the interim kept (seed 000's second step).
+                # drop the old ones the interim kept (the in-flight change's second step).
                 m.target, m.final_target = m.final_target, None
                 self._submit_one(m, now, resubmit)
             elif self._dirs_done(m, seen):

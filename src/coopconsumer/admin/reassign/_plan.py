@@ -1,5 +1,5 @@
-"""Reassignment plans: per partition the target and the original replicas (seed
-000's ``original_replicas``), as diffable JSON, and the goals that generate them.
+"""Reassignment plans: per partition the target and the original replicas (what
+a rollback restores: ``original_replicas``), as diffable JSON, and the goals that generate them.
 
 Pure: imports the standard library, attrs and the assignor contract; no I/O.
 See docs/admin.md, "Reassigning partitions".

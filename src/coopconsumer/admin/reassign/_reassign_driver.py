@@ -369,7 +369,7 @@ class ReassignmentExecutor:
         self.feed(CancelRequested(None if partitions is None else frozenset(partitions)))
 
     def change_target(self, tp: TopicPartition, replicas: Sequence[int]) -> None:
-        """Change one partition's target (seed 000's rule for an in-flight one)."""
+        """Change one partition's target (the rule for an in-flight one)."""
         self.feed(TargetChangeRequested(tp, tuple(replicas)))
 
     def change_config(self, config: ExecutorConfig) -> None:

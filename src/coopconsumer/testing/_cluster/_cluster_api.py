@@ -100,7 +100,7 @@ class ReplicationCluster(abc.ABC):
     @abc.abstractmethod
     def topics_being_deleted(self) -> dict[str, list[tuple[int, int]]]:
         """Deleted topics with replicas still to delete on brokers that are down:
-        name -> ``(partition, broker)`` pairs (seed 004's queued close-replica)."""
+        name -> ``(partition, broker)`` pairs (the controller's queued close-replica requests)."""
 
     @abc.abstractmethod
     def request_counts(self) -> dict[str, int]:

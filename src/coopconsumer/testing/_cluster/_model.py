@@ -36,7 +36,7 @@ What it models, after Kafka's replication design and its KRaft controller:
   ``replica_lag_time_max_s``) and revived.
 - Automatic preferred-leader balancing (``auto.leader.rebalance.enable``, every
   ``leader.imbalance.check.interval.seconds``, on by default as in Kafka).
-- Topic deletion through seed 004's states: partitions go offline then non-existent,
+- Topic deletion through the controller's states: partitions go offline then non-existent,
   replicas offline, then deleting; a replica on a broker that is down stays deleting
   (its close-replica request is queued) until the broker returns, and until then the
   name cannot be created again.
@@ -196,7 +196,7 @@ class ReplicaState(enum.Enum):
     #: or it was stopped to be deleted.
     OFFLINE = "offline"
     #: Being removed (reassignment done or cancelled, topic deleted); on a broker that
-    #: is down it stays here until the broker returns and deletes it (seed 004).
+    #: is down it stays here until the broker returns and deletes it (Kafka's replication design).
     DELETING = "deleting"
     #: Gone.
     NON_EXISTENT = "non_existent"
@@ -967,9 +967,10 @@ class ClusterModel:
         return OK
 
     def _delete_topic(self, cmd: DeleteTopic) -> Outcome:
-        """Seed 004: the partitions go offline, then non-existent; every replica is
-        stopped (offline) and its deletion starts; a broker that is up deletes at once,
-        one that is down when it returns (its close-replica request waits)."""
+        """As in Kafka's replication design, the partitions go offline, then
+        non-existent; every replica is stopped (offline) and its deletion starts; a
+        broker that is up deletes at once, one that is down when it returns (its
+        close-replica request waits)."""
         topic = self._topics.pop(cmd.name, None)
         if topic is None:
             return _unknown_topic(cmd.name)
@@ -1148,7 +1149,7 @@ class ClusterModel:
         for p in self._hosted_by(cmd.node_id):
             self._touch(p)
         broker.state = BrokerState.ONLINE
-        # Queued close-replica requests of deleted topics run first (seed 004).
+        # Queued close-replica requests of deleted topics run first (Kafka's design).
         self._finish_deletions()
         if was is not BrokerState.DEAD:
             return OK

@@ -1,12 +1,14 @@
 """The asyncio host's coupling to the sync classes it builds on stays declared.
 
-``HostedConsumer``, ``LoopDriver`` and ``LoopKafkaClient`` subclass ``Consumer``,
-``Driver`` and ``KafkaClient`` and override or use some of their protected names;
-``AsyncConsumer`` drives a ``HostedConsumer``. Each base class lists that surface in
+``LoopDriver`` and ``LoopKafkaClient`` subclass ``Driver`` and ``KafkaClient`` and
+override or use some of their protected names. Each base class lists that surface in
 ``_ASYNCIO_HOST_SURFACE`` (docs/architecture.md, "The asyncio host's hooks"). Read from
 the source: every name aio overrides or uses is listed, and every listed name still
 exists in the base, so a refactor of a base class that renames a hook fails here
 rather than leaving an override that nothing calls any more.
+
+The consumer itself is not subclassed: ``Consumer`` and ``AsyncConsumer`` both compose a
+``ConsumerCore`` and use only its public names (checked here too).
 """
 
 from __future__ import annotations
@@ -18,15 +20,15 @@ from pathlib import Path
 
 import pytest
 
-from coopconsumer._consumer import Consumer
+from coopconsumer import _consumer as sync_consumer
 from coopconsumer._io._client import KafkaClient
 from coopconsumer._io._member_driver import Driver
 from coopconsumer.aio import _consumer as aio_consumer
-from coopconsumer.aio._hosted import HostedConsumer
+from coopconsumer.aio import _listener_tasks
 from coopconsumer.aio._loop_client import LoopKafkaClient
 from coopconsumer.aio._loop_driver import LoopDriver
 
-CASES = [(HostedConsumer, Consumer), (LoopDriver, Driver), (LoopKafkaClient, KafkaClient)]
+CASES = [(LoopDriver, Driver), (LoopKafkaClient, KafkaClient)]
 
 
 def _class_tree(cls: type) -> ast.ClassDef:
@@ -69,25 +71,41 @@ def _uses_of(sub: type, base: type) -> set[str]:
     return overridden | (protected - own) | (protected & assigned)
 
 
-def _facade_uses() -> set[str]:
-    """Protected names ``AsyncConsumer`` reads on its ``HostedConsumer``."""
-    tree = ast.parse(Path(aio_consumer.__file__).read_text())
-    hosted = {"hosted", "self._hosted"}
+#: How the facades and the listener tasks name the core they compose.
+_CORE_NAMES = {"core", "self._core", "self._core.positions", "core.positions"}
+
+
+def _core_uses(module_file: str) -> set[str]:
+    """Protected names a module reads or changes on its ``ConsumerCore`` (or on the
+    core's positions)."""
+    tree = ast.parse(Path(module_file).read_text())
     return {
         node.attr
         for node in ast.walk(tree)
         if isinstance(node, ast.Attribute)
         and node.attr.startswith("_")
-        and ast.unparse(node.value) in hosted
+        and ast.unparse(node.value) in _CORE_NAMES
     }
+
+
+@pytest.mark.parametrize(
+    "module", [sync_consumer, aio_consumer, _listener_tasks], ids=lambda m: m.__name__
+)
+def test_the_facades_use_only_the_cores_public_names(module: object) -> None:
+    used = _core_uses(module.__file__)  # type: ignore[attr-defined]
+    assert used == set(), f"{module} reaches into the consumer core: {sorted(used)}"
+
+
+def test_the_core_check_sees_a_protected_name(tmp_path: Path) -> None:
+    path = tmp_path / "probe.py"
+    path.write_text("def f(core):\n    return core._fatal, self._core.positions._fetch_starts\n")
+    assert _core_uses(str(path)) == {"_fatal", "_fetch_starts"}
 
 
 @pytest.mark.parametrize(("sub", "base"), CASES, ids=lambda c: c.__name__)
 def test_every_name_aio_relies_on_is_declared_by_the_base(sub: type, base: type) -> None:
     declared: frozenset[str] = base._ASYNCIO_HOST_SURFACE  # type: ignore[attr-defined]
     used = _uses_of(sub, base)
-    if base is Consumer:
-        used |= _facade_uses() - set(vars(HostedConsumer)) - {"_init_async", "_listener_error"}
     undeclared = sorted(used - declared)
     assert undeclared == [], (
         f"{sub.__name__} overrides or uses {undeclared} of {base.__name__}: add them to "

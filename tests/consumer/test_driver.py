@@ -138,11 +138,11 @@ def test_read_committed_fetches_stable_offsets(cluster: FakeCluster) -> None:
 
 
 def test_logical_offsets_match_librdkafka() -> None:
-    from coopconsumer import _consumer
+    from coopconsumer._consumer_core import _arguments
     from coopconsumer._io import _fetcher
 
-    assert _consumer._OFFSET_BEGINNING == _fetcher.OFFSET_BEGINNING
-    assert _consumer._OFFSET_END == _fetcher.OFFSET_END
+    assert _arguments.OFFSET_BEGINNING == _fetcher.OFFSET_BEGINNING
+    assert _arguments.OFFSET_END == _fetcher.OFFSET_END
 
 
 def test_importing_the_package_does_not_load_librdkafka() -> None:

@@ -397,17 +397,19 @@ def test_a_lookup_answered_while_the_commit_before_revoking_runs_starts_its_part
     a, _ = cluster.consumer(settings())
     fetcher = cluster.fetchers[-1]
     p0, p1 = TopicPartition(TOPIC, 0), TopicPartition(TOPIC, 1)
-    a._assigned |= {p0, p1}
+    a._core.positions.assigned |= {p0, p1}
     fetcher.assign({p0: 0})
     assert [m.offset() for m in fetcher.consume(1, 0.0)] == [0]
-    a._unpositioned.add(p1)  # its lookup is in flight
-    a._do(CommitBeforeRevoke(partitions=frozenset({p0, p1})))
-    assert a._revoke_commit is not None
-    a._start_fetching({p1: None})  # the lookup's answer: no committed offset, earliest
-    a._flush_starts()
+    a._core.positions.unpositioned.add(p1)  # its lookup is in flight
+    a._core.do(CommitBeforeRevoke(partitions=frozenset({p0, p1})))
+    assert a._core.revoke_commit is not None
+    a._core.positions.start_fetching(
+        {p1: None}
+    )  # the lookup's answer: no committed offset, earliest
+    a._core.flush_starts()
     assert p1 in fetcher.assigned
     assert fetcher.consume(10, 0.0) == []  # neither partition being revoked flows
-    until(lambda: a._revoke_commit is None, a._run_app_work, "the commit to end")
+    until(lambda: a._core.revoke_commit is None, a._core.run_app_work, "the commit to end")
     assert fetcher.consume(1, 0.0) != []  # resumed when it ends (no REVOKED here)
     a.close()
 
@@ -427,7 +429,7 @@ def test_close_stops_waiting_as_soon_as_the_commit_before_revoking_is_answered(
     at_answer: list[bool] = []
 
     def spying_wait_for(predicate: Callable[[], bool], timeout_s: float) -> bool:
-        commit = a._revoke_commit
+        commit = a._core.revoke_commit
         if commit is not None:
             # Runs on the thread that answers the future (or here, if answered).
             commit.future.add_done_callback(lambda _f: at_answer.append(predicate()))

@@ -1,7 +1,9 @@
 """``AsyncConsumer``: the consumer for asyncio applications (docs/asyncio.md).
 
 The group member, every broker connection and the consumer's own logic run on the
-event loop (``_hosted``, ``_loop_driver``, ``_loop_client``); librdkafka's fetch
+event loop: this facade composes the ``ConsumerCore`` the sync ``Consumer`` composes,
+with the loop's driver and client (``_loop_driver``, ``_loop_client``) and coroutine
+callbacks run as tasks (``_listener_tasks``); librdkafka's fetch
 threads wake the loop through a file descriptor when records arrive
 (``_records_wakeup``). No method blocks the loop: where the sync ``Consumer`` waits,
 this one awaits.
@@ -18,13 +20,15 @@ from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from .._config import ConsumerConfig
-from .._consumer import client_for, close_notices
-from .._coordinator import CloseRequested, LeaveRequested
+from .._consumer import client_for
+from .._consumer_core._arguments import OFFSET_BEGINNING, OFFSET_END, subscription
+from .._consumer_core._core import ConsumerCore, close_notices
+from .._coordinator import AssignmentChange, CloseRequested, LeaveRequested
 from .._errors import ConfigurationError, CoopConsumerError, RequestTimeoutError
 from .._listener import RebalanceListener, RebalanceListenerLike
 from .._types import ConsumerGroupMetadata, TopicPartition
 from ..assignors import RebalanceProtocol
-from ._hosted import HostedConsumer, is_async_listener
+from ._listener_tasks import ListenerTasks, is_async_listener
 from ._loop_client import LoopKafkaClient
 from ._loop_driver import LoopDriver
 from ._records_wakeup import RecordsWakeup
@@ -98,10 +102,10 @@ class AsyncConsumer:
             settings.close()
             client = LoopKafkaClient(settings.config, loop, self._wake_driver)
             wakeup = RecordsWakeup.create(loop, fetcher._consumer, self._signal.set)
-            hosted = HostedConsumer.__new__(HostedConsumer)
-            hosted._init_async(self._signal.set)
-            hosted._setup(cfg, fetcher, client)
-            fetcher.shut = hosted.callback_running
+            tasks = ListenerTasks(self._signal.set)
+            core = ConsumerCore(cfg, fetcher, client, driver_type=LoopDriver, gate=tasks)
+            tasks.bind(core)
+            fetcher.shut = tasks.running
         except BaseException:
             if wakeup is not None:
                 wakeup.close()
@@ -114,8 +118,9 @@ class AsyncConsumer:
             # Dropped without close(): librdkafka must stop writing to the socket pair
             # before its descriptors can be closed and reused.
             weakref.finalize(self, wakeup.close)
-        self._hosted = hosted
-        driver = hosted._driver
+        self._core = core
+        self._tasks = tasks
+        driver = core.driver
         assert isinstance(driver, LoopDriver)
         self._driver = driver
         driver.set_on_publish(self._signal.set)
@@ -135,46 +140,48 @@ class AsyncConsumer:
         """Join the group for ``topics`` (names or a pattern, as
         :meth:`Consumer.subscribe`). ``listener``'s callbacks may be coroutines.
         Returns at once; the following :meth:`poll` calls join and run the callbacks."""
-        hosted = self._hosted
+        core = self._core
+        core.check_usable()
+        wanted = subscription(topics, broker_regex=core.config.kip848)
+        if wanted is None:
+            core.leave()  # as Consumer.subscribe([]): unsubscribe
+            return
         if listener is not None and is_async_listener(listener):
-            hosted.subscribe(topics, None)
-            hosted.set_async_listener(listener)
+            core.subscribe(wanted, None)
+            self._tasks.set_listener(listener)
         else:
-            hosted.subscribe(topics, listener)  # type: ignore[arg-type]
-            hosted.set_async_listener(None)
+            core.subscribe(wanted, listener)  # type: ignore[arg-type]
+            self._tasks.set_listener(None)
 
     async def unsubscribe(self) -> None:
         """Leave the group, as :meth:`Consumer.unsubscribe` (callbacks on the loop,
         commit first with ``enable.auto.commit``)."""
-        hosted = self._hosted
-        hosted._check_usable()
-        if self._driver.state.manual:
-            hosted._commit_removed(frozenset(hosted._assigned))
+        self._core.prepare_leave()
         deadline = self._driver.clock() + self._api_timeout_s
-        hosted._driver.request(LeaveRequested(commit_wait_s=self._api_timeout_s / 2), 0.0)
+        self._driver.request(LeaveRequested(commit_wait_s=self._api_timeout_s / 2), 0.0)
         await self._run_until(
             lambda: self._driver.state.unjoined or self._driver.state.stopped,
             deadline,
             "leaving the group",
         )
-        hosted._raise_pending()
+        self._core.raise_pending()
 
     def assign(self, partitions: Iterable[object]) -> None:
         """Consume exactly ``partitions`` without joining the group
         (:meth:`Consumer.assign`)."""
-        self._hosted.assign(partitions)
+        self._core.assign(partitions, AssignmentChange.REPLACE, "assign()")
 
     def unassign(self) -> None:
         """Drop the manual assignment (:meth:`Consumer.unassign`)."""
-        self._hosted.unassign()
+        self._core.assign((), AssignmentChange.REPLACE, "unassign()")
 
     def incremental_assign(self, partitions: Iterable[object]) -> None:
         """Add to the manual assignment (:meth:`Consumer.incremental_assign`)."""
-        self._hosted.incremental_assign(partitions)
+        self._core.assign(partitions, AssignmentChange.ADD, "incremental_assign()")
 
     def incremental_unassign(self, partitions: Iterable[object]) -> None:
         """Remove from the manual assignment (:meth:`Consumer.incremental_unassign`)."""
-        self._hosted.incremental_unassign(partitions)
+        self._core.assign(partitions, AssignmentChange.REMOVE, "incremental_unassign()")
 
     # ------------------------------------------------------------------ records
 
@@ -203,10 +210,11 @@ class AsyncConsumer:
                 yield record
 
     async def _consume(self, count: int, timeout: float | None) -> list[Message]:
-        hosted = self._hosted
+        core = self._core
+        tasks = self._tasks
         deadline = None if timeout is None or timeout < 0 else self._driver.clock() + timeout
         while True:
-            call = hosted.listener_call
+            call = tasks.call
             if call is not None and not call.task.done():
                 # As a sync callback runs inside poll(), no record is returned while a
                 # coroutine callback runs (none of partitions being revoked, above all).
@@ -216,8 +224,8 @@ class AsyncConsumer:
                 remaining = None if deadline is None else deadline - self._driver.clock()
                 await asyncio.wait({call.task}, timeout=remaining)
                 continue
-            if call is not None or hosted.has_listener_error:
-                hosted.run_app_work()
+            if call is not None or tasks.has_error:
+                core.run_held_work()
             now = self._driver.clock()
             if now - self._resumed_at >= _YIELD_EVERY_S:
                 # Records ready make this return without suspending, so a reading loop
@@ -227,7 +235,7 @@ class AsyncConsumer:
                 await asyncio.sleep(0)
                 self._resumed_at = now = self._driver.clock()
             # Never blocks: librdkafka is asked with a zero timeout.
-            records = hosted.consume(count, 0)
+            records = core.consume(count, 0)
             if records:
                 return records
             if deadline is not None and now >= deadline:
@@ -240,15 +248,15 @@ class AsyncConsumer:
 
     def _slice(self, now: float) -> float:
         """How long to await before looking again when nothing woke us."""
-        hosted = self._hosted
+        positions = self._core.positions
         if self._records_wakeup is None:
             return _POLLING_SLICE_S
-        if hosted._revoke_commit is not None:
+        if self._core.revoke_commit is not None:
             return _REVOKE_COMMIT_SLICE_S
         wait = _IDLE_SLICE_S
-        if hosted._unpositioned and hosted._lookup is None:
+        if positions.unpositioned and positions.lookup is None:
             # A failed committed-offset lookup is retried by the next call after this.
-            wait = min(wait, hosted._next_position_retry - now)
+            wait = min(wait, positions.next_retry - now)
         return max(0.0, wait)
 
     # ------------------------------------------------------------------ offsets
@@ -257,22 +265,22 @@ class AsyncConsumer:
         """Commit ``offsets`` (None: the consumed position of every assigned
         partition) with the member's generation; errors as :meth:`Consumer.commit`.
         Cancelling the await does not cancel the commit (it may still be made)."""
-        future = self._hosted.commit(offsets, asynchronous=True)
+        future = self._core.commit(offsets)
         await self._answer(future, self._api_timeout_s, "commit")
 
     def commit_nowait(self, offsets: object = None) -> Future[None]:
         """Start a commit and return its ``concurrent.futures.Future`` (completed on
         the loop; ``asyncio.wrap_future`` makes it awaitable)."""
-        return self._hosted.commit(offsets, asynchronous=True)
+        return self._core.commit(offsets)
 
     async def committed(
         self, partitions: Iterable[TopicPartition], timeout: float | None = None
     ) -> dict[TopicPartition, int | None]:
         """The group's committed offsets of ``partitions`` (None: nothing committed)."""
-        hosted = self._hosted
-        hosted._check_usable()
+        core = self._core
+        core.check_usable()
         wanted = frozenset(partitions)
-        timeout_s = hosted._timeout_or_default(timeout)
+        timeout_s = core.timeout_or_default(timeout)
         result = await self._answer(
             self._driver.fetch_committed(wanted, timeout_s), timeout_s, "committed()"
         )
@@ -292,41 +300,41 @@ class AsyncConsumer:
 
     def position(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int | None]:
         """The offset of the next record per assigned partition (:meth:`Consumer.position`)."""
-        return self._hosted.position(partitions)
+        return self._core.position(partitions)
 
     def seek(self, partition: TopicPartition, offset: int) -> None:
         """Fetch ``partition`` from ``offset`` next (:meth:`Consumer.seek`)."""
-        self._hosted.seek(partition, offset)
+        self._core.seek(partition, offset)
 
     def seek_to_beginning(self, partitions: Iterable[TopicPartition]) -> None:
         """:meth:`Consumer.seek_to_beginning`."""
-        self._hosted.seek_to_beginning(partitions)
+        self._core.seek_all(partitions, OFFSET_BEGINNING)
 
     def seek_to_end(self, partitions: Iterable[TopicPartition]) -> None:
         """:meth:`Consumer.seek_to_end`."""
-        self._hosted.seek_to_end(partitions)
+        self._core.seek_all(partitions, OFFSET_END)
 
     def pause(self, partitions: Iterable[TopicPartition]) -> None:
         """Stop returning records of ``partitions`` until :meth:`resume`; kept across
         rebalances for partitions this member keeps, dropped with revoked ones."""
-        self._hosted.pause(partitions)
+        self._core.pause(partitions, paused=True)
 
     def resume(self, partitions: Iterable[TopicPartition]) -> None:
         """Undo :meth:`pause`."""
-        self._hosted.resume(partitions)
+        self._core.pause(partitions, paused=False)
 
     def paused(self) -> frozenset[TopicPartition]:
         """The partitions paused by the application."""
-        return frozenset(self._hosted._paused)
+        return frozenset(self._core.positions.paused)
 
     def assignment(self) -> frozenset[TopicPartition]:
         """The partitions currently assigned to this consumer."""
-        return self._hosted.assignment()
+        return frozenset(self._core.positions.assigned)
 
     async def lag(self, partition: TopicPartition, timeout: float | None = None) -> int | None:
         """:meth:`Consumer.lag`: asks the partition leader for its end offset through
         librdkafka, whose call blocks; it runs in the loop's default executor."""
-        return await self._loop.run_in_executor(None, self._hosted.lag, partition, timeout)
+        return await self._loop.run_in_executor(None, self._core.lag, partition, timeout)
 
     async def get_watermark_offsets(
         self, partition: TopicPartition, timeout: float | None = None, cached: bool = False
@@ -334,9 +342,9 @@ class AsyncConsumer:
         """:meth:`Consumer.get_watermark_offsets` (the broker's answer through
         librdkafka in the default executor; ``cached=True`` asks nothing)."""
         if cached:
-            return self._hosted.get_watermark_offsets(partition, timeout, cached=True)
+            return self._core.watermarks(partition, timeout, True)
         return await self._loop.run_in_executor(
-            None, self._hosted.get_watermark_offsets, partition, timeout, False
+            None, self._core.watermarks, partition, timeout, False
         )
 
     async def offsets_for_times(
@@ -348,24 +356,24 @@ class AsyncConsumer:
         ``KafkaError``, ``RequestTimeoutError``). librdkafka's ListOffsets blocks its
         caller: it runs in the loop's default executor."""
         return await self._loop.run_in_executor(
-            None, self._hosted.offsets_for_times, timestamps, timeout
+            None, self._core.offsets_for_times, timestamps, timeout
         )
 
     def records_lag(self) -> dict[TopicPartition, int]:
         """Per assigned partition, the records after the position as of the last fetch."""
-        return self._hosted.records_lag()
+        return self._core.records_lag()
 
     def metrics(self) -> dict[str, float]:
         """The ``consumer-coordinator-metrics`` group (:meth:`Consumer.metrics`)."""
-        return self._hosted.metrics()
+        return self._core.metrics.snapshot(self._driver.clock()).to_dict()
 
     def fetch_metrics(self) -> dict[str, float]:
         """The ``consumer-fetch-manager-metrics`` group (:meth:`Consumer.fetch_metrics`)."""
-        return self._hosted.fetch_metrics()
+        return self._core.fetch_metrics.snapshot(self._driver.clock()).to_dict()
 
     def group_metadata(self) -> ConsumerGroupMetadata:
         """:meth:`Consumer.group_metadata`."""
-        return self._hosted.group_metadata()
+        return self._core.group_metadata()
 
     def consumer_group_metadata(self) -> ConsumerGroupMetadata:
         """confluent-kafka's name for :meth:`group_metadata`."""
@@ -373,22 +381,22 @@ class AsyncConsumer:
 
     def _rejoining(self) -> bool:
         """:meth:`Consumer._rejoining` (read by the exactly-once loop)."""
-        return self._hosted._rejoining()
+        return self._driver.state.rejoining
 
     @property
     def rebalance_protocol(self) -> RebalanceProtocol:
         """``EAGER`` or ``COOPERATIVE`` (:attr:`Consumer.rebalance_protocol`)."""
-        return self._hosted.rebalance_protocol
+        return self._core.rebalance_protocol
 
     @property
     def assignor(self) -> str | None:
         """The assignor the coordinator chose at the last join."""
-        return self._hosted.assignor
+        return self._driver.protocol_name
 
     @property
     def is_leader(self) -> bool:
         """Whether this member led its last join."""
-        return self._hosted.is_leader
+        return self._driver.is_leader
 
     # ------------------------------------------------------------------ close
 
@@ -398,12 +406,10 @@ class AsyncConsumer:
         send LeaveGroup, stop the driver task, close the fetcher and the sockets.
         Waits at most ``timeout`` seconds (default 30) and logs what it waits for, as
         :meth:`Consumer.close` (which says how long and why). Idempotent."""
-        hosted = self._hosted
-        if self._closed or hosted._closing or hosted._closed:
+        core = self._core
+        if self._closed or not core.begin_close():
             return
         self._closed = True
-        hosted._closing = True
-        hosted._finalizer.detach()
         timeout_s = _CLOSE_TIMEOUT_S if timeout is None else max(0.0, timeout)
         deadline = self._driver.clock() + timeout_s
         driver = self._driver
@@ -413,7 +419,7 @@ class AsyncConsumer:
                 try:
                     start, later = close_notices(timeout_s, timeout is not None)
                     log.info("%s", start)
-                    if hosted._auto_commit and driver.state.manual:
+                    if core.auto_commit and driver.state.manual:
                         await self._commit_manual_before_close(timeout_s / 2)
                     driver.submit(CloseRequested(commit_wait_s=timeout_s / 2))
                     await self._run_until(lambda: driver.state.stopped, deadline, "close", later)
@@ -423,14 +429,9 @@ class AsyncConsumer:
             try:
                 stopped = await driver.stopped(max(0.1, deadline - self._driver.clock()))
             finally:
-                hosted._closed = True
-                hosted._assigned.clear()
-                hosted._unpositioned.clear()
-                if self._records_wakeup is not None:
-                    self._records_wakeup.close()
-                hosted._fetcher.close()
-        error = hosted._invoker.take_error() or hosted._listener_error
-        hosted._listener_error = None
+                wakeup = self._records_wakeup
+                core.finish_close(None if wakeup is None else wakeup.close)
+        error = core.take_listener_error()
         if error is not None:
             raise error
         if not stopped:
@@ -441,50 +442,43 @@ class AsyncConsumer:
     async def _commit_manual_before_close(self, timeout_s: float) -> None:
         """``Consumer._commit_manual_before_close`` with an await: the member retries
         the commit until ``timeout_s``; a failure is logged (close goes on)."""
-        hosted = self._hosted
-        offsets = hosted._uncommitted(frozenset(hosted._assigned))
-        if not offsets:
+        started = self._core.start_close_commit(timeout_s)
+        if started is None:
             return
-        future = self._driver.commit_retried(offsets, timeout_s, "auto-commit at close")
+        offsets, future = started
         try:
             # The member answers at its deadline at the latest; the margin covers one
             # step of the driver task.
             await self._answer(future, timeout_s + _POLLING_SLICE_S, "auto-commit at close")
         except CoopConsumerError as exc:
-            if self._driver.failure is not None:
-                raise
-            log.warning(
-                "auto-commit of %d manually assigned partition(s) at close failed: %s",
-                len(offsets),
-                exc,
-            )
+            self._core.end_close_commit(offsets, exc)
             return
-        hosted._last_auto_commit.update({tp: om.offset for tp, om in offsets.items()})
+        self._core.end_close_commit(offsets, None)
 
     async def _run_until(
         self, done: Any, deadline: float, what: str, notice: tuple[float, str] | None = None
     ) -> None:
         """Run app work (callbacks included) until ``done()``, awaiting between; log
         ``notice`` (``(after_s, message)``) at WARNING if it still runs after after_s."""
-        hosted = self._hosted
+        core = self._core
         started = self._driver.clock()
         while True:
             if notice is not None and self._driver.clock() - started >= notice[0]:
                 log.warning("%s", notice[1])
                 notice = None
-            call = hosted.listener_call
+            call = self._tasks.call
             if call is not None and not call.task.done():
                 remaining = deadline - self._driver.clock()
                 if remaining <= 0:
                     raise RequestTimeoutError(f"{what} did not complete in time")
                 await asyncio.wait({call.task}, timeout=remaining)
-            hosted._run_app_work()
-            if hosted._fatal is not None or done():
+            core.run_app_work()
+            if core.fatal is not None or done():
                 return
             remaining = deadline - self._driver.clock()
             if remaining <= 0:
                 raise RequestTimeoutError(f"{what} did not complete in time")
-            slice_s = _REVOKE_COMMIT_SLICE_S if hosted._revoke_commit is not None else 0.5
+            slice_s = _REVOKE_COMMIT_SLICE_S if core.revoke_commit is not None else 0.5
             await self._signal.wait(min(remaining, slice_s))
 
     async def __aenter__(self) -> AsyncConsumer:

@@ -5,7 +5,8 @@ the member's next deadline, turn completed requests into ``ResponseReceived`` /
 ``RequestFailed``, feed ``Tick`` when a deadline passes, call ``member.handle`` and
 execute the effects. It never branches on protocol state and reads no group answer:
 ``Send`` and ``FindCoordinator`` go to a socket (a version-dependent query is built at
-the negotiated version) and their answers go back to the member, which reads them;
+the negotiated version by ``_driver_calls.VersionedCalls``) and their answers go back
+to the member, which reads them;
 ``AddCoordinator`` opens the coordinator's connection and ``AddBrokers`` makes the
 brokers a Metadata answer named reachable (the member times its metadata refreshes and
 reads their answers; docs/architecture.md, "Threads and what crosses between them");
@@ -25,15 +26,14 @@ Imports the coordinator, the wire client and the metrics registry; never
 from __future__ import annotations
 
 import collections
-import functools
 import logging
 import queue
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future
 from concurrent.futures import wait as wait_futures
-from typing import Any, ClassVar, Final, Protocol
+from typing import Any, ClassVar, Final
 
 from .._coordinator import (
     AddBrokers,
@@ -69,25 +69,25 @@ from .._coordinator import (
     Unassign,
 )
 from .._coordinator.kip848 import ConsumerGroupMember, ConsumerMemberState
-from .._errors import (
-    BrokerConnectionError,
-    CoopConsumerError,
-    KafkaError,
-    ProtocolError,
-    RequestTimeoutError,
-)
+from .._errors import CoopConsumerError, ProtocolError, RequestTimeoutError
 from .._metrics import CoordinatorMetrics
-from .._protocol import errors
 from .._protocol._schema import Request
 from .._protocol.queries import FindCoordinatorQuery, Query
 from .._types import ConsumerGroupMetadata, TopicPartition
+from ._driver_calls import ClientLike, VersionedCalls, as_error, describe, trace
 from ._future import PendingRequest
 
-__all__ = ["AppWork", "ClientLike", "Driver", "DriverFailedError", "forward_observation"]
+__all__ = [
+    "APP_WORK_TYPES",
+    "AppWork",
+    "ClientLike",
+    "CommittedOffsets",
+    "Driver",
+    "DriverFailedError",
+    "forward_observation",
+]
 
 log = logging.getLogger("coopconsumer.driver")
-#: Group requests sent and answers received, at DEBUG (for diagnosing rebalances).
-trace = logging.getLogger("coopconsumer.driver.trace")
 
 #: Work the driver hands to the ``poll()`` thread, in the order the member emitted it.
 AppWork = (
@@ -101,7 +101,7 @@ AppWork = (
     | Fatal
 )
 
-_APP_WORK_TYPES: Final = (
+APP_WORK_TYPES: Final = (
     InvokeListener,
     Assign,
     Unassign,
@@ -125,11 +125,6 @@ _POLL_WAKEUP_S: Final = 1.0
 _CONNECT_POLL_S: Final = 0.02
 
 
-def _describe(message: object, fields: Sequence[str]) -> str:
-    """``field=value`` for each of ``fields`` the message has (trace lines)."""
-    return " ".join(f"{f}={getattr(message, f)!r}" for f in fields if hasattr(message, f))
-
-
 def forward_observation(metrics: CoordinatorMetrics, effect: Observe) -> None:
     """Hand one ``Observe`` effect to ``metrics`` unchanged, latency included.
 
@@ -151,64 +146,8 @@ class DriverFailedError(CoopConsumerError):
     original exception."""
 
 
-class ClientLike(Protocol):
-    """What the driver needs of ``KafkaClient`` (tests substitute an in-process fake)."""
-
-    def send(
-        self,
-        node_id: int,
-        request: Request,
-        *,
-        timeout_ms: float | None = None,
-        api_version: int | None = None,
-    ) -> PendingRequest[Any]: ...
-
-    def poll(self, timeout_s: float) -> None: ...
-
-    def wakeup(self) -> None: ...
-
-    def ready(self, node_id: int) -> bool: ...
-
-    def try_negotiated_version(self, node_id: int, api_key: int | type[Request]) -> int | None: ...
-
-    def least_loaded_node(self) -> int | None: ...
-
-    def add_broker(self, node_id: int, host: str, port: int) -> None: ...
-
-    def add_coordinator(self, node_id: int, host: str, port: int) -> int: ...
-
-    def connection_losses(self, node_id: int) -> int: ...
-
-    def close(self) -> None: ...
-
-
 #: Offsets as ``Driver.fetch_committed`` answers them (None: nothing committed).
 CommittedOffsets = dict[TopicPartition, OffsetAndMetadata | None]
-
-
-class _Call:
-    """A request whose form depends on the negotiated version (FindCoordinator,
-    Metadata, OffsetFetch): sent once the chosen node's connection is ready."""
-
-    __slots__ = ("api", "build", "deadline", "node", "on_answer", "on_error", "pending")
-
-    def __init__(
-        self,
-        *,
-        api: type[Request],
-        node: Callable[[], int | None],
-        build: Callable[[int], Request],
-        on_answer: Callable[[Any, int], None],
-        on_error: Callable[[CoopConsumerError], None],
-        deadline: float,
-    ) -> None:
-        self.api = api
-        self.node = node
-        self.build = build
-        self.on_answer = on_answer
-        self.on_error = on_error
-        self.deadline = deadline
-        self.pending: PendingRequest[Any] | None = None
 
 
 class Driver:
@@ -277,8 +216,7 @@ class Driver:
         self._last_wakeup = 0.0
         # Driver-thread state (I/O bookkeeping only, no protocol state).
         self._answers: list[tuple[int, PendingRequest[Any]]] = []
-        self._call_answers: list[tuple[_Call, PendingRequest[Any]]] = []
-        self._calls: list[_Call] = []
+        self._calls = VersionedCalls(client, clock)
         self._commit_futures: set[Future[None]] = set()
         self._fetch_futures: set[Future[CommittedOffsets]] = set()
         # The coordinator connection (AddCoordinator's node) and how many of its
@@ -525,9 +463,9 @@ class Driver:
         if deadline is not None and now >= deadline:
             self._feed(Tick())
             deadline = self._member.next_deadline
-        self._step_calls(now)
+        self._calls.step(now)
         wait = _MAX_WAIT_S if deadline is None else min(_MAX_WAIT_S, deadline - now)
-        if any(c.pending is None for c in self._calls):
+        if self._calls.connecting:
             wait = min(wait, _CONNECT_POLL_S)
         # A floor of 1 ms: a deadline that a Tick did not move must not spin the loop.
         self._client.poll(max(_MIN_WAIT_S, wait))
@@ -560,7 +498,7 @@ class Driver:
             if trace.isEnabledFor(logging.DEBUG):
                 what = (
                     f"{type(pending.result()).__name__} "
-                    + _describe(pending.result(), ("error_code", "generation_id", "leader"))
+                    + describe(pending.result(), ("error_code", "generation_id", "leader"))
                     if error is None
                     else f"failed: {error!r}"
                 )
@@ -568,15 +506,8 @@ class Driver:
             if error is None:
                 self._feed(ResponseReceived(request_id=request_id, response=pending.result()))
             else:
-                self._feed(RequestFailed(request_id=request_id, error=_as_error(error)))
-        call_answers, self._call_answers = self._call_answers, []
-        for call, pending in call_answers:
-            error = pending.exception()
-            if error is None:
-                version = pending.api_version
-                call.on_answer(pending.result(), -1 if version is None else version)
-            else:
-                call.on_error(_as_error(error))
+                self._feed(RequestFailed(request_id=request_id, error=as_error(error)))
+        self._calls.deliver()
 
     def _feed(self, event: object) -> None:
         """Hand ``event`` to the member and execute its effects (hook of the asyncio
@@ -589,7 +520,7 @@ class Driver:
         which publishes the app work they queue to the loop)."""
         queued: list[AppWork] = []
         for effect in effects:
-            if isinstance(effect, _APP_WORK_TYPES):
+            if isinstance(effect, APP_WORK_TYPES):
                 queued.append(effect)
             else:
                 self._execute(effect)
@@ -631,13 +562,11 @@ class Driver:
             self._coordinator_losses = self._client.connection_losses(node_id)
             self._later.append(CoordinatorFound(node_id=node_id))
         elif isinstance(effect, MetadataNeeded):
-            self._add_call(
-                self._answering_call(
-                    effect.request_id,
-                    effect.query,
-                    self._client.least_loaded_node,
-                    self._request_timeout_s,
-                )
+            self._ask(
+                effect.request_id,
+                effect.query,
+                self._client.least_loaded_node,
+                self._request_timeout_s,
             )
         elif isinstance(effect, AddBrokers):
             for broker in effect.brokers:
@@ -686,7 +615,7 @@ class Driver:
             query: Query = effect.request  # type: ignore[assignment]
             node_id = effect.node_id
             timeout_s = self._request_timeout_s if effect.timeout_s is None else effect.timeout_s
-            self._add_call(self._answering_call(request_id, query, lambda: node_id, timeout_s))
+            self._ask(request_id, query, lambda: node_id, timeout_s)
             return
         timeout_ms = None if effect.timeout_s is None else effect.timeout_s * 1000.0
         request = effect.request
@@ -696,19 +625,19 @@ class Driver:
                 "-> #%d %s %s",
                 request_id,
                 type(request).__name__,
-                _describe(request, ("member_id", "generation_id")),
+                describe(request, ("member_id", "generation_id")),
             )
         pending.add_done_callback(lambda p: self._answers.append((request_id, p)))
 
-    def _answering_call(
+    def _ask(
         self,
         request_id: int,
         query: Query,
         node: Callable[[], int | None],
         timeout_s: float,
-    ) -> _Call:
-        """A call for ``query`` whose answer (with its version) or failure goes back to
-        the member as the answer to ``request_id``."""
+    ) -> None:
+        """Send ``query`` as a versioned call whose answer (with its version) or
+        failure goes back to the member as the answer to ``request_id``."""
 
         def on_answer(response: object, version: int) -> None:
             trace.debug("<- #%d %s v%d", request_id, type(response).__name__, version)
@@ -719,14 +648,7 @@ class Driver:
         def on_error(error: CoopConsumerError) -> None:
             self._feed(RequestFailed(request_id=request_id, error=error))
 
-        return _Call(
-            api=query.api,
-            node=node,
-            build=query.build,
-            on_answer=on_answer,
-            on_error=on_error,
-            deadline=self._clock() + timeout_s,
-        )
+        self._calls.add(query, node, timeout_s, on_answer, on_error)
 
     def _complete_fetch(self, effect: CommittedOffsetsDone) -> None:
         future = effect.token
@@ -758,73 +680,8 @@ class Driver:
         if self._wake is not None:
             self._wake()
 
-    # ------------------------------------------------------------------ versioned calls
-
-    def _add_call(self, call: _Call) -> None:
-        self._calls.append(call)
-        self._step_calls(self._clock())
-
-    def _step_calls(self, now: float) -> None:
-        if not self._calls:
-            return
-        for call in list(self._calls):
-            if call.pending is not None:
-                continue
-            if now >= call.deadline:
-                self._calls.remove(call)
-                call.on_error(
-                    RequestTimeoutError(
-                        f"no broker was ready for {call.api.__name__} in time",
-                        api_key=call.api.API_KEY,
-                    )
-                )
-                continue
-            node = call.node()
-            if node is None:
-                continue
-            try:
-                version = self._client.try_negotiated_version(node, call.api)
-            except KafkaError as exc:
-                if exc.code != errors.UNSUPPORTED_VERSION:
-                    raise
-                # The broker does not speak this API (ConsumerGroupHeartbeat on a
-                # broker without KIP-848): the call's answer is that error. Anything
-                # else (an AuthenticationError above all) stays fatal to the driver,
-                # so that poll() raises it at once.
-                self._calls.remove(call)
-                call.on_error(exc)
-                continue
-            if version is None:
-                self._client.ready(node)  # starts connecting; asked again next loop
-                continue
-            request = call.build(version)
-            timeout_ms = max(1.0, (call.deadline - now) * 1000.0)
-            pending = self._client.send(node, request, timeout_ms=timeout_ms, api_version=version)
-            call.pending = pending
-            pending.add_done_callback(functools.partial(self._call_done, call))
-
-    def _call_done(self, call: _Call, pending: PendingRequest[Any]) -> None:
-        if call in self._calls:
-            self._calls.remove(call)
-        self._call_answers.append((call, pending))
-
     # ------------------------------------------------------------------ FindCoordinator
 
     def _start_lookup(self, effect: FindCoordinator) -> None:
         query = FindCoordinatorQuery(key=effect.group_id)
-        self._add_call(
-            self._answering_call(
-                effect.request_id,
-                query,
-                self._client.least_loaded_node,
-                self._request_timeout_s,
-            )
-        )
-
-
-def _as_error(exc: BaseException) -> CoopConsumerError:
-    if isinstance(exc, CoopConsumerError):
-        return exc
-    error = BrokerConnectionError(f"request failed: {exc!r}")
-    error.__cause__ = exc
-    return error
+        self._ask(effect.request_id, query, self._client.least_loaded_node, self._request_timeout_s)

@@ -27,7 +27,7 @@ from typing import Any, Final
 
 from .._coordinator import CommitDone, CommittedOffsetsDone, Effect, GroupMember
 from .._coordinator.kip848 import ConsumerGroupMember
-from .._io._member_driver import _APP_WORK_TYPES, Driver
+from .._io._member_driver import APP_WORK_TYPES, Driver
 from .._metrics import CoordinatorMetrics
 from ._loop_client import LoopKafkaClient
 from ._signal import Signal
@@ -43,7 +43,7 @@ _MAX_WAIT_S: Final = 1.0
 #: 1 ms floor).
 _MAX_STEPS_AWAKE: Final = 8
 _MIN_WAIT_S: Final = 0.001
-_WAKES_FACADE: Final = (*_APP_WORK_TYPES, CommitDone, CommittedOffsetsDone)
+_WAKES_FACADE: Final = (*APP_WORK_TYPES, CommitDone, CommittedOffsetsDone)
 
 
 class LoopDriver(Driver):

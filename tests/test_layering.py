@@ -1,7 +1,8 @@
 """The package's import directions (docs/architecture.md), checked by walking every AST.
 
-_protocol <- _coordinator <- _io <- _consumer (inside _coordinator: the classic/ and kip848/
-wings on the shared base, neither importing the other), and _protocol <- _session <- _io; the
+_protocol <- _coordinator <- _io <- _consumer_core <- _consumer and aio (inside
+_coordinator: the classic/ and kip848/ wings on the shared base, neither importing the
+other), and _protocol <- _session <- _io; the
 sans-I/O layers never import blocking modules, and confluent_kafka is imported only by
 the fetcher and the producer in _io.
 """
@@ -166,3 +167,46 @@ def test_only_the_fetcher_and_producer_import_confluent_kafka() -> None:
         "coopconsumer._io._producer",
         "coopconsumer._io._txn_producer",
     }
+
+
+#: What the consumer core may build on: everything below the facades.
+_CORE_MAY_NOT_IMPORT = (
+    "coopconsumer._consumer",  # the sync facade (not coopconsumer._consumer_core)
+    "coopconsumer.aio",
+    "coopconsumer._transactional",
+    "coopconsumer.spark",
+)
+
+
+@pytest.mark.parametrize("path", _modules("_consumer_core"), ids=lambda p: p.name)
+def test_the_consumer_core_sits_below_both_facades(path: Path) -> None:
+    # Consumer and AsyncConsumer compose the core; it never imports either of them,
+    # nor confluent_kafka (records are the fetcher's).
+    for name in _imports(path):
+        assert _top(name) != "confluent_kafka", name
+        below = name == "coopconsumer._consumer_core" or name.startswith(
+            "coopconsumer._consumer_core."
+        )
+        assert below or not name.startswith(_CORE_MAY_NOT_IMPORT), name
+
+
+def test_the_consumer_core_is_walked() -> None:
+    assert {p.name for p in _modules("_consumer_core")} >= {"_core.py", "_positions.py"}
+
+
+@pytest.mark.parametrize("path", _modules("_io"), ids=lambda p: p.name)
+def test_io_never_imports_the_consumer_above_it(path: Path) -> None:
+    for name in _imports(path):
+        assert not name.startswith(
+            ("coopconsumer._consumer", "coopconsumer.aio", "coopconsumer._transactional")
+        ), name
+
+
+def test_the_async_facade_composes_the_core_and_subclasses_no_consumer() -> None:
+    # aio reaches the consumer's decisions through the core only: of the sync facade
+    # it takes client_for and nothing else.
+    for path in _modules("aio"):
+        for name in _imports(path):
+            if name == "coopconsumer._consumer":
+                source = path.read_text()
+                assert "from .._consumer import client_for\n" in source, path.name

@@ -108,6 +108,7 @@ class Consumer:
     def _setup(self, cfg: ConsumerConfig, fetcher: FetcherLike, client: ClientLike) -> None:
         self._core = ConsumerCore(cfg, fetcher, client)
         # The parts the core wires together, for reading (tests read the driver's state).
+        self._config = cfg
         self._driver = self._core.driver
         self._fetcher = fetcher
 
@@ -483,7 +484,7 @@ class Consumer:
                 try:
                     start, later = close_notices(timeout_s, timeout is not None)
                     log.info("%s", start)
-                    if core.auto_commit and driver.state.manual:
+                    if core.commits.auto_commit and driver.state.manual:
                         # No group to leave, so no revocation commits for us: commit
                         # here, as Java's close() does (maybeAutoCommitOffsetsSync).
                         self._commit_manual_before_close(timeout_s / 2)
@@ -519,7 +520,7 @@ class Consumer:
         """``close()`` of a manually assigned consumer with auto-commit: commit the
         consumed positions and wait, the member retrying until ``timeout_s`` (Java's
         ``maybeAutoCommitOffsetsSync``). Raises only when the driver failed."""
-        started = self._core.start_close_commit(timeout_s)
+        started = self._core.commits.start_close_commit(timeout_s)
         if started is None:
             return
         offsets, future = started
@@ -528,9 +529,9 @@ class Consumer:
             # turn of the driver's loop.
             self._driver.wait_answer(future, timeout_s + SLICE_S, "auto-commit at close: no answer")
         except CoopConsumerError as exc:
-            self._core.end_close_commit(offsets, exc)
+            self._core.commits.end_close_commit(offsets, exc)
             return
-        self._core.end_close_commit(offsets, None)
+        self._core.commits.end_close_commit(offsets, None)
 
     def __enter__(self) -> Consumer:
         return self

@@ -28,8 +28,6 @@ from concurrent.futures import Future
 from functools import partial
 from typing import Any, Final, Protocol
 
-import attrs
-
 from .._config import ConsumerConfig
 from .._coordinator import (
     Assign,
@@ -43,7 +41,6 @@ from .._coordinator import (
     LeaveRequested,
     ListenerDone,
     ListenerKind,
-    OffsetAndMetadata,
     ReportError,
     Subscribe,
     TopicsMissing,
@@ -73,9 +70,10 @@ from ._arguments import (
     tp_of,
     tps,
 )
+from ._commits import OwnCommits, RevokeCommit
 from ._positions import FetchPositions
 
-__all__ = ["ConsumerCore", "GateState", "ListenerGate", "RevokeCommit", "close_notices"]
+__all__ = ["ConsumerCore", "GateState", "ListenerGate", "close_notices"]
 
 log = logging.getLogger("coopconsumer.consumer")
 
@@ -140,19 +138,6 @@ def _abandon(driver: Driver, fetcher: FetcherLike) -> None:
     log.warning("a Consumer was garbage-collected without close(); stopping its thread")
     driver.stop(0.0)
     fetcher.close()
-
-
-@attrs.define(kw_only=True)
-class RevokeCommit:
-    """The commit before revoking while it runs (``ConsumerCore._step_revoke_commit``);
-    the member retries and times it (``RetriedCommitRequested``)."""
-
-    offsets: Mapping[TopicPartition, OffsetAndMetadata]
-    #: Every partition being revoked: held paused until the commit is over.
-    revoking: frozenset[TopicPartition]
-    #: Partitions this commit paused in the fetcher (not those the application paused).
-    paused: set[TopicPartition]
-    future: Future[None]
 
 
 class GateState(enum.Enum):
@@ -220,13 +205,7 @@ class ConsumerCore:
         self.fetch_metrics = FetchMetrics(lambda: self.records_lag().values())
         self._invoker = ListenerInvoker(None, self.metrics)
         self.api_timeout_s = cfg.default_api_timeout_ms / 1000.0
-        self.auto_commit = cfg.enable_auto_commit
-        # Set by the member's AutoCommitDue; the commit is made by the next poll().
-        self._auto_commit_due = False
-        self._last_auto_commit: dict[TopicPartition, int] = {}
-        # The commit before revoking, while it runs (see _start_revoke_commit), and the
-        # app work queued behind it.
-        self._revoke_commit: RevokeCommit | None = None
+        # The app work queued behind the commit before revoking while it runs.
         self._held_work: list[AppWork] = []
         try:
             member = member_for(cfg)
@@ -239,6 +218,7 @@ class ConsumerCore:
                 wake=getattr(fetcher, "wake", None),
             )
             self.positions = FetchPositions(cfg, fetcher, self.driver, self._errors)
+            self.commits = OwnCommits(cfg, fetcher, self.driver, self.positions)
             self.driver.start()
         except BaseException:
             client.close()
@@ -263,7 +243,7 @@ class ConsumerCore:
     @property
     def revoke_commit(self) -> RevokeCommit | None:
         """The commit before revoking while it runs (the work behind it waits)."""
-        return self._revoke_commit
+        return self.commits.revoke_commit
 
     def check_usable(self) -> None:
         """Raise if the consumer is closed or failed."""
@@ -303,7 +283,7 @@ class ConsumerCore:
         assignment (no group to leave), commit what was consumed (auto-commit)."""
         self.check_usable()
         if self.driver.state.manual:
-            self.commit_removed(frozenset(self.positions.assigned))
+            self.commits.commit_removed(frozenset(self.positions.assigned))
 
     def leave(self) -> None:
         """``Consumer.unsubscribe``: leave, blocking on the driver until the member is
@@ -338,9 +318,9 @@ class ConsumerCore:
         assigned = self.positions.assigned
         if self.driver.state.manual:
             if event.change is AssignmentChange.REMOVE:
-                self.commit_removed(event.partitions & assigned)
+                self.commits.commit_removed(event.partitions & assigned)
             elif event.change is AssignmentChange.REPLACE:
-                self.commit_removed(frozenset(assigned))
+                self.commits.commit_removed(frozenset(assigned))
         try:
             self.driver.request(event, self.api_timeout_s)
         except IllegalTransition as exc:
@@ -356,7 +336,7 @@ class ConsumerCore:
         """``Consumer.commit``'s request: ``offsets``, None for the consumed positions."""
         self.check_usable()
         if offsets is None:
-            wanted = self._consumed_offsets(frozenset(self.positions.assigned))
+            wanted = self.commits.consumed_offsets(frozenset(self.positions.assigned))
         else:
             wanted = commit_offsets(offsets)
         return self.driver.commit(wanted)
@@ -370,10 +350,10 @@ class ConsumerCore:
         driver = self.driver
         positions = self.positions
         driver.note_poll()
-        if driver.has_app_work or positions.unpositioned or self._revoke_commit is not None:
+        if driver.has_app_work or positions.unpositioned or self.commits.revoke_commit is not None:
             self.run_app_work()
-        if self._auto_commit_due:
-            self._auto_commit_async()
+        if self.commits.auto_commit_due:
+            self.commits.auto_commit_async()
         now = driver.clock()
         if self._fatal is not None or self._errors or self._invoker.has_error:
             self.raise_pending()
@@ -383,7 +363,7 @@ class ConsumerCore:
             if fetcher.client_errors:
                 self._report_client_errors()
             fetcher.failures.settle()
-            if self._revoke_commit is not None:
+            if self.commits.revoke_commit is not None:
                 # The revoked partitions are paused; their REVOKED callback runs as soon
                 # as the commit is answered, seen at the end of this slice.
                 slice_s = REVOKE_COMMIT_SLICE_S
@@ -409,7 +389,7 @@ class ConsumerCore:
                 driver.has_app_work
                 or driver.failure is not None
                 or positions.unpositioned
-                or self._revoke_commit is not None
+                or self.commits.revoke_commit is not None
             ):
                 self.run_app_work()
                 self.raise_pending()
@@ -417,8 +397,8 @@ class ConsumerCore:
             if deadline is not None and now >= deadline:
                 return []
             driver.note_poll()
-            if self._auto_commit_due:
-                self._auto_commit_async()
+            if self.commits.auto_commit_due:
+                self.commits.auto_commit_async()
 
     def _report_client_errors(self) -> None:
         """Hand the client errors librdkafka reported to ``error_cb`` (confluent-kafka's
@@ -469,7 +449,7 @@ class ConsumerCore:
         ):
             positions.locate(frozenset(positions.unpositioned))
         while True:
-            if self._revoke_commit is not None and not self._step_revoke_commit():
+            if self.commits.revoke_commit is not None and not self.commits.step_revoke():
                 break  # the commit before revoking still runs: what follows it waits
             work = self._held_work or self.driver.take_app_work()
             self._held_work = []
@@ -477,7 +457,7 @@ class ConsumerCore:
                 break
             for index, item in enumerate(work):
                 self.do(item)
-                if self._revoke_commit is not None:
+                if self.commits.revoke_commit is not None:
                     self._held_work = work[index + 1 :]
                     break
         self.flush_starts()
@@ -496,7 +476,7 @@ class ConsumerCore:
     def hold(self, work: list[AppWork]) -> bool:
         """Queue ``work`` behind the commit before revoking if one runs; True if it did
         (the gate's replay stops there)."""
-        if self._revoke_commit is None:
+        if self.commits.revoke_commit is None:
             return False
         self._held_work = work + self._held_work
         return True
@@ -521,9 +501,9 @@ class ConsumerCore:
         elif isinstance(item, Unassign):
             self.drop(item.partitions)
         elif isinstance(item, CommitBeforeRevoke):
-            self._start_revoke_commit(item.partitions)
+            self.commits.start_revoke(item.partitions)
         elif isinstance(item, AutoCommitDue):
-            self._auto_commit_due = True
+            self.commits.auto_commit_due = True
         elif isinstance(item, TopicsMissing):
             self._report_missing_topics(item.topics)
         elif isinstance(item, ReportError):
@@ -572,20 +552,13 @@ class ConsumerCore:
     def flush_starts(self) -> None:
         """Hand the known start offsets to the fetcher; a partition being revoked
         stays paused while its commit before revoking runs."""
-        starts = self.positions.flush()
-        commit = self._revoke_commit
-        if starts and commit is not None:
-            # A lookup answered while the commit before revoking runs: a partition
-            # being revoked must not return records its commit did not take.
-            held = (starts.keys() & commit.revoking) - self.positions.paused - commit.paused
-            if held:
-                self.fetcher.pause(held)
-                commit.paused |= held
+        # A lookup answered while the commit before revoking runs: a partition being
+        # revoked must not return records its commit did not take.
+        self.commits.hold_started(self.positions.flush())
 
     def drop(self, partitions: frozenset[TopicPartition]) -> None:
         """The partitions are no longer this consumer's."""
-        for tp in partitions:
-            self._last_auto_commit.pop(tp, None)
+        self.commits.forget(partitions)
         self.positions.drop(partitions)
 
     def _check_lookup(self) -> None:
@@ -593,144 +566,6 @@ class ConsumerCore:
             self.flush_starts()
 
     # ------------------------------------------------------------------ commits
-
-    def start_close_commit(
-        self, timeout_s: float
-    ) -> tuple[dict[TopicPartition, OffsetAndMetadata], Future[None]] | None:
-        """``close()`` of a manually assigned consumer with auto-commit: commit the
-        consumed positions, the member retrying until ``timeout_s`` (Java's
-        ``maybeAutoCommitOffsetsSync``); None when there is nothing to commit. The
-        facade waits for the future and calls :meth:`end_close_commit`."""
-        offsets = self._uncommitted(frozenset(self.positions.assigned))
-        if not offsets:
-            return None
-        future = self.driver.commit_retried(offsets, timeout_s, "auto-commit at close")
-        return offsets, future
-
-    def end_close_commit(
-        self,
-        offsets: Mapping[TopicPartition, OffsetAndMetadata],
-        error: CoopConsumerError | None,
-    ) -> None:
-        """The commit at close is over: remember it, or log why not (close goes on).
-        Raises ``error`` when the driver failed."""
-        if error is None:
-            self._last_auto_commit.update({tp: om.offset for tp, om in offsets.items()})
-            return
-        if self.driver.failure is not None:
-            raise error
-        log.warning(
-            "auto-commit of %d manually assigned partition(s) at close failed: %s",
-            len(offsets),
-            error,
-        )
-
-    def _start_revoke_commit(self, partitions: frozenset[TopicPartition]) -> None:
-        """Java's auto-commit in ``onJoinPrepare``: the consumed positions of the
-        partitions about to be revoked are committed before ``on_partitions_revoked``
-        runs, so the next owner starts after every record this member returned.
-
-        Without blocking ``poll()``: the member runs the commit (retries and deadline:
-        ``RetriedCommitRequested``) and the app work queued behind it (the REVOKED
-        callback first) waits for it, while ``poll()`` keeps its timeout and records of
-        the other partitions keep flowing. Every partition being revoked is paused
-        meanwhile, so no record of theirs is returned after their positions were
-        taken: also those the commit leaves out because they have no position yet
-        (librdkafka's position() stays OFFSET_INVALID until a partition returns its
-        first record), whose records would otherwise flow uncommitted until the
-        REVOKED callback and be read again by their next owner, and those a
-        committed-offset lookup starts meanwhile (``flush_starts``)."""
-        offsets = self._consumed_offsets(partitions)
-        if not offsets:
-            return  # nothing returned by any of them: nothing to commit or hold
-        paused = (partitions & self.fetcher.assigned) - self.positions.paused
-        if paused:
-            self.fetcher.pause(paused)
-        self._revoke_commit = RevokeCommit(
-            offsets=offsets,
-            revoking=partitions,
-            paused=set(paused),
-            future=self.driver.commit_retried(
-                offsets, self.api_timeout_s, "auto-commit before revoking"
-            ),
-        )
-
-    def _step_revoke_commit(self) -> bool:
-        """True once the commit before revoking is over (its future is answered).
-
-        A commit that could not be made is logged and the partitions are given up
-        anyway: their next owner starts from the last committed offset, so records may
-        be processed twice, none lost. Raises only when the driver failed."""
-        commit = self._revoke_commit
-        assert commit is not None
-        if not commit.future.done():
-            return False
-        error = commit.future.exception()
-        if error is not None and self.driver.failure is not None:
-            self._end_revoke_commit()
-            raise self.driver.failure
-        if error is None:
-            self._last_auto_commit.update({tp: om.offset for tp, om in commit.offsets.items()})
-        else:
-            log.warning(
-                "auto-commit before revoking %d partition(s) failed; their next owner "
-                "may process records again: %s",
-                len(commit.offsets),
-                error,
-            )
-        self._end_revoke_commit()
-        return True
-
-    def _end_revoke_commit(self) -> None:
-        commit = self._revoke_commit
-        assert commit is not None
-        self._revoke_commit = None
-        # The REVOKED callback that follows drops them; resumed first so that nothing
-        # stays paused behind the application's back should it not follow.
-        still = commit.paused & self.positions.assigned
-        if still:
-            self.fetcher.resume(still)
-
-    def _auto_commit_async(self) -> None:
-        self._auto_commit_due = False
-        self._commit_uncommitted_async(frozenset(self.positions.assigned))
-
-    def commit_removed(self, partitions: frozenset[TopicPartition]) -> None:
-        """With auto-commit, commit the consumed positions of manually assigned
-        ``partitions`` about to be unassigned, without waiting (Java's ``assign()``
-        commits asynchronously before changing the assignment; librdkafka commits
-        removed partitions too). Queued before the change, so it is sent first."""
-        if self.auto_commit and partitions:
-            self._commit_uncommitted_async(partitions)
-
-    def _commit_uncommitted_async(self, partitions: frozenset[TopicPartition]) -> None:
-        changed = self._uncommitted(partitions)
-        if not changed:
-            return
-        future = self.driver.commit(changed)
-        committed = {tp: om.offset for tp, om in changed.items()}
-
-        def done(f: Future[None]) -> None:
-            error = f.exception()
-            if error is None:
-                self._last_auto_commit.update(committed)
-            else:
-                log.info("auto-commit failed (retried at the next interval): %s", error)
-
-        future.add_done_callback(done)
-
-    def _uncommitted(
-        self, partitions: frozenset[TopicPartition]
-    ) -> dict[TopicPartition, OffsetAndMetadata]:
-        """Consumed positions of ``partitions`` not committed by auto-commit yet."""
-        offsets = self._consumed_offsets(partitions)
-        return {tp: om for tp, om in offsets.items() if self._last_auto_commit.get(tp) != om.offset}
-
-    def _consumed_offsets(
-        self, partitions: frozenset[TopicPartition]
-    ) -> dict[TopicPartition, OffsetAndMetadata]:
-        positions = self.fetcher.positions(partitions & self.fetcher.assigned)
-        return {tp: OffsetAndMetadata(offset=p) for tp, p in positions.items() if p >= 0}
 
     # ------------------------------------------------------------------ errors
 
@@ -796,7 +631,8 @@ class ConsumerCore:
             # REVOKED callback and the LeaveGroup behind it go out at once, not at the
             # end of a slice (which delayed every close by up to 50 ms).
             driver.wait_for(
-                partial(_run_until_woken, driver, done, self._revoke_commit), min(remaining, 0.5)
+                partial(_run_until_woken, driver, done, self.commits.revoke_commit),
+                min(remaining, 0.5),
             )
 
     def finish_close(self, release: Callable[[], None] | None = None) -> None:

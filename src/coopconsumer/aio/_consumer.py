@@ -419,7 +419,7 @@ class AsyncConsumer:
                 try:
                     start, later = close_notices(timeout_s, timeout is not None)
                     log.info("%s", start)
-                    if core.auto_commit and driver.state.manual:
+                    if core.commits.auto_commit and driver.state.manual:
                         await self._commit_manual_before_close(timeout_s / 2)
                     driver.submit(CloseRequested(commit_wait_s=timeout_s / 2))
                     await self._run_until(lambda: driver.state.stopped, deadline, "close", later)
@@ -442,7 +442,7 @@ class AsyncConsumer:
     async def _commit_manual_before_close(self, timeout_s: float) -> None:
         """``Consumer._commit_manual_before_close`` with an await: the member retries
         the commit until ``timeout_s``; a failure is logged (close goes on)."""
-        started = self._core.start_close_commit(timeout_s)
+        started = self._core.commits.start_close_commit(timeout_s)
         if started is None:
             return
         offsets, future = started
@@ -451,9 +451,9 @@ class AsyncConsumer:
             # step of the driver task.
             await self._answer(future, timeout_s + _POLLING_SLICE_S, "auto-commit at close")
         except CoopConsumerError as exc:
-            self._core.end_close_commit(offsets, exc)
+            self._core.commits.end_close_commit(offsets, exc)
             return
-        self._core.end_close_commit(offsets, None)
+        self._core.commits.end_close_commit(offsets, None)
 
     async def _run_until(
         self, done: Any, deadline: float, what: str, notice: tuple[float, str] | None = None

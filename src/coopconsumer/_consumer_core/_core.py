@@ -127,7 +127,7 @@ def _woken(driver: Driver, answer: Future[Any] | None) -> bool:
 
 
 def _run_until_woken(driver: Driver, done: Callable[[], bool], commit: RevokeCommit | None) -> bool:
-    """What ends a wait of ``Consumer._run_until``: what ends any wait (``_woken``, with
+    """What ends a wait of ``ConsumerCore.run_until``: what ends any wait (``_woken``, with
     the answer to the commit before revoking that runs), or ``done()``."""
     return _woken(driver, None if commit is None else commit.future) or done()
 

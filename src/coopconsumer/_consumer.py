@@ -52,10 +52,9 @@ from ._errors import (
     KafkaError,
     RequestTimeoutError,
 )
-from ._io._client import ClientConfig, KafkaClient
 from ._io._failure_log import FailureLog, failure_key
 from ._io._member_driver import AppWork, ClientLike, CommittedOffsets, Driver
-from ._io._member_factory import member_for
+from ._io._member_factory import client_for, member_for
 from ._listener import ListenerInvoker, RebalanceListener, RebalanceListenerLike
 from ._metrics import CoordinatorMetrics, FetchMetrics
 from ._protocol import errors
@@ -280,21 +279,6 @@ def _start_offset(tp: TopicPartition, offset: object, what: str) -> int:
     raise ConfigurationError(
         f"invalid {what} {offset} for {tp}: give an offset from 0 to {MAX_OFFSET}, "
         f"OFFSET_BEGINNING (-2) or OFFSET_END (-1); nothing changed"
-    )
-
-
-def client_for(cfg: ConsumerConfig) -> KafkaClient:
-    """A wire client with the consumer's connection settings (bootstrap, timeouts,
-    security): the consumer's own, and the one-off checks of ``_transactional``."""
-    conn = cfg.connection
-    return KafkaClient(
-        ClientConfig(
-            **{
-                field.name: getattr(conn, field.name)
-                for field in attrs.fields(ClientConfig)
-                if hasattr(conn, field.name)
-            }
-        )
     )
 
 

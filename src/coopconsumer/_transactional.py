@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any, Final, Protocol, Self, TypeVar
 import attrs
 
 from ._config import ConsumerConfig
-from ._consumer import Consumer, client_for
+from ._consumer import Consumer
 from ._errors import (
     ConfigurationError,
     CoopConsumerError,
@@ -51,6 +51,7 @@ from ._errors import (
     TransactionAbortedError,
     TransactionError,
 )
+from ._io._member_factory import client_for
 from ._listener import RebalanceListener, RebalanceListenerLike
 from ._security import is_security_key
 from ._types import ConsumerGroupMetadata, TopicPartition

@@ -2,8 +2,8 @@
 
 _protocol <- _coordinator <- _io <- _consumer (inside _coordinator: the classic/ and kip848/
 wings on the shared base, neither importing the other), and _protocol <- _session <- _io; the
-sans-I/O layers never import blocking modules, and confluent_kafka is imported only by
-the fetcher and the producer in _io.
+sans-I/O layers and the exactly-once loop never import blocking modules, and confluent_kafka
+is imported only by the fetcher and the producer in _io.
 """
 
 from __future__ import annotations
@@ -27,13 +27,21 @@ def _module_name(path: Path) -> str:
     return ".".join(parts)
 
 
-def _imports(path: Path) -> Iterator[str]:
-    """Absolute names of every module ``path`` imports (relative imports resolved)."""
+def _imports(path: Path, *, at_run_time: bool = False) -> Iterator[str]:
+    """Absolute names of every module ``path`` imports (relative imports resolved);
+    ``at_run_time``: not those under ``if TYPE_CHECKING:`` (names for the checker only)."""
     tree = ast.parse(path.read_text(), filename=str(path))
     package = _module_name(path)
     if path.name != "__init__.py":
         package = package.rpartition(".")[0]
+    checker_only: set[int] = set()
+    if at_run_time:
+        for node in ast.walk(tree):
+            if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING":
+                checker_only.update(id(inner) for stmt in node.body for inner in ast.walk(stmt))
     for node in ast.walk(tree):
+        if id(node) in checker_only:
+            continue
         if isinstance(node, ast.Import):
             for alias in node.names:
                 yield alias.name
@@ -130,6 +138,16 @@ def test_the_table_kit_and_the_sasl_mechanisms_are_leaves(module: str) -> None:
         assert _top(name) not in BLOCKING, name
         if name.startswith("coopconsumer"):
             assert name == "coopconsumer._errors", name
+
+
+def test_the_transaction_loop_is_sans_io() -> None:
+    # The exactly-once loop decides; the threaded and the asyncio processors perform
+    # what it asks (docs/exactly-once.md, "One core, two loops"). The record and header
+    # types it names for the checker come from _io, at no run-time cost.
+    for name in _imports(PKG / "_transaction_loop.py", at_run_time=True):
+        assert _top(name) not in BLOCKING, name
+        if name.startswith("coopconsumer"):
+            assert name in ("coopconsumer._errors", "coopconsumer._types"), name
 
 
 # The shared GC pause counts concurrent passes (two consumers leading at once) under a

@@ -119,7 +119,7 @@ _SESSION_MAY_IMPORT = (
     "coopconsumer._session",
     "coopconsumer._protocol",
     "coopconsumer._errors",
-    "coopconsumer._sasl",
+    "coopconsumer._security._sasl",
     "coopconsumer._transition_table",
 )
 
@@ -132,12 +132,48 @@ def test_session_is_sans_io_and_below_io(path: Path) -> None:
             assert name.startswith(_SESSION_MAY_IMPORT), name
 
 
-@pytest.mark.parametrize("module", ["_transition_table.py", "_sasl.py"])
-def test_the_table_kit_and_the_sasl_mechanisms_are_leaves(module: str) -> None:
+@pytest.mark.parametrize(
+    "module", ["_transition_table.py", "_security/_sasl.py", "_security/_settings.py"]
+)
+def test_the_table_kit_the_sasl_mechanisms_and_the_security_settings_are_leaves(
+    module: str,
+) -> None:
     for name in _imports(PKG / module):
-        assert _top(name) not in BLOCKING, name
+        assert _top(name) not in BLOCKING | {"ssl"}, name
         if name.startswith("coopconsumer"):
             assert name == "coopconsumer._errors", name
+
+
+#: The security package's I/O edge: the TLS context (reads certificate files) and the
+#: credentials (HTTP to an OIDC token endpoint, a token refresh thread). Everything
+#: else of the package is pure, so the broker session can run the SASL mechanisms.
+_SECURITY_IO = ("coopconsumer._security._tls", "coopconsumer._security._credentials")
+
+
+def test_the_security_package_face_loads_nothing_that_blocks() -> None:
+    for name in _imports(PKG / "_security" / "__init__.py"):
+        assert name.startswith("coopconsumer._security._settings"), name
+
+
+@pytest.mark.parametrize("path", _modules("_security"), ids=lambda p: p.name)
+def test_the_security_package_sits_below_session_and_io(path: Path) -> None:
+    for name in _imports(path):
+        assert _top(name) not in {"selectors", "asyncio", "subprocess", "confluent_kafka"}, name
+        if name.startswith("coopconsumer"):
+            assert name.startswith(("coopconsumer._errors", "coopconsumer._security")), name
+        if _module_name(path) not in _SECURITY_IO:
+            assert _top(name) not in BLOCKING | {"ssl"}, name
+
+
+def test_only_the_wire_client_uses_the_security_io_edge() -> None:
+    importers = {
+        _module_name(path)
+        for path in PKG.rglob("*.py")
+        if not _module_name(path).startswith(("coopconsumer._security", "coopconsumer.testing"))
+        and any(name.startswith(_SECURITY_IO) for name in _imports(path))
+    }
+    assert importers
+    assert all(name.startswith("coopconsumer._io") for name in importers), importers
 
 
 def test_the_transaction_loop_is_sans_io() -> None:

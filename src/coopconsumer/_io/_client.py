@@ -17,9 +17,10 @@ fails to authenticate marks its node: requests for it fail at once with the
 General-purpose on purpose (later admin APIs ride on it): no consumer-group state lives
 here. Its settings are ``_client_config.ClientConfig``; what it keeps per broker node,
 and decides on one node alone (backoff, parked requests, rank), is ``_nodes.Node``.
-Imports the standard library, ``_errors``, ``_protocol`` and the sibling ``_io`` modules
-``_backoff``, ``_client_config``, ``_connection``, ``_connection_security``, ``_future``
-and ``_nodes``; never ``confluent_kafka``.
+Imports the standard library, ``_errors``, ``_protocol``, the security package's TLS
+context and SASL setup (``_security._tls``, ``_security._credentials``) and the sibling
+``_io`` modules ``_backoff``, ``_client_config``, ``_connection``, ``_future`` and
+``_nodes``; never ``confluent_kafka``.
 """
 
 from __future__ import annotations
@@ -48,10 +49,11 @@ from .._protocol.queries import (
     MetadataQuery,
     coordinator_answer,
 )
+from .._security._credentials import SaslSetup
+from .._security._tls import build_ssl_context
 from ._backoff import ExponentialBackoff
 from ._client_config import ClientConfig
 from ._connection import BrokerConnection, ConnectionState
-from ._connection_security import SaslSetup, build_ssl_context
 from ._future import PendingRequest
 from ._nodes import Node
 

@@ -53,7 +53,7 @@ from coopconsumer._protocol.messages import (
     SaslAuthenticateResponse,
     SaslHandshakeResponse,
 )
-from coopconsumer._sasl import (
+from coopconsumer._security._sasl import (
     OAuthBearerMechanism,
     PlainMechanism,
     ScramMechanism,

@@ -13,7 +13,7 @@ import time
 import pytest
 
 from coopconsumer import AuthenticationError
-from coopconsumer._sasl import MAX_SCRAM_ITERATIONS, OAuthBearerMechanism, ScramMechanism
+from coopconsumer._security._sasl import MAX_SCRAM_ITERATIONS, OAuthBearerMechanism, ScramMechanism
 
 NONCE = "fyko+d2lbbFgONRv9qkxdawL"
 

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from coopconsumer import AuthenticationError
-from coopconsumer._sasl import (
+from coopconsumer._security._sasl import (
     OAuthBearerMechanism,
     PlainMechanism,
     ScramMechanism,

@@ -26,7 +26,7 @@ from typing import Any, TypeAlias
 import attrs
 
 from ._errors import ConfigurationError
-from ._security import (
+from ._security._settings import (
     SECURITY_KEYS,
     SECURITY_SYNONYMS,
     SecurityConfig,

@@ -20,15 +20,13 @@ from collections.abc import Iterable, Mapping
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any, Literal, overload
 
-import attrs
-
 from ._config import ConsumerConfig
 from ._consumer_core._arguments import OFFSET_BEGINNING, OFFSET_END, FetcherLike, subscription, tps
 from ._consumer_core._core import CLOSE_TIMEOUT_S, SLICE_S, ConsumerCore, close_notices
 from ._coordinator import AssignmentChange, CloseRequested
 from ._errors import ConfigurationError, CoopConsumerError
-from ._io._client import ClientConfig, KafkaClient
 from ._io._member_driver import ClientLike, CommittedOffsets
+from ._io._member_factory import client_for
 from ._listener import RebalanceListener, RebalanceListenerLike
 from ._types import ConsumerGroupMetadata, TopicPartition
 from .assignors import RebalanceProtocol
@@ -40,24 +38,9 @@ if TYPE_CHECKING:
     # importing the package (and the wire client) does not load it.
     from ._io._fetcher import Record as Message
 
-__all__ = ["Consumer", "FetcherLike", "client_for"]
+__all__ = ["Consumer", "FetcherLike"]
 
 log = logging.getLogger("coopconsumer.consumer")
-
-
-def client_for(cfg: ConsumerConfig) -> KafkaClient:
-    """A wire client with the consumer's connection settings (bootstrap, timeouts,
-    security): the consumer's own, and the one-off checks of ``_transactional``."""
-    conn = cfg.connection
-    return KafkaClient(
-        ClientConfig(
-            **{
-                field.name: getattr(conn, field.name)
-                for field in attrs.fields(ClientConfig)
-                if hasattr(conn, field.name)
-            }
-        )
-    )
 
 
 class Consumer:

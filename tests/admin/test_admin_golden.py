@@ -14,6 +14,7 @@ import pytest
 
 from coopconsumer._protocol import EncodeError, decode, encode, encode_request
 from coopconsumer._protocol._schema import Request
+from coopconsumer._protocol._shapes import for_version
 from coopconsumer._protocol.admin_messages import (
     AlterableConfig,
     AlterConfigsResource,
@@ -66,7 +67,7 @@ def h(text: str) -> bytes:
 
 
 def body(request: Request, version: int) -> bytes:
-    return encode(request.for_version(version), version)
+    return encode(for_version(request, version), version)
 
 
 CREATE = CreateTopicsRequest(

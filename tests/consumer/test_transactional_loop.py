@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import threading
 from collections import deque
 from collections.abc import Callable, Generator, Iterator, Mapping
 from typing import Any
@@ -32,7 +33,7 @@ from coopconsumer import (
     TransactionError,
 )
 from coopconsumer._io._txn_producer import check_group_metadata
-from coopconsumer._transactional import (
+from coopconsumer._transaction_loop import (
     CheckBrokers,
     Consume,
     Process,
@@ -747,6 +748,7 @@ def core(consumer: FakeConsumer, commit_interval_ms: int = 0) -> TransactionLoop
         max_records_per_transaction=100,
         clock=Clock(),
         contiguous_generations=True,
+        stopping=threading.Event(),
     )
 
 

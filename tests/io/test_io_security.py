@@ -17,7 +17,6 @@ from _fake_secure import SASL_VERSIONS, PlainSasl, TlsFakeBroker, server_context
 from coopconsumer import AuthenticationError, BrokerConnectionError
 from coopconsumer._io import BrokerConnection, ConnectionState, PendingRequest
 from coopconsumer._io._client import ClientConfig, KafkaClient
-from coopconsumer._io._connection_security import SaslSetup, build_ssl_context
 from coopconsumer._protocol import RequestHeader
 from coopconsumer._protocol._schema import Request
 from coopconsumer._protocol.messages import (
@@ -28,6 +27,8 @@ from coopconsumer._protocol.messages import (
     SaslHandshakeRequest,
 )
 from coopconsumer._security import SecurityConfig
+from coopconsumer._security._credentials import SaslSetup
+from coopconsumer._security._tls import build_ssl_context
 
 WAIT_S = 10.0
 

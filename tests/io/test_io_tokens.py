@@ -11,14 +11,14 @@ import time
 import pytest
 
 from coopconsumer import AuthenticationError
-from coopconsumer._io._connection_security import (
+from coopconsumer._security import SecurityConfig
+from coopconsumer._security._credentials import (
     OAuthToken,
     SaslSetup,
     TokenProvider,
     fetch_oidc_token,
 )
-from coopconsumer._sasl import OAuthBearerMechanism
-from coopconsumer._security import SecurityConfig
+from coopconsumer._security._sasl import OAuthBearerMechanism
 
 
 class Clock:

@@ -1,11 +1,13 @@
-"""Requests whose data moved between fields across versions: ``Request.for_version``."""
+"""Requests whose data moved between fields across versions: ``_shapes.for_version``."""
 
 from __future__ import annotations
 
 import pytest
 
 from coopconsumer._protocol import EncodeError, decode, encode_request
-from coopconsumer._protocol.messages import LeaveGroupRequest, MemberIdentity
+from coopconsumer._protocol._shapes import _DELETE_TOPICS, for_version
+from coopconsumer._protocol.admin_messages import DeleteTopicsRequest
+from coopconsumer._protocol.messages import JoinGroupRequest, LeaveGroupRequest, MemberIdentity
 
 
 def _roundtrip(request: LeaveGroupRequest, version: int) -> LeaveGroupRequest:
@@ -70,5 +72,14 @@ def test_contradictory_member_ids_are_refused_at_every_version() -> None:
 
 def test_the_request_object_itself_is_left_unchanged() -> None:
     request = LeaveGroupRequest(group_id="g", member_id="m1")
-    assert request.for_version(3).members == (MemberIdentity(member_id="m1"),)
+    assert for_version(request, 3).members == (MemberIdentity(member_id="m1"),)
     assert request.members == ()
+
+
+def test_the_conversion_table_names_delete_topics_by_its_api_key() -> None:
+    assert DeleteTopicsRequest.API_KEY == _DELETE_TOPICS
+
+
+def test_a_request_with_one_shape_is_returned_as_it_is() -> None:
+    request = JoinGroupRequest(group_id="g")
+    assert for_version(request, 5) is request

@@ -23,7 +23,7 @@ from coopconsumer._protocol.messages import (
     SaslHandshakeRequest,
     SaslHandshakeResponse,
 )
-from coopconsumer._sasl import (
+from coopconsumer._security._sasl import (
     OAuthBearerMechanism,
     PlainMechanism,
     SaslMechanism,

@@ -26,7 +26,7 @@ from coopconsumer._protocol.messages import (
     SaslHandshakeRequest,
     SaslHandshakeResponse,
 )
-from coopconsumer._sasl import PlainMechanism, SaslMechanism
+from coopconsumer._security._sasl import PlainMechanism, SaslMechanism
 from coopconsumer._session import (
     DRIVER_INPUTS,
     BrokerSession,

@@ -10,17 +10,17 @@ two modules that import ``confluent_kafka``), so the wire client can be used wit
 loading librdkafka.
 """
 
+from .._protocol.queries import find_coordinator_request as find_coordinator_request
+from .._protocol.queries import raise_for_error as raise_for_error
 from ._backoff import ExponentialBackoff as ExponentialBackoff
 from ._client import BrokerInfo as BrokerInfo
-from ._client import ClientConfig as ClientConfig
 from ._client import ClusterSnapshot as ClusterSnapshot
 from ._client import CoordinatorAnswer as CoordinatorAnswer
 from ._client import KafkaClient as KafkaClient
 from ._client import PartitionInfo as PartitionInfo
 from ._client import TopicInfo as TopicInfo
 from ._client import coordinator_answer as coordinator_answer
-from ._client import find_coordinator_request as find_coordinator_request
-from ._client import raise_for_error as raise_for_error
+from ._client_config import ClientConfig as ClientConfig
 from ._connection import BrokerConnection as BrokerConnection
 from ._connection import ConnectionState as ConnectionState
 from ._connection import choose_version as choose_version

@@ -15,9 +15,12 @@ fails to authenticate marks its node: requests for it fail at once with the
 ``AuthenticationError`` (no silent retry loop) until a later attempt succeeds.
 
 General-purpose on purpose (later admin APIs ride on it): no consumer-group state lives
-here. Imports the standard library, attrs, ``_errors``, ``_protocol``, ``_security`` and
-the sibling ``_io`` modules ``_backoff``, ``_connection``, ``_future`` and ``_security``;
-never ``confluent_kafka``.
+here. Its settings are ``_client_config.ClientConfig``; what it keeps per broker node,
+and decides on one node alone (backoff, parked requests, rank), is ``_nodes.Node``.
+Imports the standard library, ``_errors``, ``_protocol``, the security package's TLS
+context and SASL setup (``_security._tls``, ``_security._credentials``) and the sibling
+``_io`` modules ``_backoff``, ``_client_config``, ``_connection``, ``_future`` and
+``_nodes``; never ``confluent_kafka``.
 """
 
 from __future__ import annotations
@@ -30,34 +33,29 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any, ClassVar, Final
 
-import attrs
-
 from .._errors import (
-    AuthenticationError,
     BrokerConnectionError,
     ConfigurationError,
     RequestTimeoutError,
 )
-from .._protocol import errors
-from .._protocol._schema import Request, Response
+from .._protocol._schema import Request
 from .._protocol.cluster import BrokerInfo, ClusterSnapshot, PartitionInfo, TopicInfo
 from .._protocol.messages import (
     ALL_REQUESTS,
-    FindCoordinatorRequest,
     MetadataRequest,
 )
 from .._protocol.queries import (
-    GROUP_KEY_TYPE,
     CoordinatorAnswer,
-    FindCoordinatorQuery,
     MetadataQuery,
     coordinator_answer,
 )
-from .._security import SecurityConfig
+from .._security._credentials import SaslSetup
+from .._security._tls import build_ssl_context
 from ._backoff import ExponentialBackoff
-from ._connection import DEFAULT_MAX_RESPONSE_BYTES, BrokerConnection, ConnectionState
-from ._connection_security import SaslSetup, build_ssl_context
+from ._client_config import ClientConfig
+from ._connection import BrokerConnection, ConnectionState
 from ._future import PendingRequest
+from ._nodes import Node
 
 __all__ = [
     "BrokerInfo",
@@ -68,8 +66,6 @@ __all__ = [
     "PartitionInfo",
     "TopicInfo",
     "coordinator_answer",
-    "find_coordinator_request",
-    "raise_for_error",
 ]
 
 log = logging.getLogger(__name__)
@@ -77,215 +73,6 @@ log = logging.getLogger(__name__)
 #: Coordinator connections get the node id ``_COORDINATOR_ID_BASE - node_id``, as in
 #: Java's AbstractCoordinator (``Integer.MAX_VALUE - nodeId``).
 _COORDINATOR_ID_BASE: Final = 2**31 - 1
-
-
-# ===================================================================== configuration
-
-
-def _parse_server(text: str) -> tuple[str, int]:
-    item = text.strip()
-    if "://" in item:
-        # Listener-style "SASL_SSL://host:port": the scheme is informative only, how
-        # connections are secured is ClientConfig.security (ConsumerConfig checks that
-        # the two agree).
-        scheme, _, item = item.partition("://")
-        if scheme.upper() not in ("PLAINTEXT", "TCP", "SSL", "SASL_PLAINTEXT", "SASL_SSL"):
-            raise ConfigurationError(
-                f"bootstrap server {text!r}: unknown listener scheme {scheme!r}"
-            )
-    host, sep, port_text = item.rpartition(":")
-    if host.startswith("[") and host.endswith("]"):
-        host = host[1:-1]
-    if not sep or not host or not port_text.isdigit():
-        raise ConfigurationError(f"bootstrap server {text!r} is not 'host:port'")
-    port = int(port_text)
-    if not 0 < port < 65536:
-        raise ConfigurationError(f"bootstrap server {text!r}: port {port} out of range")
-    return host, port
-
-
-def _to_servers(value: object) -> tuple[tuple[str, int], ...]:
-    """Converter: accept ``"h1:1,h2:2"``, an iterable of strings or of (host, port)."""
-    if isinstance(value, str):
-        items: list[object] = [part for part in value.split(",") if part.strip()]
-    elif isinstance(value, Iterable):
-        items = list(value)
-    else:
-        raise ConfigurationError(f"bootstrap_servers must be a string or a sequence: {value!r}")
-    servers: list[tuple[str, int]] = []
-    for item in items:
-        if isinstance(item, str):
-            servers.append(_parse_server(item))
-        elif (
-            isinstance(item, tuple)
-            and len(item) == 2
-            and isinstance(item[0], str)
-            and isinstance(item[1], int)
-            and not isinstance(item[1], bool)
-        ):
-            servers.append(_parse_server(f"{item[0]}:{item[1]}"))
-        else:
-            raise ConfigurationError(f"bootstrap server {item!r} is not 'host:port'")
-    return tuple(servers)
-
-
-@attrs.frozen(kw_only=True)
-class ClientConfig:
-    """Settings of a ``KafkaClient``. Frozen; change with ``attrs.evolve``.
-
-    Durations are milliseconds, named as Kafka names them (librdkafka's
-    ``socket.timeout.ms`` maps onto ``request_timeout_ms``). Invalid values raise
-    ``ConfigurationError`` at construction.
-    """
-
-    #: ``(host, port)`` pairs tried in order to learn the cluster.
-    bootstrap_servers: tuple[tuple[str, int], ...] = attrs.field(converter=_to_servers)
-    #: Sent in every request header; brokers log and quota by it.
-    client_id: str = "coopconsumer"
-    #: Default per-request timeout, counted from ``send`` (queueing included).
-    request_timeout_ms: int = 30_000
-    #: TCP connect plus ApiVersions handshake (``socket.connection.setup.timeout.ms``).
-    socket_connection_setup_timeout_ms: int = 10_000
-    #: First reconnect delay after a connection failure (``reconnect.backoff.ms``).
-    reconnect_backoff_ms: int = 100
-    #: Cap of the exponential reconnect delay (``reconnect.backoff.max.ms``).
-    reconnect_backoff_max_ms: int = 10_000
-    #: First delay before retrying a retriable answer (``retry.backoff.ms``).
-    retry_backoff_ms: int = 100
-    #: Cap of the exponential retry delay (``retry.backoff.max.ms``).
-    retry_backoff_max_ms: int = 1_000
-    #: Idle connections are closed after this long (``connections.max.idle.ms``).
-    connections_max_idle_ms: int = 540_000
-    #: Largest response frame accepted (``receive.message.max.bytes``).
-    receive_message_max_bytes: int = DEFAULT_MAX_RESPONSE_BYTES
-    #: TLS and SASL for every connection (``security.protocol``, ``ssl.*``, ``sasl.*``).
-    security: SecurityConfig = attrs.field(factory=SecurityConfig)
-
-    def __attrs_post_init__(self) -> None:
-        if not self.bootstrap_servers:
-            raise ConfigurationError("bootstrap_servers is empty")
-        if not isinstance(self.client_id, str):
-            raise ConfigurationError(f"client_id must be a string: {self.client_id!r}")
-        positive = {
-            "request_timeout_ms": self.request_timeout_ms,
-            "socket_connection_setup_timeout_ms": self.socket_connection_setup_timeout_ms,
-            "connections_max_idle_ms": self.connections_max_idle_ms,
-            "receive_message_max_bytes": self.receive_message_max_bytes,
-        }
-        non_negative = {
-            "reconnect_backoff_ms": self.reconnect_backoff_ms,
-            "reconnect_backoff_max_ms": self.reconnect_backoff_max_ms,
-            "retry_backoff_ms": self.retry_backoff_ms,
-            "retry_backoff_max_ms": self.retry_backoff_max_ms,
-        }
-        for name, value in {**positive, **non_negative}.items():
-            if not isinstance(value, int) or isinstance(value, bool):
-                raise ConfigurationError(f"{name} must be an int, got {value!r}")
-        for name, value in positive.items():
-            if value <= 0:
-                raise ConfigurationError(f"{name} must be > 0, got {value}")
-        for name, value in non_negative.items():
-            if value < 0:
-                raise ConfigurationError(f"{name} must be >= 0, got {value}")
-        if not isinstance(self.security, SecurityConfig):
-            raise ConfigurationError(
-                f"security must be a SecurityConfig, not {type(self.security).__name__}"
-            )
-        if self.receive_message_max_bytes < 16:
-            raise ConfigurationError(
-                f"receive_message_max_bytes must be >= 16, got {self.receive_message_max_bytes}"
-            )
-
-    @classmethod
-    def from_bootstrap(cls, servers: str | Iterable[str], **kwargs: Any) -> ClientConfig:
-        """Build from ``"h1:9092,h2:9092"`` (or a list of ``"host:port"``) plus fields.
-
-        Unknown keyword arguments raise ``ConfigurationError``.
-        """
-        known = {f.name for f in attrs.fields(cls)} - {"bootstrap_servers"}
-        unknown = sorted(set(kwargs) - known)
-        if unknown:
-            raise ConfigurationError(f"unknown client settings: {', '.join(unknown)}")
-        return cls(bootstrap_servers=_to_servers(servers), **kwargs)
-
-
-def raise_for_error(
-    response: Response,
-    *,
-    api_key: int | None = None,
-    version: int | None = None,
-    broker: str | None = None,
-) -> None:
-    """Raise ``KafkaError`` if ``response`` has a top-level ``error_code`` != 0.
-
-    For simple callers (tools, tests); the group state machine maps codes itself.
-    Per-partition or per-member codes nested deeper are not inspected.
-    """
-    code = getattr(response, "error_code", 0)
-    if not isinstance(code, int) or code == 0:
-        return
-    message = getattr(response, "error_message", None)
-    raise errors.to_exception(
-        code,
-        api_key=type(response).API_KEY if api_key is None else api_key,
-        api_version=version,
-        broker=broker,
-        message=message if isinstance(message, str) else None,
-    )
-
-
-def find_coordinator_request(
-    group_id: str, api_version: int, *, key_type: int = GROUP_KEY_TYPE
-) -> FindCoordinatorRequest:
-    """The FindCoordinator request for one key at ``api_version`` (see
-    ``FindCoordinatorQuery``, which the group member uses too)."""
-    return FindCoordinatorQuery(key=group_id, key_type=key_type).build(api_version)
-
-
-# ===================================================================== the client
-
-
-class _Node:
-    """Per-node connection bookkeeping: the live connection, backoff, waiting requests."""
-
-    __slots__ = (
-        "auth_failure",
-        "connection",
-        "failures",
-        "host",
-        "label",
-        "last_backoff_ms",
-        "last_error",
-        "losses",
-        "next_attempt",
-        "node_id",
-        "port",
-        "rack",
-        "waiting",
-    )
-
-    def __init__(self, node_id: int, host: str, port: int, label: str | None = None) -> None:
-        self.node_id = node_id
-        self.host = host
-        self.port = port
-        self.label = label
-        self.rack: str | None = None
-        self.connection: BrokerConnection | None = None
-        #: Connections to this node that closed on an error (see ``connection_losses``).
-        self.losses = 0
-        #: Consecutive connection failures since the last READY connection.
-        self.failures = 0
-        self.last_backoff_ms = 0.0
-        self.next_attempt = 0.0
-        self.last_error: BaseException | None = None
-        #: Why the last connection could not authenticate; cleared by a good one.
-        self.auth_failure: AuthenticationError | None = None
-        #: Requests sent while the node was in reconnect backoff.
-        self.waiting: list[PendingRequest[Any]] = []
-
-    @property
-    def broker(self) -> str:
-        return f"{self.host}:{self.port} ({self.label or f'node {self.node_id}'})"
 
 
 class KafkaClient:
@@ -330,11 +117,11 @@ class KafkaClient:
         self._completed: list[PendingRequest[Any]] = []
         # Bootstrap servers get negative ids (-1, -2, ...) as in Java, so they never
         # collide with real broker ids.
-        self._bootstrap_nodes: dict[int, _Node] = {
-            -(i + 1): _Node(-(i + 1), host, port, "bootstrap")
+        self._bootstrap_nodes: dict[int, Node] = {
+            -(i + 1): Node(-(i + 1), host, port, "bootstrap")
             for i, (host, port) in enumerate(config.bootstrap_servers)
         }
-        self._nodes: dict[int, _Node] = dict(self._bootstrap_nodes)
+        self._nodes: dict[int, Node] = dict(self._bootstrap_nodes)
         #: Node ids of dedicated coordinator connections (see ``add_coordinator``).
         self._coordinator_ids: set[int] = set()
         self._cluster: ClusterSnapshot | None = None
@@ -385,15 +172,9 @@ class KafkaClient:
         """
         node = self._nodes.get(node_id)
         if node is None:
-            self._nodes[node_id] = _Node(node_id, host, port)
-            return
-        if (node.host, node.port) != (host, port):
-            if node.connection is not None:
-                node.connection.close()
-                node.connection = None
-            node.host, node.port = host, port
-            node.failures = 0
-            node.next_attempt = 0.0
+            self._nodes[node_id] = Node(node_id, host, port)
+        else:
+            node.move_to(host, port)
 
     def add_coordinator(self, node_id: int, host: str, port: int) -> int:
         """Register broker ``node_id`` as a group coordinator on a connection of its own.
@@ -722,7 +503,7 @@ class KafkaClient:
 
     # ------------------------------------------------------------------ internals
 
-    def _connection_for(self, node: _Node) -> BrokerConnection | None:
+    def _connection_for(self, node: Node) -> BrokerConnection | None:
         """The node's live connection, a new one if allowed, None in backoff."""
         conn = node.connection
         if conn is not None and conn.state is not ConnectionState.CLOSED:
@@ -733,7 +514,7 @@ class KafkaClient:
             return None
         return self._connect(node)
 
-    def _connect(self, node: _Node) -> BrokerConnection:
+    def _connect(self, node: Node) -> BrokerConnection:
         cfg = self._config
         conn = BrokerConnection(
             node.host,
@@ -759,40 +540,10 @@ class KafkaClient:
             conn.enqueue(future)
         return conn
 
-    def _on_connection_closed(self, node: _Node, conn: BrokerConnection, now: float) -> None:
+    def _on_connection_closed(self, node: Node, conn: BrokerConnection, now: float) -> None:
         """Bookkeeping once a connection is CLOSED: backoff, waiting requests."""
-        node.connection = None
-        node.last_error = conn.close_error
-        if isinstance(conn.close_error, AuthenticationError):
-            node.auth_failure = conn.close_error
-        elif conn.was_ready:
-            node.auth_failure = None
-        if conn.was_ready:
-            # A good connection resets the failure count (Java's
-            # ClusterConnectionStates.ready); its loss still waits the base backoff.
-            node.failures = 0
-        if conn.close_error is not None:
-            node.losses += 1
-        if conn.close_error is None and conn.was_ready:
-            # Deliberate close (idle): reconnect freely.
-            node.last_backoff_ms = 0.0
-            node.next_attempt = now
-            return
-        delay_ms = self._reconnect_backoff.delay_ms(node.failures)
-        if not conn.was_ready:
-            node.failures += 1
-        node.last_backoff_ms = delay_ms
-        node.next_attempt = now + delay_ms / 1000.0
-        # Requests that arrived while the connection was dying and were parked never
-        # reached it; the connection failed them itself otherwise.
-        error = conn.close_error or BrokerConnectionError("connection closed", broker=node.broker)
-        waiting, node.waiting = node.waiting, []
-        for future in waiting:
-            failure = BrokerConnectionError(
-                f"{future.api_name}: broker unreachable: {error}", broker=node.broker
-            )
-            failure.__cause__ = error
-            self._fail(future, failure)
+        for future, error in node.after_close(conn, now, self._reconnect_backoff):
+            self._fail(future, error)
 
     def _reap(self, now: float) -> None:
         idle_s = self._config.connections_max_idle_ms / 1000.0
@@ -822,35 +573,12 @@ class KafkaClient:
             if node.waiting and node.connection is None and now >= node.next_attempt:
                 self._connect(node)
 
-    def _expire_waiting(self, node: _Node, now: float) -> None:
-        if not node.waiting:
-            return
-        keep: list[PendingRequest[Any]] = []
-        for future in node.waiting:
-            if future.deadline <= now:
-                error = RequestTimeoutError(
-                    f"{future.api_name} to {node.broker}: not sent within the request timeout"
-                    f" (reconnect backoff; last error: {node.last_error})",
-                    api_key=future.api_key,
-                    api_version=future.api_version,
-                    broker=node.broker,
-                )
-                self._fail(future, error)
-            else:
-                keep.append(future)
-        node.waiting = keep
+    def _expire_waiting(self, node: Node, now: float) -> None:
+        for future, error in node.expire_waiting(now):
+            self._fail(future, error)
 
     def _next_deadline(self) -> float | None:
-        deadlines: list[float] = []
-        for node in self._nodes.values():
-            if node.connection is not None:
-                d = node.connection.next_deadline()
-                if d is not None:
-                    deadlines.append(d)
-            if node.waiting:
-                deadlines.append(min(f.deadline for f in node.waiting))
-                if node.connection is None:
-                    deadlines.append(node.next_attempt)
+        deadlines = [d for node in self._nodes.values() if (d := node.next_deadline()) is not None]
         return min(deadlines) if deadlines else None
 
     def _drain_wakeups(self) -> None:
@@ -919,18 +647,7 @@ class KafkaClient:
             if n.node_id >= 0 and n.node_id not in self._coordinator_ids
         ]
         pool.extend(self._bootstrap_nodes.values())
-
-        def rank(node: _Node) -> tuple[int, float, int]:
-            conn = node.connection
-            if conn is not None and conn.state is ConnectionState.READY:
-                return (0, float(conn.in_flight_count + conn.queued_count), 0)
-            if conn is not None and conn.state is not ConnectionState.CLOSED:
-                return (1, 0.0, 0)
-            if now >= node.next_attempt:
-                return (2, 0.0, 0)
-            return (3, node.next_attempt, 0)
-
-        ordered = sorted(pool, key=rank)  # stable: configuration order breaks ties
+        ordered = sorted(pool, key=lambda node: node.rank(now))  # stable: config order breaks ties
         return [n.node_id for n in ordered]
 
     def _learn(self, snapshot: ClusterSnapshot) -> None:

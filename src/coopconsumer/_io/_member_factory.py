@@ -1,23 +1,28 @@
-"""Building the group member a consumer's configuration asks for: the classic
+"""Building what a consumer's configuration asks for: the group member (the classic
 JoinGroup/SyncGroup ``GroupMember`` with its assignors, or the KIP-848
-``ConsumerGroupMember`` (``group.protocol=consumer``).
+``ConsumerGroupMember``, ``group.protocol=consumer``) and the wire client with its
+connection settings.
 
 The KIP-848 member id is generated here, once per consumer, because the sans-I/O member
 draws no randomness (KIP-1082: the client chooses its member id and keeps it for its life).
 
-Imports the config, the coordinator and the assignors; no sockets or threads of its own.
+Imports the config, the coordinator, the assignors and the wire client; no sockets or
+threads of its own (the client opens its connections when asked).
 """
 
 from __future__ import annotations
 
 import uuid
 
+import attrs
+
 from .._config import ConsumerConfig
 from .._coordinator import GroupMember, MemberConfig
 from .._coordinator.kip848 import ConsumerGroupMember, ConsumerMemberConfig
 from ..assignors import load_assignors
+from ._client import ClientConfig, KafkaClient
 
-__all__ = ["member_for"]
+__all__ = ["client_for", "member_for"]
 
 
 def _auto_commit_interval_ms(cfg: ConsumerConfig) -> int | None:
@@ -65,4 +70,19 @@ def member_for(cfg: ConsumerConfig) -> GroupMember | ConsumerGroupMember:
             require_stable=True,
         ),
         assignors,
+    )
+
+
+def client_for(cfg: ConsumerConfig) -> KafkaClient:
+    """A wire client with the consumer's connection settings (bootstrap, timeouts,
+    security): the consumer's own, and the one-off checks of ``_transactional``."""
+    conn = cfg.connection
+    return KafkaClient(
+        ClientConfig(
+            **{
+                field.name: getattr(conn, field.name)
+                for field in attrs.fields(ClientConfig)
+                if hasattr(conn, field.name)
+            }
+        )
     )

@@ -28,6 +28,7 @@ from ._codec import (
     skip_header_tags,
 )
 from ._schema import Request, Response
+from ._shapes import for_version
 
 __all__ = [
     "RequestHeader",
@@ -79,7 +80,7 @@ def encode_request(
     """
     cls = type(request)
     check_version(cls, api_version, EncodeError)
-    request = request.for_version(api_version)
+    request = for_version(request, api_version)
     out = bytearray()
     try:
         out += _REQ_HDR.pack(cls.API_KEY, api_version, correlation_id)

@@ -10,7 +10,7 @@ Imports only the standard library and attrs.
 from __future__ import annotations
 
 import uuid
-from typing import Any, ClassVar, Final, Self
+from typing import Any, ClassVar, Final
 
 import attrs
 
@@ -23,6 +23,7 @@ __all__ = [
     "Struct",
     "VersionRange",
     "kf",
+    "redacted_bytes",
 ]
 
 #: Kafka's all-zero UUID (``Uuid.ZERO_UUID``), the default of every uuid field.
@@ -178,13 +179,8 @@ class Request(Struct):
     API_KEY: ClassVar[int] = -1
     RESPONSE_TYPE: ClassVar[type[Response]] = Response
 
-    def for_version(self, version: int) -> Self:
-        """This request in the shape ``version`` has, as Java's request builders do.
 
-        Callers build one version-agnostic request; ``encode_request`` calls this once
-        the version is negotiated. Messages whose data moved between fields across
-        versions (LeaveGroup's single ``member_id`` became ``members`` in v3) override
-        it; the default is the request itself. Raises ``EncodeError`` when the request
-        cannot be expressed at ``version``.
-        """
-        return self
+def redacted_bytes(value: bytes) -> str:
+    """The repr of a field holding a secret (a SASL PLAIN message holds the password;
+    SCRAM's ``salted_password``): its length only."""
+    return f"<{len(value)} bytes redacted>"

@@ -1,44 +1,54 @@
-"""What the JSON message specs cannot say: hand-written behaviour of generated messages.
+"""Requests whose data moved between fields across versions: ``for_version``.
 
-The generated modules (``messages``, ``admin_messages``; see ``_generate``) call these
-functions from the methods the generator writes:
+Callers build one version-agnostic request; ``_framing.encode_request`` puts it in the
+shape of the negotiated version with :func:`for_version`, as Java's request builders
+convert them (LeaveGroup's ``member_id`` became ``members`` in v3, KIP-345;
+DeleteTopics' ``topic_names`` became ``topics`` in v6). What the JSON message specs
+cannot say, so it is written by hand, above the generated modules (``messages``,
+``admin_messages``), which never import it.
 
-- ``for_version`` bodies of requests whose data moved between fields across versions,
-  as Java's request builders convert them (LeaveGroup's ``member_id`` became
-  ``members`` in v3, KIP-345; DeleteTopics' ``topic_names`` became ``topics`` in v6).
-- ``redacted_bytes``: the repr of fields that carry credentials (a SASL PLAIN message
-  holds the password; SCRAM's ``salted_password``).
-
-Imports only attrs and the ``_protocol`` siblings (the message classes at call time:
-they import this module).
+Imports only attrs and the ``_protocol`` siblings; the admin messages when a
+DeleteTopics request is converted (so the consumer's path does not load them).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 import attrs
 
 from ._codec import EncodeError
+from ._schema import Request
+from .messages import LeaveGroupRequest, MemberIdentity
 
 if TYPE_CHECKING:
     from .admin_messages import DeleteTopicsRequest
-    from .messages import LeaveGroupRequest
 
-__all__ = ["delete_topics_for_version", "leave_group_for_version", "redacted_bytes"]
+__all__ = ["delete_topics_for_version", "for_version", "leave_group_for_version"]
+
+_R = TypeVar("_R", bound=Request)
+
+#: DeleteTopics' API key (``admin_messages.DeleteTopicsRequest.API_KEY``, checked by
+#: tests/protocol/test_request_shapes.py), so that the table needs no admin import.
+_DELETE_TOPICS: Final = 20
 
 
-def redacted_bytes(value: bytes) -> str:
-    """The repr of a field holding a secret: its length only."""
-    return f"<{len(value)} bytes redacted>"
+def for_version(request: _R, version: int) -> _R:
+    """``request`` in the shape ``version`` has; most requests have one shape for all
+    their versions and are returned as they are. Raises ``EncodeError`` when the
+    request cannot be expressed at ``version``."""
+    convert = _CONVERSIONS.get(request.API_KEY)
+    if convert is None:
+        return request
+    converted: _R = convert(request, version)
+    return converted
 
 
 def leave_group_for_version(request: LeaveGroupRequest, version: int) -> LeaveGroupRequest:
     """v0-2 carry one ``member_id``; v3+ the ``members`` list (KIP-345). Either spelling
     converts to the other; a static member (``group_instance_id``) or a batch of members
     cannot leave below v3."""
-    from .messages import MemberIdentity
-
     if version >= 3:
         if not request.member_id:
             return request
@@ -105,3 +115,10 @@ def delete_topics_for_version(request: DeleteTopicsRequest, version: int) -> Del
         if topic.name not in names:
             names.append(topic.name)
     return attrs.evolve(request, topics=(), topic_names=tuple(names))
+
+
+#: API key -> the conversion of the requests that have more than one shape.
+_CONVERSIONS: Final[dict[int, Callable[[Any, int], Any]]] = {
+    LeaveGroupRequest.API_KEY: leave_group_for_version,
+    _DELETE_TOPICS: delete_topics_for_version,
+}

@@ -16,8 +16,7 @@ import uuid
 
 import attrs
 
-from . import _shapes
-from ._schema import ZERO_UUID, Request, Response, Struct, kf
+from ._schema import ZERO_UUID, Request, Response, Struct, kf, redacted_bytes
 
 #: Kafka's "no authorized operations reported" sentinel (INT32_MIN).
 AUTHORIZED_OPERATIONS_OMITTED = -2147483648
@@ -550,9 +549,6 @@ class LeaveGroupRequest(Request):
         default=(), metadata=kf("3+", MemberIdentity, array=True)
     )
 
-    def for_version(self, version: int) -> LeaveGroupRequest:
-        return _shapes.leave_group_for_version(self, version)
-
 
 @attrs.frozen(kw_only=True)
 class MemberResponse(Struct):
@@ -1036,9 +1032,7 @@ class SaslAuthenticateRequest(Request):
     MAX_VERSION = 2
     FLEXIBLE_VERSION = 2
 
-    auth_bytes: bytes = attrs.field(
-        default=b"", repr=_shapes.redacted_bytes, metadata=kf("0+", "bytes")
-    )
+    auth_bytes: bytes = attrs.field(default=b"", repr=redacted_bytes, metadata=kf("0+", "bytes"))
 
 
 @attrs.frozen(kw_only=True)
@@ -1055,9 +1049,7 @@ class SaslAuthenticateResponse(Response):
     error_message: str | None = attrs.field(
         default=None, metadata=kf("0+", "string", nullable="0+")
     )
-    auth_bytes: bytes = attrs.field(
-        default=b"", repr=_shapes.redacted_bytes, metadata=kf("0+", "bytes")
-    )
+    auth_bytes: bytes = attrs.field(default=b"", repr=redacted_bytes, metadata=kf("0+", "bytes"))
     session_lifetime_ms: int = attrs.field(default=0, metadata=kf("1+", "int64", ignorable=True))
 
 
@@ -1084,7 +1076,7 @@ class ScramCredentialUpsertion(Struct):
     iterations: int = attrs.field(default=0, metadata=kf("0+", "int32"))
     salt: bytes = attrs.field(default=b"", metadata=kf("0+", "bytes"))
     salted_password: bytes = attrs.field(
-        default=b"", repr=_shapes.redacted_bytes, metadata=kf("0+", "bytes")
+        default=b"", repr=redacted_bytes, metadata=kf("0+", "bytes")
     )
 
 

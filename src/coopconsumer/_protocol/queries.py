@@ -7,7 +7,9 @@ cannot be written before the connection's version is known. A query is a frozen 
 the group member can put in an effect; ``build(version)`` writes the request at the
 version the wire client negotiated, and one reader per message turns an answer of any
 version back into plain values. Both the group member and the wire client's blocking
-helpers use these, so each message is written and read in one place.
+helpers use these, so each message is written and read in one place. For simple
+callers (tools, tests, admin code), ``raise_for_error`` raises an answer's top-level
+error code and ``find_coordinator_request`` writes a lookup at a known version.
 
 Pure: imports only the messages and the error table.
 """
@@ -22,7 +24,7 @@ import attrs
 
 from .._errors import ConfigurationError
 from . import errors
-from ._schema import Request
+from ._schema import Request, Response
 from .messages import (
     FindCoordinatorRequest,
     FindCoordinatorResponse,
@@ -47,7 +49,9 @@ __all__ = [
     "OffsetFetchQuery",
     "Query",
     "coordinator_answer",
+    "find_coordinator_request",
     "offset_fetch_answer",
+    "raise_for_error",
 ]
 
 #: FindCoordinator key type of a consumer group.
@@ -280,3 +284,36 @@ class MetadataQuery:
                 topics=wanted, allow_auto_topic_creation=self.allow_auto_topic_creation
             )
         return MetadataRequest(topics=wanted)
+
+
+def raise_for_error(
+    response: Response,
+    *,
+    api_key: int | None = None,
+    version: int | None = None,
+    broker: str | None = None,
+) -> None:
+    """Raise ``KafkaError`` if ``response`` has a top-level ``error_code`` != 0.
+
+    For simple callers (tools, tests); the group state machine maps codes itself.
+    Per-partition or per-member codes nested deeper are not inspected.
+    """
+    code = getattr(response, "error_code", 0)
+    if not isinstance(code, int) or code == 0:
+        return
+    message = getattr(response, "error_message", None)
+    raise errors.to_exception(
+        code,
+        api_key=type(response).API_KEY if api_key is None else api_key,
+        api_version=version,
+        broker=broker,
+        message=message if isinstance(message, str) else None,
+    )
+
+
+def find_coordinator_request(
+    group_id: str, api_version: int, *, key_type: int = GROUP_KEY_TYPE
+) -> FindCoordinatorRequest:
+    """The FindCoordinator request for one key at ``api_version`` (see
+    ``FindCoordinatorQuery``, which the group member uses too)."""
+    return FindCoordinatorQuery(key=group_id, key_type=key_type).build(api_version)

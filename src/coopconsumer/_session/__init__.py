@@ -9,8 +9,9 @@ the selector pump that drives it over a socket; any other driver (asyncio) can p
 the same session. See docs/architecture.md, "The broker connection".
 
 Imports the standard library (``ssl`` for its memory objects), attrs, ``_errors``,
-``_protocol``, ``_sasl`` and ``_transition_table``; never ``socket``, ``selectors``,
-``threading``, ``time``, ``asyncio`` or ``_io`` (tests/test_layering.py).
+``_protocol``, the SASL mechanisms (``_security._sasl``) and ``_transition_table``; never
+``socket``, ``selectors``, ``threading``, ``time``, ``asyncio`` or ``_io``
+(tests/test_layering.py).
 """
 
 from __future__ import annotations

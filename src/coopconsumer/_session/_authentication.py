@@ -1,7 +1,7 @@
 """SASL after ApiVersions, and KIP-368 re-authentication.
 
 SaslHandshake v1 names the mechanism; SaslAuthenticate rounds carry the sans-I/O
-mechanism's messages (``coopconsumer._sasl``: PLAIN, SCRAM-SHA-256/512 with the
+mechanism's messages (``coopconsumer._security._sasl``: PLAIN, SCRAM-SHA-256/512 with the
 server's signature verified, OAUTHBEARER with extensions) until it is complete. A
 refusal closes the session with ``AuthenticationError``, which every waiting request
 gets too. When SaslAuthenticate reports a session lifetime, the session
@@ -28,7 +28,7 @@ from .._protocol.messages import (
     SaslHandshakeRequest,
     SaslHandshakeResponse,
 )
-from .._sasl import OAuthBearerMechanism
+from .._security._sasl import OAuthBearerMechanism
 from . import _traffic
 from ._connection_states import ConnectionState
 from ._session_core import SessionCore

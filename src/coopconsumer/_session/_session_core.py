@@ -31,7 +31,7 @@ from .._errors import (
 )
 from .._protocol import encode_request
 from .._protocol._schema import Request
-from .._sasl import SaslMechanism
+from .._security._sasl import SaslMechanism
 from .._transition_table import IllegalTransition, Transition
 from ._connection_states import ConnectionState
 from ._session_events import Answered, Closed, Failed, SessionEvent

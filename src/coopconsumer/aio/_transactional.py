@@ -30,20 +30,19 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from .._errors import CoopConsumerError
-from .._transactional import (
+from .._transaction_loop import (
     DEFAULT_BATCH_SIZE,
     DEFAULT_COMMIT_INTERVAL_MS,
     DEFAULT_MAX_RECORDS_PER_TRANSACTION,
     CheckBrokers,
     Consume,
     Process,
-    ProcessorBase,
     ProducerCall,
     Steps,
     TransactionalOutput,
     TransactionStats,
-    perform_blocking,
 )
+from .._transactional import ProcessorBase, perform_blocking
 from .._types import ConsumerGroupMetadata, TopicPartition
 
 if TYPE_CHECKING:

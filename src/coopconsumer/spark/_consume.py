@@ -24,10 +24,15 @@ from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 
-from .._config import ConsumerConfig
+from .._config import DEFAULT_ASSIGNMENT_STRATEGY, ConsumerConfig
 from .._errors import ConfigurationError, RequestTimeoutError
 from .._io._fetcher import end_offsets
-from ..assignors import RebalanceProtocol, load_assignors, select_rebalance_protocol
+from ..assignors import (
+    ConsumerPartitionAssignor,
+    RebalanceProtocol,
+    load_assignors,
+    select_rebalance_protocol,
+)
 from ._control import ControlServer, MemberState
 from ._local import use_this_python_locally
 from ._spark_member import (
@@ -70,24 +75,48 @@ def _given(config: Mapping[str, object], *names: str) -> bool:
     return any(isinstance(k, str) and k.strip() in names for k in config)
 
 
+def _asks_kip848(config: Mapping[str, object]) -> bool:
+    """Whether ``config`` sets ``group.protocol=consumer``, read as the parser reads it
+    (case and spaces aside); any other value is the parser's to judge."""
+    return any(
+        isinstance(k, str)
+        and k.strip() == "group.protocol"
+        and isinstance(v, str)
+        and v.strip().lower() == "consumer"
+        for k, v in config.items()
+    )
+
+
 def _job_config(
     config: Mapping[str, object], *, bounded: bool = True
 ) -> tuple[dict[str, object], ConsumerConfig]:
-    """The members' configuration: ``config`` plus the job's required settings. A
-    long-running job (``bounded=False``) takes any ``auto.offset.reset``."""
+    """The members' configuration: ``config`` plus the job's required settings, and
+    its parse. A long-running job (``bounded=False``) takes any ``auto.offset.reset``.
+
+    Parsed once, and the classic protocol's assignors loaded once: they are loaded
+    here, to check that they rebalance cooperatively, and the parse is given the
+    loaded instances, which it validates as they are (the members get the names)."""
     if not isinstance(config, Mapping):
         raise ConfigurationError(f"config must be a mapping, not {type(config).__name__}")
     merged = dict(config)
     for key, (alias, value) in _DEFAULTS.items():
         if key != _STRATEGY and not _given(merged, key, alias):
             merged[key] = value
-    parsed = ConsumerConfig.from_mapping(merged)
     alias, strategy = _DEFAULTS[_STRATEGY]
+    to_parse = merged
+    assignors: list[ConsumerPartitionAssignor] = []
     # With group.protocol=consumer (KIP-848) the broker assigns and every rebalance is
     # incremental: no client-side assignor is filled in (setting one is refused).
-    if not parsed.kip848 and not _given(merged, _STRATEGY, alias):
-        merged[_STRATEGY] = strategy
-        parsed = ConsumerConfig.from_mapping(merged)
+    if not _asks_kip848(merged):
+        given = [k for k in merged if isinstance(k, str) and k.strip() in (_STRATEGY, alias)]
+        if not given:
+            merged[_STRATEGY] = strategy
+            given = [_STRATEGY]
+        spec = merged[given[0]]
+        # None means the library's default, as in the parse.
+        assignors = load_assignors(DEFAULT_ASSIGNMENT_STRATEGY if spec is None else spec)  # type: ignore[arg-type]
+        to_parse = {**merged, given[0]: assignors}
+    parsed = ConsumerConfig.from_mapping(to_parse)
     parsed.require_group_id()
     if parsed.enable_auto_commit:
         raise ConfigurationError(
@@ -101,10 +130,7 @@ def _job_config(
         )
     if parsed.kip848:
         return merged, parsed
-    protocol = select_rebalance_protocol(
-        load_assignors(list(parsed.partition_assignment_strategy))  # type: ignore[arg-type]
-    )
-    if protocol is not RebalanceProtocol.COOPERATIVE:
+    if select_rebalance_protocol(assignors) is not RebalanceProtocol.COOPERATIVE:
         raise ConfigurationError(
             "the consume job needs cooperative rebalancing: set "
             "partition.assignment.strategy to 'cooperative-sticky' (or assignors that all "

@@ -42,7 +42,8 @@ from .._errors import (
 )
 from .._listener import RebalanceListener
 from .._metrics import max_reading
-from .._transactional import TransactionalOutput, TransactionalProcessor
+from .._transaction_loop import TransactionalOutput
+from .._transactional import TransactionalProcessor
 from .._types import ConsumerGroupMetadata, TopicPartition
 from ._control import ControlAddress, ControlClient
 

@@ -11,7 +11,7 @@ Secrets (``sasl.password``, ``ssl.key.password``, ``ssl.key.pem``,
 never show the value; error messages never quote them.
 
 Pure: imports attrs, the standard library and ``_errors``; no I/O (files named by
-``ssl.*.location`` are read when a client builds its TLS context, in ``_io``).
+``ssl.*.location`` are read when a client builds its TLS context, in ``_tls``).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from typing import Any, Final, TypeAlias
 
 import attrs
 
-from ._errors import ConfigurationError
+from .._errors import ConfigurationError
 
 __all__ = [
     "SASL_MECHANISMS",

@@ -10,7 +10,7 @@ client's side. A failure raises ``AuthenticationError`` (the connection adds the
 No messages' bytes are ever logged: a PLAIN message holds the password. Nothing here
 reads a clock, a socket or a file.
 
-Imports the standard library and ``_errors`` only.
+Imports the standard library and ``_errors`` only (a leaf: the broker session imports it).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import secrets
 from collections.abc import Callable, Mapping, Sequence
 from typing import Final
 
-from ._errors import AuthenticationError
+from .._errors import AuthenticationError
 
 __all__ = [
     "SCRAM_MECHANISMS",

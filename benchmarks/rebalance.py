@@ -557,7 +557,7 @@ def main() -> None:
     if args.broker in ("mock", "kafka"):
         candidates += KIP848_IMPLEMENTATIONS
     if args.leader_sync_delay_ms is not None:
-        import coopconsumer._coordinator.classic._join as join_phase
+        import coopconsumer._member.classic._join as join_phase
 
         vars(join_phase)["LEADER_SYNC_DELAY_S"] = args.leader_sync_delay_ms / 1000.0
         print(f"LEADER_SYNC_DELAY_S set to {vars(join_phase)['LEADER_SYNC_DELAY_S']}")

@@ -32,7 +32,7 @@ from coopconsumer.admin import (
     ReplicaAssignor,
     ZooKeeperReplicaAssignor,
 )
-from coopconsumer.admin._assignor import check_assignment
+from coopconsumer.admin._replica_assignor import check_assignment
 
 
 def build_cluster(brokers: int, racks: int, existing: int) -> ClusterView:

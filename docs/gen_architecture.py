@@ -1,9 +1,9 @@
 """Generate the state-machine sections of docs/architecture.md from the code.
 
 Three parts of the file are generated, each between its own marker lines: the classic
-group member's (``coopconsumer._coordinator.classic._table``), the broker session's
+group member's (``coopconsumer._member.classic._table``), the broker session's
 (``coopconsumer._session._session_table``) and the KIP-848 member's
-(``coopconsumer._coordinator.kip848._kip848_table``). For each, the diagram's edges are the moves
+(``coopconsumer._member.kip848._table``). For each, the diagram's edges are the moves
 the table allows, labelled with the inputs that may cause them; each state's
 predecessors are derived from the same rows; the per-state lists are ``TRANSITIONS``,
 ``IGNORED`` and ``REJECTED``. The document cannot drift from the code:
@@ -29,10 +29,10 @@ from typing import Any
 
 import attrs
 
-from coopconsumer._coordinator.classic import _table as member_table
-from coopconsumer._coordinator.classic._states import MemberState
-from coopconsumer._coordinator.kip848 import _kip848_table as kip848_table
-from coopconsumer._coordinator.kip848._kip848_states import ConsumerMemberState
+from coopconsumer._member.classic import _table as member_table
+from coopconsumer._member.classic._states import MemberState
+from coopconsumer._member.kip848 import _table as kip848_table
+from coopconsumer._member.kip848._states import ConsumerMemberState
 from coopconsumer._session import _session_table as session_table
 from coopconsumer._session._connection_states import ConnectionState
 
@@ -74,8 +74,8 @@ MEMBER = Machine(
     rejected=member_table.REJECTED,
     moves=member_table.moves,
     predecessors=member_table.predecessors,
-    package="_coordinator/classic/",
-    table_test="tests/coordinator/test_transition_table.py",
+    package="_member/classic/",
+    table_test="tests/member/test_transition_table.py",
     subject="member",
     culprit="a driver bug",
 )
@@ -104,8 +104,8 @@ KIP848 = Machine(
     rejected=kip848_table.REJECTED,
     moves=kip848_table.moves,
     predecessors=kip848_table.predecessors,
-    package="_coordinator/kip848/",
-    table_test="tests/coordinator/test_kip848_table.py",
+    package="_member/kip848/",
+    table_test="tests/member/test_kip848_table.py",
     subject="member",
     culprit="a driver bug",
 )

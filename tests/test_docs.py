@@ -238,10 +238,10 @@ def test_testing_page_examples_pass(tmp_path: Path) -> None:
 def test_group_errors_the_docs_call_fatal_are_fatal() -> None:
     # upgrade.md, assignors.md and quickstart.md say a consumer refused with
     # INCONSISTENT_GROUP_PROTOCOL (or fenced) raises from every poll() until close().
-    from coopconsumer._coordinator._error_actions import Api, ErrorAction, action_for
-    from coopconsumer._protocol import errors
+    from coopconsumer._member._error_actions import Api, ErrorAction, action_for
+    from coopconsumer._protocol import error_codes
 
-    for code in (errors.INCONSISTENT_GROUP_PROTOCOL, errors.FENCED_INSTANCE_ID):
+    for code in (error_codes.INCONSISTENT_GROUP_PROTOCOL, error_codes.FENCED_INSTANCE_ID):
         assert action_for(Api.JOIN_GROUP, code) is ErrorAction.FATAL
     for name in ("upgrade.md", "assignors.md", "quickstart.md"):
         assert "INCONSISTENT_GROUP_PROTOCOL" in (DOCS / name).read_text()

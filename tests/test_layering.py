@@ -1,7 +1,7 @@
 """The package's import directions (docs/architecture.md), checked by walking every AST.
 
-_protocol <- _coordinator <- _io <- _consumer_core <- _consumer and aio (inside
-_coordinator: the classic/ and kip848/ wings on the shared base, neither importing the
+_protocol <- _member <- _io <- _consumer_core <- _consumer and aio (inside
+_member: the classic/ and kip848/ wings on the shared base, neither importing the
 other), and _protocol <- _session <- _io; the sans-I/O layers and the exactly-once loop
 never import blocking modules, and confluent_kafka is imported only by the fetcher and
 the producer in _io.
@@ -74,25 +74,25 @@ def test_protocol_imports_only_the_errors_leaf(path: Path) -> None:
         assert _top(name) not in BLOCKING, name
 
 
-@pytest.mark.parametrize("path", _modules("_coordinator"), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", _modules("_member"), ids=lambda p: p.name)
 def test_coordinator_is_sans_io(path: Path) -> None:
     for name in _imports(path):
         assert _top(name) not in BLOCKING, name
         assert not name.startswith(("coopconsumer._io", "coopconsumer._consumer")), name
 
 
-_WINGS = ("coopconsumer._coordinator.classic", "coopconsumer._coordinator.kip848")
+_WINGS = ("coopconsumer._member.classic", "coopconsumer._member.kip848")
 
 
 def test_the_member_has_two_wings_on_a_shared_base() -> None:
     # Both wings exist, so the two tests below walk something.
-    assert _modules("_coordinator/classic")
-    assert _modules("_coordinator/kip848")
+    assert _modules("_member/classic")
+    assert _modules("_member/kip848")
 
 
 @pytest.mark.parametrize(
     "path",
-    [p for p in _modules("_coordinator") if p.parent == PKG / "_coordinator"],
+    [p for p in _modules("_member") if p.parent == PKG / "_member"],
     ids=lambda p: p.name,
 )
 def test_the_shared_member_base_imports_no_wing(path: Path) -> None:
@@ -104,8 +104,8 @@ def test_the_shared_member_base_imports_no_wing(path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("path", "other"),
-    [(p, _WINGS[1]) for p in _modules("_coordinator/classic")]
-    + [(p, _WINGS[0]) for p in _modules("_coordinator/kip848")],
+    [(p, _WINGS[1]) for p in _modules("_member/classic")]
+    + [(p, _WINGS[0]) for p in _modules("_member/kip848")],
     ids=lambda v: v.name if isinstance(v, Path) else v.rpartition(".")[2],
 )
 def test_a_member_wing_never_imports_the_other(path: Path, other: str) -> None:
@@ -197,7 +197,7 @@ def test_assignors_are_pure(path: Path) -> None:
     allowed = _ASSIGNOR_LOCK_USERS.get(path.name, set())
     for name in _imports(path):
         assert _top(name) not in BLOCKING - allowed, name
-        assert not name.startswith(("coopconsumer._io", "coopconsumer._coordinator")), name
+        assert not name.startswith(("coopconsumer._io", "coopconsumer._member")), name
 
 
 def test_errors_module_is_a_leaf() -> None:

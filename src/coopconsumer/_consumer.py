@@ -23,11 +23,11 @@ from typing import TYPE_CHECKING, Any, Literal, overload
 from ._config import ConsumerConfig
 from ._consumer_core._arguments import OFFSET_BEGINNING, OFFSET_END, FetcherLike, subscription, tps
 from ._consumer_core._core import CLOSE_TIMEOUT_S, SLICE_S, ConsumerCore, close_notices
-from ._coordinator import AssignmentChange, CloseRequested
 from ._errors import ConfigurationError, CoopConsumerError
 from ._io._member_driver import ClientLike, CommittedOffsets
 from ._io._member_factory import client_for
 from ._listener import RebalanceListener, RebalanceListenerLike
+from ._member import AssignmentChange, CloseRequested
 from ._types import ConsumerGroupMetadata, TopicPartition
 from .assignors import RebalanceProtocol
 

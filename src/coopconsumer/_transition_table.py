@@ -10,7 +10,7 @@ hand. docs/architecture.md draws each table from the same rows
 (``docs/gen_architecture.py``).
 
 Every state machine of the package is built on it: the two group members
-(``_coordinator``), the broker session (``_session``), and the admin side's
+(``_member``), the broker session (``_session``), and the admin side's
 machines whose inputs an owner dispatches itself (a reassignment's moves, the healer's
 chunks, the test cluster's replicas and partitions): their rows name no handler
 (``build_moves``) and each move is checked with ``check_move``.

@@ -119,7 +119,7 @@ def _imported(path: Path) -> set[str]:
 @pytest.mark.parametrize(
     "path",
     [
-        _PKG / "admin" / "_assignor.py",
+        _PKG / "admin" / "_replica_assignor.py",
         _PKG / "admin" / "_zookeeper.py",
         _PKG / "admin" / "_kraft.py",
         _PKG / "admin" / "_balanced.py",

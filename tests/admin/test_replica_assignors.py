@@ -22,7 +22,7 @@ from coopconsumer.admin import (
     ZooKeeperReplicaAssignor,
     load_replica_assignor,
 )
-from coopconsumer.admin._assignor import LogDirLoad, check_assignment
+from coopconsumer.admin._replica_assignor import LogDirLoad, check_assignment
 from coopconsumer.admin._zookeeper import kafka_placement, rack_alternated
 
 

@@ -1,6 +1,6 @@
 """In-process fakes to run ``Consumer`` and its driver thread without sockets.
 
-* ``FakeCluster``: one ``FakeGroupCoordinator`` (tests/coordinator) behind a lock, the
+* ``FakeCluster``: one ``FakeGroupCoordinator`` (tests/member) behind a lock, the
   topic table, and a shared record log, for several consumers in one process.
 * ``FakeClient``: the ``KafkaClient`` surface the driver uses (``send``/``poll``/
   ``wakeup``/...). FindCoordinator and Metadata are answered by the cluster itself;
@@ -26,7 +26,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "coordinator"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "member"))
 
 from fake_group_coordinator import FakeGroupCoordinator
 

@@ -1,6 +1,6 @@
 """The Consumer facade and its driver thread on in-process fakes (no sockets).
 
-A ``FakeGroupCoordinator`` (tests/coordinator) sits behind a fake ``KafkaClient``, and
+A ``FakeGroupCoordinator`` (tests/member) sits behind a fake ``KafkaClient``, and
 an in-memory fetcher serves records, so these tests exercise the real driver loop, the
 real group member and the real facade: listener callbacks on the polling thread,
 committed offsets as start positions, commit errors, heartbeats between polls, the
@@ -33,7 +33,7 @@ from coopconsumer import (
     TopicPartition,
 )
 from coopconsumer._io._member_driver import DriverFailedError
-from coopconsumer._protocol import errors
+from coopconsumer._protocol import error_codes
 from coopconsumer._protocol.messages import OffsetFetchRequest
 from coopconsumer.assignors import RebalanceProtocol
 
@@ -140,13 +140,13 @@ def test_committed_at_its_deadline_is_a_timeout_caused_by_the_last_answer(
 ) -> None:
     # The lookup's own RequestTimeoutError (a TimeoutError) is raised as it is, at once: the
     # facade must not take it for "no answer yet" and replace it with a bare one.
-    cluster.coordinator.fail_next(9, errors.UNSTABLE_OFFSET_COMMIT, count=1_000)
+    cluster.coordinator.fail_next(9, error_codes.UNSTABLE_OFFSET_COMMIT, count=1_000)
     consumer, _ = cluster.consumer(settings())
     with pytest.raises(RequestTimeoutError) as info:
         consumer.committed(TPS, timeout=0.5)
     cause = info.value.__cause__
     assert isinstance(cause, KafkaError)
-    assert cause.code == errors.UNSTABLE_OFFSET_COMMIT
+    assert cause.code == error_codes.UNSTABLE_OFFSET_COMMIT
     consumer.close()
 
 
@@ -186,7 +186,7 @@ def test_reset_none_raises_from_poll_for_partitions_without_commit(cluster: Fake
     consumer.subscribe([TOPIC])
     with pytest.raises(KafkaError, match="no committed offset") as info:
         poll_until(consumer, lambda: False)
-    assert info.value.code == errors.OFFSET_OUT_OF_RANGE
+    assert info.value.code == error_codes.OFFSET_OUT_OF_RANGE
     # The partition with a commit is fetched; the others can be seeked explicitly.
     values = [m.value() for m in consumer.consume(100, 0.2)]
     assert {v.split(b"-")[0] for v in values if v is not None} == {b"0"}
@@ -314,11 +314,11 @@ def test_commit_errors_are_typed(cluster: FakeCluster) -> None:
     consumer.subscribe([TOPIC])
     poll_until(consumer, lambda: consumer.assignment() == TPS)
     offsets = {TopicPartition(TOPIC, 0): OffsetAndMetadata(offset=1, metadata="m")}
-    cluster.coordinator.fail_next(8, errors.REBALANCE_IN_PROGRESS)
+    cluster.coordinator.fail_next(8, error_codes.REBALANCE_IN_PROGRESS)
     with pytest.raises(RebalanceInProgressError):
         consumer.commit(offsets)
     consumer.poll(0.2)
-    cluster.coordinator.fail_next(8, errors.ILLEGAL_GENERATION)
+    cluster.coordinator.fail_next(8, error_codes.ILLEGAL_GENERATION)
     with pytest.raises(CommitFailedError):
         consumer.commit(offsets)
     future = consumer.commit({TopicPartition(TOPIC, 0): 2}, asynchronous=True)
@@ -482,10 +482,10 @@ def test_fatal_group_error_is_raised_after_lost_and_on_every_later_call(
     listener = Recorder()
     consumer.subscribe([TOPIC], listener)
     poll_until(consumer, lambda: consumer.assignment() == TPS)
-    cluster.coordinator.fail_next(12, errors.FENCED_INSTANCE_ID)  # next heartbeat
+    cluster.coordinator.fail_next(12, error_codes.FENCED_INSTANCE_ID)  # next heartbeat
     with pytest.raises(KafkaError) as info:
         poll_until(consumer, lambda: False)
-    assert info.value.code == errors.FENCED_INSTANCE_ID
+    assert info.value.code == error_codes.FENCED_INSTANCE_ID
     # The member dropped its partitions (LOST ran first, on this thread), and the
     # error sticks until close().
     assert listener.calls[-1] == ("lost", TPS)

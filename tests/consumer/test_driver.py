@@ -1,7 +1,7 @@
 """The driver thread against the fake cluster: lookups, OffsetFetch, metadata translation.
 
 The member parses what the driver feeds back (transcripts in
-tests/coordinator/test_lookup_and_fetch.py); here the real driver runs on the fake
+tests/member/test_lookup_and_fetch.py); here the real driver runs on the fake
 cluster of ``_consumer_fakes`` with faults injected through its public API.
 """
 
@@ -15,8 +15,8 @@ import pytest
 from _consumer_fakes import FakeCluster
 
 from coopconsumer import KafkaError, TopicPartition
-from coopconsumer._coordinator._metadata import metadata_update as _metadata_update
-from coopconsumer._protocol import errors
+from coopconsumer._member._metadata import metadata_update as _metadata_update
+from coopconsumer._protocol import error_codes
 from coopconsumer._protocol.cluster import ClusterSnapshot
 from coopconsumer._protocol.messages import (
     MetadataResponse,
@@ -47,7 +47,7 @@ def test_metadata_update_flags_internal_topics_and_skips_errors() -> None:
                 is_internal=True,
                 partitions=(MetadataResponsePartition(partition_index=0),),
             ),
-            MetadataResponseTopic(name="gone", error_code=errors.UNKNOWN_TOPIC_OR_PARTITION),
+            MetadataResponseTopic(name="gone", error_code=error_codes.UNKNOWN_TOPIC_OR_PARTITION),
         ),
     )
     update = _metadata_update(ClusterSnapshot.from_response(response))
@@ -77,7 +77,7 @@ SETTINGS: dict[str, object] = {
 
 def test_coordinator_lookup_errors_are_retried_by_the_member(cluster: FakeCluster) -> None:
     consumer, client = cluster.consumer(SETTINGS)
-    client.find_coordinator_errors = [errors.COORDINATOR_NOT_AVAILABLE] * 3
+    client.find_coordinator_errors = [error_codes.COORDINATOR_NOT_AVAILABLE] * 3
     consumer.subscribe(["t"])
     deadline = time.monotonic() + 10
     while consumer.assignment() != {TP0, TP1}:
@@ -91,13 +91,13 @@ def test_coordinator_lookup_errors_are_retried_by_the_member(cluster: FakeCluste
 
 def test_coordinator_lookup_refused_for_authorization_fails_poll(cluster: FakeCluster) -> None:
     consumer, client = cluster.consumer(SETTINGS)
-    client.find_coordinator_errors = [errors.GROUP_AUTHORIZATION_FAILED]
+    client.find_coordinator_errors = [error_codes.GROUP_AUTHORIZATION_FAILED]
     consumer.subscribe(["t"])
     deadline = time.monotonic() + 10
     with pytest.raises(KafkaError) as info:  # noqa: PT012 - poll until the error surfaces
         while time.monotonic() < deadline:
             consumer.poll(0.05)
-    assert info.value.code == errors.GROUP_AUTHORIZATION_FAILED
+    assert info.value.code == error_codes.GROUP_AUTHORIZATION_FAILED
     assert consumer.assignment() == frozenset()
     consumer.close()
 
@@ -110,12 +110,12 @@ def test_committed_retries_coordinator_errors(cluster: FakeCluster) -> None:
         assert time.monotonic() < deadline
         consumer.poll(0.05)
     consumer.commit({TP0: 3})
-    cluster.coordinator.fail_next(9, errors.COORDINATOR_LOAD_IN_PROGRESS, count=2)
+    cluster.coordinator.fail_next(9, error_codes.COORDINATOR_LOAD_IN_PROGRESS, count=2)
     assert consumer.committed([TP0, TP1]) == {TP0: 3, TP1: None}
-    cluster.coordinator.fail_next(9, errors.GROUP_AUTHORIZATION_FAILED)
+    cluster.coordinator.fail_next(9, error_codes.GROUP_AUTHORIZATION_FAILED)
     with pytest.raises(KafkaError) as info:
         consumer.committed([TP0])
-    assert info.value.code == errors.GROUP_AUTHORIZATION_FAILED
+    assert info.value.code == error_codes.GROUP_AUTHORIZATION_FAILED
     consumer.close()
 
 
@@ -129,7 +129,7 @@ def test_read_committed_fetches_stable_offsets(cluster: FakeCluster) -> None:
         assert time.monotonic() < deadline
         consumer.poll(0.05)
     consumer.commit({TP0: 5})
-    cluster.coordinator.fail_next(9, errors.UNSTABLE_OFFSET_COMMIT)
+    cluster.coordinator.fail_next(9, error_codes.UNSTABLE_OFFSET_COMMIT)
     assert consumer.committed([TP0]) == {TP0: 5}
     fetches = [r for r in client.sent if isinstance(r, OffsetFetchRequest)]
     assert len(fetches) >= 2  # the unstable answer was asked again

@@ -24,9 +24,9 @@ import pytest
 from _consumer_fakes import FakeCluster
 
 from coopconsumer import Consumer, RebalanceListener, TopicPartition
-from coopconsumer._coordinator import CommitBeforeRevoke, MemberState
-from coopconsumer._coordinator.kip848 import ConsumerMemberState
-from coopconsumer._protocol import errors
+from coopconsumer._member import CommitBeforeRevoke, MemberState
+from coopconsumer._member.kip848 import ConsumerMemberState
+from coopconsumer._protocol import error_codes
 
 GROUP = "g"
 TOPIC = "t"
@@ -240,7 +240,7 @@ def test_commit_before_revoke_is_retried_after_a_coordinator_error(
 
     # The commit "a" makes before handing partitions to "b" meets NOT_COORDINATOR
     # once (the coordinator moved, or is loading): retried, it succeeds.
-    cluster.coordinator.fail_next(OFFSET_COMMIT, errors.NOT_COORDINATOR)
+    cluster.coordinator.fail_next(OFFSET_COMMIT, error_codes.NOT_COORDINATOR)
     b_owned = Owned()
     b, _ = cluster.consumer(settings())
     b.subscribe([TOPIC], b_owned)

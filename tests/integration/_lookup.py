@@ -1,7 +1,7 @@
 """Coordinator lookups for the wire-level integration tests.
 
 ``find_coordinator``: test plumbing for tests that speak the group protocol by hand
-(the library's own lookup is the group member's, ``_coordinator/_discovery.py``).
+(the library's own lookup is the group member's, ``_member/_discovery.py``).
 ``member_lookup``: that member lookup, on a driver thread against a test broker.
 """
 
@@ -11,18 +11,22 @@ import contextlib
 import time
 from collections.abc import Callable, Iterator
 
-from coopconsumer._coordinator import GroupMember, MemberConfig, Subscribe
 from coopconsumer._io import ClientConfig, KafkaClient
 from coopconsumer._io._member_driver import Driver
+from coopconsumer._member import GroupMember, MemberConfig, Subscribe
 from coopconsumer._metrics import CoordinatorMetrics
-from coopconsumer._protocol import errors
+from coopconsumer._protocol import error_codes
 from coopconsumer._protocol.messages import FindCoordinatorRequest
 from coopconsumer._protocol.queries import FindCoordinatorQuery, coordinator_answer
 from coopconsumer.assignors import load_assignors
 
 #: What a broker answers while its group coordinator starts or moves.
 _RETRIABLE = frozenset(
-    {errors.COORDINATOR_NOT_AVAILABLE, errors.COORDINATOR_LOAD_IN_PROGRESS, errors.NOT_COORDINATOR}
+    {
+        error_codes.COORDINATOR_NOT_AVAILABLE,
+        error_codes.COORDINATOR_LOAD_IN_PROGRESS,
+        error_codes.NOT_COORDINATOR,
+    }
 )
 
 
@@ -40,11 +44,11 @@ def find_coordinator(client: KafkaClient, group: str, *, timeout_s: float = 30.0
             node, FindCoordinatorQuery(key=group).build(version), api_version=version
         )
         answer = coordinator_answer(response, group, version)
-        if answer.error_code == errors.NONE:
+        if answer.error_code == error_codes.NONE:
             client.add_broker(answer.node_id, answer.host, answer.port)
             return answer.node_id
         if answer.error_code not in _RETRIABLE or time.monotonic() >= deadline:
-            raise errors.to_exception(
+            raise error_codes.to_exception(
                 answer.error_code,
                 api_key=FindCoordinatorRequest.API_KEY,
                 api_version=version,

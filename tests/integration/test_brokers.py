@@ -252,7 +252,7 @@ def test_startup_failure_reports_the_broker_output(
     fake = tmp_path / "tansu"
     fake.write_text("#!/bin/sh\necho 'fake tansu: cannot bind the listener' >&2\nexit 3\n")
     fake.chmod(0o755)
-    monkeypatch.setattr("coopconsumer.testing._tansu.find_tansu_binary", lambda: fake)
+    monkeypatch.setattr("coopconsumer.testing._tansu_broker.find_tansu_binary", lambda: fake)
     with pytest.raises(BrokerStartupError, match="cannot bind the listener") as info:  # noqa: SIM117
         with embedded_broker("tansu"):
             pytest.fail("a broker that exits must not be yielded")

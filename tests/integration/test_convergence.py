@@ -12,7 +12,7 @@ asserts that the group settles, and absorbs the ninth member in a few rounds, no
 fast. Throughout, the ownership ledger fails on any partition owned twice, and every
 member gives up only partitions that moved. (Before the fix this group took 3 to 10
 rounds to absorb the ninth member, with 8 to 67 late SyncGroups; the deterministic
-replay of the mock's timing is tests/coordinator/test_mock_timing.py.)
+replay of the mock's timing is tests/member/test_mock_timing.py.)
 """
 
 from __future__ import annotations

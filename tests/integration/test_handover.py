@@ -37,8 +37,8 @@ from typing import Any
 import pytest
 
 from coopconsumer import Consumer, RebalanceListener, TopicPartition
-from coopconsumer._coordinator import MemberState
-from coopconsumer._coordinator.kip848 import ConsumerMemberState
+from coopconsumer._member import MemberState
+from coopconsumer._member.kip848 import ConsumerMemberState
 from coopconsumer.testing import EmbeddedBroker
 from integration._ledger import KeyProducer, OwnershipLedger, RecordAccounting, late_sync_on_mock
 

@@ -39,7 +39,7 @@ import pytest
 import coopconsumer
 from coopconsumer import Consumer, TopicPartition
 from coopconsumer._errors import ConfigurationError
-from coopconsumer._protocol import errors
+from coopconsumer._protocol import error_codes
 from coopconsumer.testing import EmbeddedBroker, KafkaCluster, MockBroker
 from integration._ledger import (
     CoopMember,
@@ -331,7 +331,7 @@ def test_fenced_member_loses_its_partitions_and_rejoins(group: _Group) -> None:
     group.producer.produce(120)
     member = group.add("m1")
     group.settle("m1 to own every partition")
-    group.broker.push_request_errors(CONSUMER_GROUP_HEARTBEAT, [errors.FENCED_MEMBER_EPOCH])
+    group.broker.push_request_errors(CONSUMER_GROUP_HEARTBEAT, [error_codes.FENCED_MEMBER_EPOCH])
     wait_for(
         lambda: any(e.kind == "lost" for e in group.ledger.events("m1")),
         SETTLE_S,

@@ -22,7 +22,7 @@ import pytest
 
 from coopconsumer import consumer_protocol
 from coopconsumer._io import ClientConfig, KafkaClient, PendingRequest
-from coopconsumer._protocol import errors
+from coopconsumer._protocol import error_codes
 from coopconsumer._protocol.messages import (
     HeartbeatRequest,
     HeartbeatResponse,
@@ -140,11 +140,14 @@ def join_all(members: list[Member]) -> None:
             if join is not None and join.done():
                 del joins[key]
                 response: JoinGroupResponse = join.result()
-                if response.error_code in (errors.MEMBER_ID_REQUIRED, errors.REBALANCE_IN_PROGRESS):
+                if response.error_code in (
+                    error_codes.MEMBER_ID_REQUIRED,
+                    error_codes.REBALANCE_IN_PROGRESS,
+                ):
                     member.member_id = response.member_id or member.member_id
                     joins[key] = member.send_join()
                 else:
-                    assert response.error_code == errors.NONE, response
+                    assert response.error_code == error_codes.NONE, response
                     member.member_id = response.member_id
                     member.generation = response.generation_id
                     member.leader = response.leader
@@ -152,7 +155,7 @@ def join_all(members: list[Member]) -> None:
             if beat is not None and beat.done():
                 del beats[key]
                 heartbeat: HeartbeatResponse = beat.result()
-                if heartbeat.error_code == errors.REBALANCE_IN_PROGRESS and key not in joins:
+                if heartbeat.error_code == error_codes.REBALANCE_IN_PROGRESS and key not in joins:
                     joins[key] = member.send_join()
             if key not in joins and key not in beats and member.generation >= 0:
                 beats[key] = member.send_heartbeat()
@@ -175,7 +178,7 @@ def _formed_pair(broker: EmbeddedBroker, group: str, topic: str) -> tuple[Member
     drive([m.client for m in members], syncs)
     for sync in syncs:
         response: SyncGroupResponse = sync.result()
-        assert response.error_code == errors.NONE, response
+        assert response.error_code == error_codes.NONE, response
     return leader, follower
 
 
@@ -183,7 +186,7 @@ def _rejoin(member: Member, others: list[Member]) -> JoinGroupResponse:
     join = member.send_join()
     drive([member.client, *(o.client for o in others)], [join])
     response: JoinGroupResponse = join.result()
-    assert response.error_code == errors.NONE, response
+    assert response.error_code == error_codes.NONE, response
     return response
 
 

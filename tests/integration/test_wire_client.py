@@ -17,7 +17,7 @@ from confluent_kafka import KafkaError as CKafkaError
 from confluent_kafka import Producer
 
 from coopconsumer._io import ClientConfig, KafkaClient, PendingRequest
-from coopconsumer._protocol import errors
+from coopconsumer._protocol import error_codes
 from coopconsumer._protocol._schema import Request
 from coopconsumer._protocol.messages import (
     FindCoordinatorRequest,
@@ -164,14 +164,16 @@ def test_metadata_for_an_unknown_topic_reports_its_error_code(
     snapshot = client.metadata([unique_topic])
     info = snapshot.topics.get(unique_topic)
     # Without auto-creation the topic must not appear as usable.
-    assert info is None or info.error_code == errors.UNKNOWN_TOPIC_OR_PARTITION
+    assert info is None or info.error_code == error_codes.UNKNOWN_TOPIC_OR_PARTITION
     assert unique_topic not in snapshot.partition_counts()
 
 
 # --------------------------------------------------------------------------- group round
 
 
-_COORDINATOR_MOVING = frozenset({errors.NOT_COORDINATOR, errors.COORDINATOR_LOAD_IN_PROGRESS})
+_COORDINATOR_MOVING = frozenset(
+    {error_codes.NOT_COORDINATOR, error_codes.COORDINATOR_LOAD_IN_PROGRESS}
+)
 
 
 class Member:
@@ -257,13 +259,13 @@ def join_all(members: list[Member]) -> None:
             if join is not None and join.done():
                 del joins[key]
                 response: JoinGroupResponse = join.result()
-                if response.error_code == errors.MEMBER_ID_REQUIRED:
+                if response.error_code == error_codes.MEMBER_ID_REQUIRED:
                     # KIP-394: the broker hands out the id and expects a rejoin with it.
                     assert member.v_join >= 4
                     assert response.member_id
                     member.member_id = response.member_id
                     joins[key] = member.send_join()
-                elif response.error_code == errors.REBALANCE_IN_PROGRESS:
+                elif response.error_code == error_codes.REBALANCE_IN_PROGRESS:
                     joins[key] = member.send_join()
                 elif response.error_code in _COORDINATOR_MOVING:
                     # A coordinator that has just taken the group's offsets partition
@@ -280,7 +282,7 @@ def join_all(members: list[Member]) -> None:
             if beat is not None and beat.done():
                 del beats[key]
                 code = beat.result().error_code
-                if code == errors.REBALANCE_IN_PROGRESS and key not in joins:
+                if code == error_codes.REBALANCE_IN_PROGRESS and key not in joins:
                     joins[key] = member.send_join()
                 else:
                     assert code == 0, code

@@ -11,14 +11,14 @@ from collections.abc import Iterator
 
 import pytest
 
-from coopconsumer._coordinator import MemberState
 from coopconsumer._errors import (
     BrokerConnectionError,
     KafkaError,
     RequestTimeoutError,
 )
 from coopconsumer._io import ClientConfig, KafkaClient, raise_for_error
-from coopconsumer._protocol import errors
+from coopconsumer._member import MemberState
+from coopconsumer._protocol import error_codes
 from coopconsumer._protocol.messages import (
     FindCoordinatorRequest,
     HeartbeatRequest,
@@ -81,18 +81,18 @@ def test_moved_coordinator_answers_not_coordinator_and_lookup_finds_the_new_one(
     target = other_broker(client, first)
     mock_broker.set_coordinator(unique_group, target)
     stale: HeartbeatResponse = client.request(first, heartbeat(unique_group))
-    assert stale.error_code == errors.NOT_COORDINATOR  # an answer, not an exception
+    assert stale.error_code == error_codes.NOT_COORDINATOR  # an answer, not an exception
     # The mock writes null into the non-nullable strings of error answers; the codec
     # reads those as empty, so the code still comes through.
     stale_join: JoinGroupResponse = client.request(first, join_request(unique_group))
-    assert stale_join.error_code == errors.NOT_COORDINATOR
+    assert stale_join.error_code == error_codes.NOT_COORDINATOR
     with pytest.raises(KafkaError) as info:
         raise_for_error(stale, broker=client.broker_name(first))
-    assert info.value.code == errors.NOT_COORDINATOR
+    assert info.value.code == error_codes.NOT_COORDINATOR
     assert info.value.retriable
     assert find_coordinator(client, unique_group) == target
     moved: JoinGroupResponse = client.request(target, join_request(unique_group))
-    assert moved.error_code in (0, errors.MEMBER_ID_REQUIRED)
+    assert moved.error_code in (0, error_codes.MEMBER_ID_REQUIRED)
 
 
 def test_the_member_lookup_retries_injected_retriable_errors(
@@ -101,9 +101,9 @@ def test_the_member_lookup_retries_injected_retriable_errors(
     mock_broker.push_request_errors(
         FIND_COORDINATOR,
         [
-            errors.COORDINATOR_NOT_AVAILABLE,
-            errors.COORDINATOR_LOAD_IN_PROGRESS,
-            errors.NOT_COORDINATOR,
+            error_codes.COORDINATOR_NOT_AVAILABLE,
+            error_codes.COORDINATOR_LOAD_IN_PROGRESS,
+            error_codes.NOT_COORDINATOR,
         ],
     )
     mock_broker.clear_requests()
@@ -120,7 +120,7 @@ def test_the_member_lookup_retries_injected_retriable_errors(
 def test_the_member_lookup_is_fatal_for_a_non_retriable_injected_error(
     mock_broker: EmbeddedBroker, unique_group: str
 ) -> None:
-    mock_broker.push_request_errors(FIND_COORDINATOR, [errors.GROUP_AUTHORIZATION_FAILED])
+    mock_broker.push_request_errors(FIND_COORDINATOR, [error_codes.GROUP_AUTHORIZATION_FAILED])
     with member_lookup(mock_broker.bootstrap, unique_group) as (driver, _):
         assert driver.wait_for(lambda: driver.state is MemberState.FATAL, 15.0)
         assert driver.take_app_work()  # the Fatal for poll()
@@ -145,15 +145,19 @@ def test_injected_error_codes_come_back_in_responses(
 ) -> None:
     node = find_coordinator(client, unique_group)
     mock_broker.push_request_errors(
-        HEARTBEAT, [errors.REBALANCE_IN_PROGRESS, errors.ILLEGAL_GENERATION]
+        HEARTBEAT, [error_codes.REBALANCE_IN_PROGRESS, error_codes.ILLEGAL_GENERATION]
     )
     first: HeartbeatResponse = client.request(node, heartbeat(unique_group))
     second: HeartbeatResponse = client.request(node, heartbeat(unique_group))
     third: HeartbeatResponse = client.request(node, heartbeat(unique_group))
-    assert first.error_code == errors.REBALANCE_IN_PROGRESS
-    assert second.error_code == errors.ILLEGAL_GENERATION
+    assert first.error_code == error_codes.REBALANCE_IN_PROGRESS
+    assert second.error_code == error_codes.ILLEGAL_GENERATION
     # Past the injected ones, the mock's own answer for a member it does not know.
-    assert third.error_code not in (0, errors.REBALANCE_IN_PROGRESS, errors.ILLEGAL_GENERATION)
+    assert third.error_code not in (
+        0,
+        error_codes.REBALANCE_IN_PROGRESS,
+        error_codes.ILLEGAL_GENERATION,
+    )
 
 
 def test_dropped_connection_fails_the_request_then_the_client_reconnects(
@@ -177,7 +181,7 @@ def test_removed_api_is_an_unsupported_version_error(
         node = find_coordinator(kafka, unique_group)
         with pytest.raises(KafkaError) as info:
             kafka.request(node, heartbeat(unique_group))
-        assert info.value.code == errors.UNSUPPORTED_VERSION
+        assert info.value.code == error_codes.UNSUPPORTED_VERSION
         assert "Heartbeat" in str(info.value)
         # Other APIs on the same connection are unaffected.
         kafka.request(node, MetadataRequest(topics=()), api_version=1)

@@ -14,7 +14,6 @@ from typing import Any
 import pytest
 from _fake_broker import FakeBroker, FakeConn, ManualClock
 
-from coopconsumer._coordinator import GroupMember, MemberConfig, MemberState, Subscribe
 from coopconsumer._errors import (
     BrokerConnectionError,
     ConfigurationError,
@@ -31,6 +30,7 @@ from coopconsumer._io import (
     raise_for_error,
 )
 from coopconsumer._io._member_driver import Driver
+from coopconsumer._member import GroupMember, MemberConfig, MemberState, Subscribe
 from coopconsumer._metrics import CoordinatorMetrics
 from coopconsumer._protocol import RequestHeader, encode
 from coopconsumer._protocol._schema import Request
@@ -141,7 +141,7 @@ def test_negotiated_version_connects_first(fake: FakeBroker) -> None:
 # --------------------------------------------------------------------------- coordinator
 
 
-# The group member looks its coordinator up itself (_coordinator/_discovery.py): these
+# The group member looks its coordinator up itself (_member/_discovery.py): these
 # run that lookup through the driver and this client against the fake broker.
 
 

@@ -5,31 +5,31 @@ from __future__ import annotations
 import pytest
 
 from coopconsumer._errors import KafkaError
-from coopconsumer._protocol import errors
+from coopconsumer._protocol import error_codes
 
 
 def test_names_are_constants_equal_to_their_codes() -> None:
-    assert errors.NONE == 0
-    assert errors.UNKNOWN_SERVER_ERROR == -1
-    assert errors.UNKNOWN_MEMBER_ID == 25
-    assert errors.ILLEGAL_GENERATION == 22
-    assert errors.REBALANCE_IN_PROGRESS == 27
-    assert errors.MEMBER_ID_REQUIRED == 79
-    assert errors.GROUP_MAX_SIZE_REACHED == 81
-    assert errors.FENCED_INSTANCE_ID == 82
-    assert errors.UNSTABLE_OFFSET_COMMIT == 88
-    assert errors.UNKNOWN_TOPIC_ID == 100
-    assert errors.STALE_MEMBER_EPOCH == 113
-    for row in errors.BY_CODE.values():
-        assert getattr(errors, row.name) == row.code
+    assert error_codes.NONE == 0
+    assert error_codes.UNKNOWN_SERVER_ERROR == -1
+    assert error_codes.UNKNOWN_MEMBER_ID == 25
+    assert error_codes.ILLEGAL_GENERATION == 22
+    assert error_codes.REBALANCE_IN_PROGRESS == 27
+    assert error_codes.MEMBER_ID_REQUIRED == 79
+    assert error_codes.GROUP_MAX_SIZE_REACHED == 81
+    assert error_codes.FENCED_INSTANCE_ID == 82
+    assert error_codes.UNSTABLE_OFFSET_COMMIT == 88
+    assert error_codes.UNKNOWN_TOPIC_ID == 100
+    assert error_codes.STALE_MEMBER_EPOCH == 113
+    for row in error_codes.BY_CODE.values():
+        assert getattr(error_codes, row.name) == row.code
 
 
 def test_table_is_consistent_and_covers_a_contiguous_range() -> None:
-    codes = sorted(errors.BY_CODE)
+    codes = sorted(error_codes.BY_CODE)
     assert codes == list(range(-1, codes[-1] + 1))
     assert codes[-1] >= 113
-    assert len(errors.BY_NAME) == len(errors.BY_CODE)
-    assert all(row.description for row in errors.BY_CODE.values())
+    assert len(error_codes.BY_NAME) == len(error_codes.BY_CODE)
+    assert all(row.description for row in error_codes.BY_CODE.values())
 
 
 @pytest.mark.parametrize(
@@ -50,20 +50,20 @@ def test_table_is_consistent_and_covers_a_contiguous_range() -> None:
     ],
 )
 def test_retriable_flags_match_java(name: str, retriable: bool) -> None:
-    assert errors.BY_NAME[name].retriable is retriable
-    assert errors.is_retriable(errors.BY_NAME[name].code) is retriable
+    assert error_codes.BY_NAME[name].retriable is retriable
+    assert error_codes.is_retriable(error_codes.BY_NAME[name].code) is retriable
 
 
 def test_unknown_codes_do_not_crash() -> None:
-    row = errors.info(9999)
+    row = error_codes.info(9999)
     assert (row.code, row.name, row.retriable) == (9999, "UNKNOWN_9999", False)
-    exc = errors.to_exception(-42)
+    exc = error_codes.to_exception(-42)
     assert exc.name == "UNKNOWN_-42"
 
 
 def test_to_exception_builds_a_kafka_error_with_context() -> None:
-    exc = errors.to_exception(
-        errors.NOT_COORDINATOR, api_key=12, api_version=4, broker="b:9092", message="moved"
+    exc = error_codes.to_exception(
+        error_codes.NOT_COORDINATOR, api_key=12, api_version=4, broker="b:9092", message="moved"
     )
     assert isinstance(exc, KafkaError)
     assert (exc.code, exc.name, exc.retriable) == (16, "NOT_COORDINATOR", True)
@@ -74,4 +74,4 @@ def test_to_exception_builds_a_kafka_error_with_context() -> None:
 
 def test_no_error_is_not_an_exception() -> None:
     with pytest.raises(ValueError, match="NONE"):
-        errors.to_exception(errors.NONE)
+        error_codes.to_exception(error_codes.NONE)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from coopconsumer._protocol import decode, encode, errors
+from coopconsumer._protocol import decode, encode, error_codes
 from coopconsumer._protocol.messages import (
     OffsetFetchRequest,
     OffsetFetchResponse,
@@ -74,23 +74,25 @@ def test_offset_fetch_answer_reads_both_layouts_alike() -> None:
         )
     )
     expected = {
-        ("t", 0): CommittedOffset(offset=7, leader_epoch=2, metadata="", error_code=errors.NONE)
+        ("t", 0): CommittedOffset(
+            offset=7, leader_epoch=2, metadata="", error_code=error_codes.NONE
+        )
     }
     assert offset_fetch_answer(single, "g", 7).partitions == expected
     assert offset_fetch_answer(batched, "g", 8).partitions == expected
 
 
 def test_offset_fetch_answer_keeps_the_group_error_of_its_version() -> None:
-    old = OffsetFetchResponse(error_code=errors.NOT_COORDINATOR)
+    old = OffsetFetchResponse(error_code=error_codes.NOT_COORDINATOR)
     new = OffsetFetchResponse(
-        groups=(OffsetFetchResponseGroup(group_id="g", error_code=errors.NOT_COORDINATOR),)
+        groups=(OffsetFetchResponseGroup(group_id="g", error_code=error_codes.NOT_COORDINATOR),)
     )
-    assert offset_fetch_answer(old, "g", 7).error_code == errors.NOT_COORDINATOR
-    assert offset_fetch_answer(new, "g", 8).error_code == errors.NOT_COORDINATOR
+    assert offset_fetch_answer(old, "g", 7).error_code == error_codes.NOT_COORDINATOR
+    assert offset_fetch_answer(new, "g", 8).error_code == error_codes.NOT_COORDINATOR
     other = OffsetFetchResponse(
         groups=(
-            OffsetFetchResponseGroup(group_id="x", error_code=errors.NOT_COORDINATOR),
+            OffsetFetchResponseGroup(group_id="x", error_code=error_codes.NOT_COORDINATOR),
             OffsetFetchResponseGroup(group_id="y"),
         )
     )
-    assert offset_fetch_answer(other, "g", 8).error_code == errors.NONE
+    assert offset_fetch_answer(other, "g", 8).error_code == error_codes.NONE

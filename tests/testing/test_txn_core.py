@@ -21,7 +21,7 @@ from coopconsumer._protocol import (
     encode_request,
     encode_response,
 )
-from coopconsumer._protocol import errors as kerr
+from coopconsumer._protocol import error_codes as kerr
 from coopconsumer._protocol.messages import (
     ApiVersionsResponse,
     ApiVersionsResponseApiVersion,

@@ -27,7 +27,7 @@ from confluent_kafka import TopicPartition as KafkaTopicPartition
 
 from coopconsumer import Consumer, KafkaError, RequestTimeoutError, TopicPartition
 from coopconsumer._protocol import decode_response, encode_request
-from coopconsumer._protocol import errors as kerr
+from coopconsumer._protocol import error_codes as kerr
 from coopconsumer._protocol.messages import (
     ApiVersionsRequest,
     JoinGroupRequest,

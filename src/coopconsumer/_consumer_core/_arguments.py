@@ -14,9 +14,9 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any, Final, Protocol
 
-from .._coordinator import OffsetAndMetadata, Subscribe
 from .._errors import ConfigurationError, KafkaError
 from .._io._failure_log import FailureLog
+from .._member import OffsetAndMetadata, Subscribe
 from .._types import MAX_OFFSET, TopicPartition
 
 __all__ = [

@@ -21,9 +21,9 @@ from concurrent.futures import Future
 import attrs
 
 from .._config import ConsumerConfig
-from .._coordinator import OffsetAndMetadata
 from .._errors import CoopConsumerError
 from .._io._member_driver import Driver
+from .._member import OffsetAndMetadata
 from .._types import TopicPartition
 from ._arguments import FetcherLike
 from ._positions import FetchPositions

@@ -29,7 +29,18 @@ from functools import partial
 from typing import Any, Final, Protocol
 
 from .._config import ConsumerConfig
-from .._coordinator import (
+from .._errors import (
+    ConfigurationError,
+    CoopConsumerError,
+    IllegalStateError,
+    RequestTimeoutError,
+)
+from .._io._failure_log import failure_key
+from .._io._member_driver import AppWork, ClientLike, Driver
+from .._io._member_factory import member_for
+from .._listener import ListenerInvoker, RebalanceListener, RebalanceListenerLike
+from .._listener import ListenerKind as CallbackKind
+from .._member import (
     Assign,
     AssignmentChange,
     AssignRequested,
@@ -46,20 +57,9 @@ from .._coordinator import (
     TopicsMissing,
     Unassign,
 )
-from .._coordinator._metadata import MISSING_TOPICS_REPORT_S
-from .._errors import (
-    ConfigurationError,
-    CoopConsumerError,
-    IllegalStateError,
-    RequestTimeoutError,
-)
-from .._io._failure_log import failure_key
-from .._io._member_driver import AppWork, ClientLike, Driver
-from .._io._member_factory import member_for
-from .._listener import ListenerInvoker, RebalanceListener, RebalanceListenerLike
-from .._listener import ListenerKind as CallbackKind
+from .._member._metadata import MISSING_TOPICS_REPORT_S
 from .._metrics import CoordinatorMetrics, FetchMetrics
-from .._protocol import errors
+from .._protocol import error_codes
 from .._types import MAX_OFFSET, ConsumerGroupMetadata, TopicPartition
 from ._arguments import (
     MIXED_MODES,
@@ -535,8 +535,8 @@ class ConsumerCore:
             return
         names = ", ".join(sorted(topics))
         bootstrap = ",".join(f"{host}:{port}" for host, port in self.config.bootstrap_servers)
-        error = errors.to_exception(
-            errors.UNKNOWN_TOPIC_OR_PARTITION,
+        error = error_codes.to_exception(
+            error_codes.UNKNOWN_TOPIC_OR_PARTITION,
             message=(
                 f"topic(s) {names} not found in the cluster at {bootstrap}: "
                 f"a typo, or not created yet; still waiting for them (said again every "

@@ -17,10 +17,10 @@ from collections.abc import Mapping
 from concurrent.futures import Future
 
 from .._config import ConsumerConfig
-from .._coordinator import OffsetAndMetadata
 from .._errors import ConfigurationError, CoopConsumerError, KafkaError
 from .._io._member_driver import CommittedOffsets, Driver
-from .._protocol import errors
+from .._member import OffsetAndMetadata
+from .._protocol import error_codes
 from .._types import TopicPartition
 from ._arguments import OFFSET_BEGINNING, OFFSET_END, FetcherLike
 
@@ -167,8 +167,8 @@ class FetchPositions:
         if missing:
             self.unpositioned -= set(missing)
             self._errors.append(
-                errors.to_exception(
-                    errors.OFFSET_OUT_OF_RANGE,
+                error_codes.to_exception(
+                    error_codes.OFFSET_OUT_OF_RANGE,
                     message=(
                         f"no committed offset for {', '.join(map(str, sorted(missing)))} and "
                         f"auto.offset.reset is 'none': seek() these partitions to consume them"

@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from .._errors import BrokerConnectionError, CoopConsumerError, KafkaError, RequestTimeoutError
-from .._protocol import errors
+from .._protocol import error_codes
 from .._protocol._schema import Request
 from .._protocol.queries import Query
 from ._future import PendingRequest
@@ -159,7 +159,7 @@ class VersionedCalls:
             try:
                 version = self._client.try_negotiated_version(node, call.api)
             except KafkaError as exc:
-                if exc.code != errors.UNSUPPORTED_VERSION:
+                if exc.code != error_codes.UNSUPPORTED_VERSION:
                     raise
                 # The broker does not speak this API (ConsumerGroupHeartbeat on a
                 # broker without KIP-848): the call's answer is that error. Anything

@@ -20,7 +20,7 @@ from typing import ParamSpec, TypeVar
 import confluent_kafka
 
 from .._errors import ConfigurationError, KafkaError, RequestTimeoutError
-from .._protocol import errors
+from .._protocol import error_codes
 from .._types import TopicPartition
 from ._failure_log import FailureLog, LibrdkafkaLog
 from ._librdkafka import HandleLayoutError, consumer_queue
@@ -394,7 +394,7 @@ def _watermarks(
                 cached=False,
             )
         except KafkaError as exc:
-            retriable = exc.retriable or (exc.code > 0 and errors.is_retriable(exc.code))
+            retriable = exc.retriable or (exc.code > 0 and error_codes.is_retriable(exc.code))
             if not retriable or time.monotonic() + _WATERMARK_RETRY_S >= deadline:
                 raise
             log.debug("end_offsets: %s; asking again", exc)

@@ -35,7 +35,8 @@ from concurrent.futures import Future
 from concurrent.futures import wait as wait_futures
 from typing import Any, ClassVar, Final
 
-from .._coordinator import (
+from .._errors import CoopConsumerError, ProtocolError, RequestTimeoutError
+from .._member import (
     AddBrokers,
     AddCoordinator,
     Assign,
@@ -68,8 +69,7 @@ from .._coordinator import (
     TopicsMissing,
     Unassign,
 )
-from .._coordinator.kip848 import ConsumerGroupMember, ConsumerMemberState
-from .._errors import CoopConsumerError, ProtocolError, RequestTimeoutError
+from .._member.kip848 import ConsumerGroupMember, ConsumerMemberState
 from .._metrics import CoordinatorMetrics
 from .._protocol._schema import Request
 from .._protocol.queries import FindCoordinatorQuery, Query

@@ -17,8 +17,8 @@ import uuid
 import attrs
 
 from .._config import ConsumerConfig
-from .._coordinator import GroupMember, MemberConfig
-from .._coordinator.kip848 import ConsumerGroupMember, ConsumerMemberConfig
+from .._member import GroupMember, MemberConfig
+from .._member.kip848 import ConsumerGroupMember, ConsumerMemberConfig
 from ..assignors import load_assignors
 from ._client import ClientConfig, KafkaClient
 

@@ -13,7 +13,7 @@ It stays general: consumer-group APIs today, admin APIs later.
   user-data schemas; :mod:`.errors`: Kafka's error table.
 """
 
-from . import errors as errors
+from . import error_codes as errors
 from ._codec import EncodeError as EncodeError
 from ._codec import decode as decode
 from ._codec import encode as encode

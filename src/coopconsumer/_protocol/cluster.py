@@ -3,7 +3,7 @@
 ``ClusterSnapshot.from_response`` reads a ``MetadataResponse`` of any version into
 immutable values (brokers, topics with their ids, partitions with leader, replicas and
 in-sync replicas). The wire client's ``metadata()`` and the group members' metadata
-refresh (``_coordinator/_metadata.py``) both read Metadata through it; the request
+refresh (``_member/_metadata.py``) both read Metadata through it; the request
 side is ``queries.MetadataQuery``.
 
 Pure: imports the messages and value types only.

@@ -23,7 +23,7 @@ from typing import Final, Protocol
 import attrs
 
 from .._errors import ConfigurationError
-from . import errors
+from . import error_codes
 from ._schema import Request, Response
 from .messages import (
     FindCoordinatorRequest,
@@ -124,7 +124,7 @@ def coordinator_answer(
         if entry is None:
             return CoordinatorAnswer(
                 key=key,
-                error_code=errors.UNKNOWN_SERVER_ERROR,
+                error_code=error_codes.UNKNOWN_SERVER_ERROR,
                 error_message=f"FindCoordinator answer lacks key {key!r}",
                 node_id=-1,
                 host="",
@@ -233,7 +233,7 @@ def offset_fetch_answer(
         if group is None and len(response.groups) == 1:
             group = response.groups[0]  # brokers that do not echo the id
         if group is None:
-            return OffsetFetchAnswer(error_code=errors.NONE, partitions={})
+            return OffsetFetchAnswer(error_code=error_codes.NONE, partitions={})
         code, topics = group.error_code, group.topics
     else:
         code, topics = response.error_code, response.topics
@@ -302,7 +302,7 @@ def raise_for_error(
     if not isinstance(code, int) or code == 0:
         return
     message = getattr(response, "error_message", None)
-    raise errors.to_exception(
+    raise error_codes.to_exception(
         code,
         api_key=type(response).API_KEY if api_key is None else api_key,
         api_version=version,

@@ -21,7 +21,7 @@ import logging
 from typing import Any, Final
 
 from .._errors import AuthenticationError, BrokerConnectionError
-from .._protocol import decode_response, errors
+from .._protocol import decode_response, error_codes
 from .._protocol.messages import (
     SaslAuthenticateRequest,
     SaslAuthenticateResponse,
@@ -151,7 +151,7 @@ def _send_authenticate(session: Session, payload: bytes, now: float) -> None:
 def _on_handshake(session: Session, response: SaslHandshakeResponse, now: float) -> None:
     assert session.sasl is not None
     enabled = tuple(response.mechanisms)
-    if response.error_code == errors.UNSUPPORTED_SASL_MECHANISM:
+    if response.error_code == error_codes.UNSUPPORTED_SASL_MECHANISM:
         raise _refusal(
             session,
             f"the broker does not enable {session.sasl.mechanism}; it enables: "
@@ -160,7 +160,7 @@ def _on_handshake(session: Session, response: SaslHandshakeResponse, now: float)
             enabled=enabled,
         )
     if response.error_code != 0:
-        info = errors.info(response.error_code)
+        info = error_codes.info(response.error_code)
         raise _refusal(
             session,
             f"SaslHandshake refused with {info.name} ({response.error_code})",
@@ -179,7 +179,7 @@ def _on_authenticate(session: Session, event: SaslAuthenticateAnswer, now: float
     assert mechanism is not None
     response = event.response
     if response.error_code != 0:
-        info = errors.info(response.error_code)
+        info = error_codes.info(response.error_code)
         detail = mechanism.server_error if isinstance(mechanism, OAuthBearerMechanism) else None
         message = f"the broker refused the credentials ({info.name}, {response.error_code})"
         if detail:

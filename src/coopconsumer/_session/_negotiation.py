@@ -19,7 +19,7 @@ import ssl
 from typing import Any
 
 from .._errors import AuthenticationError, BrokerConnectionError
-from .._protocol import decode_response, errors
+from .._protocol import decode_response, error_codes
 from .._protocol.messages import ApiVersionsRequest, ApiVersionsResponse
 from . import _authentication, _traffic
 from ._connection_states import ConnectionState
@@ -194,7 +194,7 @@ def _send_api_versions(session: Session) -> None:
 def api_versions_answer(session: Session, event: ApiVersionsAnswer, now: float) -> None:
     response = event.response
     code = response.error_code
-    if code == errors.UNSUPPORTED_VERSION and event.api_version > 0:
+    if code == error_codes.UNSUPPORTED_VERSION and event.api_version > 0:
         advertised = {k.api_key: k.max_version for k in response.api_keys}
         fallback = min(advertised.get(ApiVersionsRequest.API_KEY, 0), event.api_version - 1)
         session.handshake_version = max(0, fallback)
@@ -207,7 +207,7 @@ def api_versions_answer(session: Session, event: ApiVersionsAnswer, now: float) 
         _send_api_versions(session)
         return
     if code != 0:
-        failure = errors.to_exception(
+        failure = error_codes.to_exception(
             code,
             api_key=ApiVersionsRequest.API_KEY,
             api_version=event.api_version,

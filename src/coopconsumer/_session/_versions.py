@@ -16,7 +16,7 @@ import re
 from typing import Final
 
 from .._errors import KafkaError
-from .._protocol import errors
+from .._protocol import error_codes
 from .._protocol._schema import Request, Response
 from .._protocol.messages import ApiVersionsRequest
 
@@ -97,8 +97,8 @@ def unsupported_version(
     request_type: type[Request], message: str, broker: str | None
 ) -> KafkaError:
     """UNSUPPORTED_VERSION (35) for ``request_type``, with ``message``."""
-    return errors.to_exception(
-        errors.UNSUPPORTED_VERSION,
+    return error_codes.to_exception(
+        error_codes.UNSUPPORTED_VERSION,
         api_key=request_type.API_KEY,
         api_version=None,
         broker=broker,

@@ -39,15 +39,15 @@ from ._admin_types import PartitionReassignment as PartitionReassignment
 from ._admin_types import ReplicaLogInfo as ReplicaLogInfo
 from ._admin_types import TopicDescription as TopicDescription
 from ._admin_types import TopicPartitionReplica as TopicPartitionReplica
-from ._assignor import BrokerLoad as BrokerLoad
-from ._assignor import ClusterView as ClusterView
-from ._assignor import LogDirLoad as LogDirLoad
-from ._assignor import NewPartitions as NewPartitions
-from ._assignor import ReplicaAssignor as ReplicaAssignor
-from ._assignor import ReplicaAssignorError as ReplicaAssignorError
 from ._balanced import BalancedReplicaAssignor as BalancedReplicaAssignor
 from ._balanced import PlacementRule as PlacementRule
 from ._kraft import KRaftReplicaAssignor as KRaftReplicaAssignor
+from ._replica_assignor import BrokerLoad as BrokerLoad
+from ._replica_assignor import ClusterView as ClusterView
+from ._replica_assignor import LogDirLoad as LogDirLoad
+from ._replica_assignor import NewPartitions as NewPartitions
+from ._replica_assignor import ReplicaAssignor as ReplicaAssignor
+from ._replica_assignor import ReplicaAssignorError as ReplicaAssignorError
 from ._zookeeper import ZooKeeperReplicaAssignor as ZooKeeperReplicaAssignor
 
 __all__ = [

@@ -30,7 +30,7 @@ from .._errors import (
     RequestTimeoutError,
 )
 from .._io._client import ClientConfig, KafkaClient
-from .._protocol import EncodeError, Request, errors
+from .._protocol import EncodeError, Request, error_codes
 from .._protocol.admin_messages import (
     AlterableConfig,
     AlterConfigsResource,
@@ -94,7 +94,7 @@ from ._admin_types import (
     TopicDescription,
     TopicPartitionReplica,
 )
-from ._assignor import (
+from ._replica_assignor import (
     BrokerLoad,
     ClusterView,
     NewPartitions,
@@ -299,7 +299,7 @@ class AdminClient:
         failed: dict[Any, KafkaError] = {}
         for topic in metadata.topics.values():
             if topic.error_code:
-                failed[topic.name] = errors.to_exception(
+                failed[topic.name] = error_codes.to_exception(
                     topic.error_code, api_key=MetadataRequest.API_KEY
                 )
                 continue
@@ -315,7 +315,9 @@ class AdminClient:
                         replicas=tuple(p.replica_nodes),
                         isr=tuple(p.isr_nodes),
                         offline_replicas=tuple(p.offline_replicas),
-                        error=errors.to_exception(p.error_code, api_key=MetadataRequest.API_KEY)
+                        error=error_codes.to_exception(
+                            p.error_code, api_key=MetadataRequest.API_KEY
+                        )
                         if p.error_code
                         else None,
                     )
@@ -433,7 +435,7 @@ class AdminClient:
         failed: dict[Any, KafkaError] = {}
         for result in response.topics:
             if result.error_code:
-                failed[result.name] = errors.to_exception(
+                failed[result.name] = error_codes.to_exception(
                     result.error_code,
                     api_key=CreateTopicsRequest.API_KEY,
                     message=result.error_message,
@@ -470,15 +472,15 @@ class AdminClient:
         for name, count in new_counts.items():
             current = view.topic_assignment(name)
             if not current:
-                failed[name] = errors.to_exception(
-                    errors.UNKNOWN_TOPIC_OR_PARTITION,
+                failed[name] = error_codes.to_exception(
+                    error_codes.UNKNOWN_TOPIC_OR_PARTITION,
                     api_key=CreatePartitionsRequest.API_KEY,
                     message=f"topic {name!r} does not exist",
                 )
                 continue
             if count <= len(current):
-                failed[name] = errors.to_exception(
-                    errors.INVALID_PARTITIONS,
+                failed[name] = error_codes.to_exception(
+                    error_codes.INVALID_PARTITIONS,
                     api_key=CreatePartitionsRequest.API_KEY,
                     message=f"topic {name!r} has {len(current)} partitions; {count} is not more",
                 )
@@ -486,8 +488,8 @@ class AdminClient:
             move = moving.get(TopicPartition(name, 0))
             rf = len(move.target) if move is not None else len(current[0])
             if move is not None and len(move.replicas) != rf:
-                failed[name] = errors.to_exception(
-                    errors.REASSIGNMENT_IN_PROGRESS,
+                failed[name] = error_codes.to_exception(
+                    error_codes.REASSIGNMENT_IN_PROGRESS,
                     api_key=CreatePartitionsRequest.API_KEY,
                     message=f"{name}-0 is being reassigned (replicas {list(move.replicas)}, "
                     f"adding {list(move.adding)}, removing {list(move.removing)}): its "
@@ -523,7 +525,7 @@ class AdminClient:
             response: CreatePartitionsResponse = self._controller(message, timeout_ms)
             for result in response.results:
                 if result.error_code:
-                    failed[result.name] = errors.to_exception(
+                    failed[result.name] = error_codes.to_exception(
                         result.error_code,
                         api_key=CreatePartitionsRequest.API_KEY,
                         message=result.error_message,
@@ -539,7 +541,7 @@ class AdminClient:
         request = DeleteTopicsRequest(topic_names=names, timeout_ms=int(self._timeout(timeout_ms)))
         response: DeleteTopicsResponse = self._controller(request, timeout_ms)
         failed: dict[Any, KafkaError] = {
-            r.name: errors.to_exception(
+            r.name: error_codes.to_exception(
                 r.error_code, api_key=DeleteTopicsRequest.API_KEY, message=r.error_message
             )
             for r in response.responses
@@ -582,8 +584,10 @@ class AdminClient:
         for topic in response.responses:
             for p in topic.partitions:
                 if p.error_code:
-                    failed[TopicPartition(topic.name, p.partition_index)] = errors.to_exception(
-                        p.error_code, api_key=request.API_KEY, message=p.error_message
+                    failed[TopicPartition(topic.name, p.partition_index)] = (
+                        error_codes.to_exception(
+                            p.error_code, api_key=request.API_KEY, message=p.error_message
+                        )
                     )
         if failed:
             raise AdminOperationError(
@@ -655,10 +659,10 @@ class AdminClient:
         for topic in response.replica_election_results:
             for p in topic.partition_result:
                 tp = TopicPartition(topic.topic, p.partition_id)
-                if p.error_code == errors.ELECTION_NOT_NEEDED:
+                if p.error_code == error_codes.ELECTION_NOT_NEEDED:
                     results[tp] = ElectionResult.NOT_NEEDED
                 elif p.error_code:
-                    failed[tp] = errors.to_exception(
+                    failed[tp] = error_codes.to_exception(
                         p.error_code, api_key=request.API_KEY, message=p.error_message
                     )
                 else:
@@ -689,7 +693,7 @@ class AdminClient:
                     ConfigResourceType(result.resource_type), result.resource_name
                 )
                 if result.error_code:
-                    failed[resource] = errors.to_exception(
+                    failed[resource] = error_codes.to_exception(
                         result.error_code, api_key=request.API_KEY, message=result.error_message
                     )
                     continue
@@ -742,7 +746,7 @@ class AdminClient:
                     resource = ConfigResource(
                         ConfigResourceType(result.resource_type), result.resource_name
                     )
-                    failed[resource] = errors.to_exception(
+                    failed[resource] = error_codes.to_exception(
                         result.error_code, api_key=request.API_KEY, message=result.error_message
                     )
         if failed:
@@ -828,7 +832,7 @@ class AdminClient:
                 for p in topic.partitions:
                     if p.error_code:
                         failed[TopicPartitionReplica(topic.topic_name, p.partition_index, node)] = (
-                            errors.to_exception(p.error_code, api_key=request.API_KEY)
+                            error_codes.to_exception(p.error_code, api_key=request.API_KEY)
                         )
         if failed:
             raise AdminOperationError(
@@ -923,7 +927,7 @@ class AdminClient:
         return tuple(
             LogDirDescription(
                 path=d.log_dir,
-                error=errors.to_exception(d.error_code, api_key=request.API_KEY)
+                error=error_codes.to_exception(d.error_code, api_key=request.API_KEY)
                 if d.error_code
                 else None,
                 replicas=tuple(
@@ -946,7 +950,7 @@ class AdminClient:
 
 def _raise_top_level(code: int, message: str | None, api_key: int) -> None:
     if code:
-        raise errors.to_exception(code, api_key=api_key, message=message)
+        raise error_codes.to_exception(code, api_key=api_key, message=message)
 
 
 def _with_placement(

@@ -13,9 +13,9 @@ from collections.abc import Callable
 from typing import TypeAlias
 
 from .._errors import ConfigurationError
-from ._assignor import ReplicaAssignor
 from ._balanced import BalancedReplicaAssignor
 from ._kraft import KRaftReplicaAssignor
+from ._replica_assignor import ReplicaAssignor
 from ._zookeeper import ZooKeeperReplicaAssignor
 
 __all__ = ["BUILTIN_REPLICA_ASSIGNORS", "ReplicaAssignorSpec", "load_replica_assignor"]

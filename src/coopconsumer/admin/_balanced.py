@@ -32,7 +32,13 @@ import heapq
 from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import ClassVar
 
-from ._assignor import BrokerLoad, ClusterView, NewPartitions, ReplicaAssignor, ReplicaAssignorError
+from ._replica_assignor import (
+    BrokerLoad,
+    ClusterView,
+    NewPartitions,
+    ReplicaAssignor,
+    ReplicaAssignorError,
+)
 
 __all__ = ["BalancedReplicaAssignor", "PlacementRule"]
 

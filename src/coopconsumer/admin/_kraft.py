@@ -25,7 +25,7 @@ import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from typing import ClassVar, Final, TypeVar
 
-from ._assignor import ClusterView, NewPartitions, ReplicaAssignor, ReplicaAssignorError
+from ._replica_assignor import ClusterView, NewPartitions, ReplicaAssignor, ReplicaAssignorError
 
 __all__ = ["JavaRandom", "KRaftReplicaAssignor", "UsableBroker", "striped_placement"]
 

@@ -23,7 +23,7 @@ import zlib
 from collections.abc import Mapping, Sequence
 from typing import ClassVar
 
-from ._assignor import ClusterView, NewPartitions, ReplicaAssignor, ReplicaAssignorError
+from ._replica_assignor import ClusterView, NewPartitions, ReplicaAssignor, ReplicaAssignorError
 
 __all__ = ["ZooKeeperReplicaAssignor", "kafka_placement", "rack_alternated"]
 

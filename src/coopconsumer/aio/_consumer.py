@@ -22,10 +22,10 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar
 from .._config import ConsumerConfig
 from .._consumer_core._arguments import OFFSET_BEGINNING, OFFSET_END, subscription
 from .._consumer_core._core import ConsumerCore, close_notices
-from .._coordinator import AssignmentChange, CloseRequested, LeaveRequested
 from .._errors import ConfigurationError, CoopConsumerError, RequestTimeoutError
 from .._io._member_factory import client_for
 from .._listener import RebalanceListener, RebalanceListenerLike
+from .._member import AssignmentChange, CloseRequested, LeaveRequested
 from .._types import ConsumerGroupMetadata, TopicPartition
 from ..assignors import RebalanceProtocol
 from ._listener_tasks import ListenerTasks, is_async_listener

@@ -22,9 +22,9 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from .._consumer_core._core import ConsumerCore, GateState
-from .._coordinator import InvokeListener
 from .._io._member_driver import AppWork
 from .._listener import ListenerKind
+from .._member import InvokeListener
 from .._metrics import CoordinatorMetrics
 from .._types import TopicPartition
 

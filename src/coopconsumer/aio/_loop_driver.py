@@ -25,9 +25,9 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any, Final
 
-from .._coordinator import CommitDone, CommittedOffsetsDone, Effect, GroupMember
-from .._coordinator.kip848 import ConsumerGroupMember
 from .._io._member_driver import APP_WORK_TYPES, Driver
+from .._member import CommitDone, CommittedOffsetsDone, Effect, GroupMember
+from .._member.kip848 import ConsumerGroupMember
 from .._metrics import CoordinatorMetrics
 from ._loop_client import LoopKafkaClient
 from ._signal import Signal

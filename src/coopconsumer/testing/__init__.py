@@ -136,16 +136,16 @@ from ._kafka_dist import kafka_distribution as kafka_distribution
 from ._mock import MockBroker as MockBroker
 from ._mock import start_mock
 from ._ports import free_port as free_port
-from ._probe import probe_api_versions as probe_api_versions
+from ._readiness_probe import probe_api_versions as probe_api_versions
 from ._sasl_gateway import GatewayStats as GatewayStats
 from ._sasl_gateway import SaslServer as SaslServer
-from ._secure import TestCertificates as TestCertificates
-from ._secure import TlsFiles as TlsFiles
-from ._secure import start_secure_tansu
-from ._secure import write_test_certificates as write_test_certificates
+from ._secured_tansu import TestCertificates as TestCertificates
+from ._secured_tansu import TlsFiles as TlsFiles
+from ._secured_tansu import start_secure_tansu
+from ._secured_tansu import write_test_certificates as write_test_certificates
 from ._spark_cluster import SparkClusterError, SparkStandaloneCluster, spark_standalone_cluster
-from ._tansu import find_tansu_binary as find_tansu_binary
-from ._tansu import start_tansu
+from ._tansu_broker import find_tansu_binary as find_tansu_binary
+from ._tansu_broker import start_tansu
 from ._txn_core import TimedOutTransaction as TimedOutTransaction
 from ._txn_core import TxnOffsetCommitRecord as TxnOffsetCommitRecord
 from ._txn_log import AbortedTxn as AbortedTxn

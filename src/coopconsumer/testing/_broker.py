@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import IO, Any, Literal, NamedTuple
 
 from .._errors import BrokerConnectionError, ConfigurationError, CoopConsumerError
-from ._probe import probe_api_versions
+from ._readiness_probe import probe_api_versions
 
 __all__ = [
     "BrokerKind",

@@ -38,7 +38,7 @@ from .._errors import ConfigurationError, CoopConsumerError
 from ._broker import BrokerKind, BrokerStartupError, EmbeddedBroker, _ManagedProcess, helper_argv
 from ._kafka_dist import KafkaDistribution, KafkaSetupError, kafka_distribution
 from ._ports import free_port
-from ._probe import probe_api_versions, probe_broker_ids
+from ._readiness_probe import probe_api_versions, probe_broker_ids
 
 __all__ = [
     "DEFAULT_JVM_OPTIONS",

@@ -30,7 +30,7 @@ from ._broker import (
     _require_topic,
     helper_argv,
 )
-from ._probe import wait_until_answering
+from ._readiness_probe import wait_until_answering
 
 __all__ = ["MockBroker", "start_mock"]
 

@@ -37,7 +37,7 @@ import attrs
 
 from .._errors import ConfigurationError, ProtocolError
 from .._protocol import Request, Response, decode_request, decode_response, encode_response
-from .._protocol import errors as kerr
+from .._protocol import error_codes as kerr
 from .._protocol._codec import _Malformed, read_uvarint, skip_header_tags
 from .._protocol.messages import (
     HeartbeatRequest,

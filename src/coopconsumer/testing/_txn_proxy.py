@@ -40,8 +40,8 @@ from .._errors import ConfigurationError, ProtocolError
 from .._protocol import Request, Response, decode_response, encode_request, encode_response
 from ._broker import BrokerKind, BrokerStartupError, EmbeddedBroker
 from ._ports import split_address
-from ._probe import wait_until_answering
-from ._tansu import _TansuBroker, start_tansu
+from ._readiness_probe import wait_until_answering
+from ._tansu_broker import _TansuBroker, start_tansu
 from ._txn_core import (
     DROP_CONNECTION,
     Answer,

@@ -25,7 +25,7 @@ import attrs
 from ..._errors import ConfigurationError, CoopConsumerError
 from ..._transition_table import Outside, build_moves, check_move
 from ..._types import TopicPartition
-from .._assignor import BrokerLoad, ClusterView, ReplicaAssignor
+from .._replica_assignor import BrokerLoad, ClusterView, ReplicaAssignor
 from ..reassign._executor import (
     Action as ExecutorAction,
 )

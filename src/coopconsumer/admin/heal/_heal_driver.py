@@ -19,7 +19,7 @@ from typing import Any, Protocol
 from ..._errors import BrokerConnectionError, DeliveryError, KafkaError, RequestTimeoutError
 from ..._types import TopicPartition
 from .._admin_types import AdminOperationError, ClusterDescription
-from .._assignor import BrokerLoad, ReplicaAssignor, with_log_dirs
+from .._replica_assignor import BrokerLoad, ReplicaAssignor, with_log_dirs
 from ..reassign._executor import ObservedPartition
 from ..reassign._reassign_driver import ReassignmentAdmin, observed_partitions, perform
 from ._heal_core import (

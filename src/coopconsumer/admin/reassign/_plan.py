@@ -15,7 +15,7 @@ import attrs
 from ..._errors import ConfigurationError, CoopConsumerError
 from ..._types import TopicPartition
 from .._admin_types import LogDirDescription
-from .._assignor import (
+from .._replica_assignor import (
     ClusterView,
     NewPartitions,
     ReplicaAssignor,

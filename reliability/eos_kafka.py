@@ -31,6 +31,7 @@ independent read_committed confluent-kafka reader counts output copies per input
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import random
@@ -43,7 +44,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from reliability.chaos import _PARTITIONS, _Producer
+from reliability.chaos import _PARTITIONS, _Producer, _read_ledger
 from reliability.eos_chaos import Planned, _fmt_counts, _Reader, _Run, check_copies
 
 __all__ = ["ROLES", "find_coordinators", "plan_broker_kills", "run_kafka"]
@@ -181,9 +182,25 @@ class _Lane(_Run):
             try:
                 slot.proc.wait(60)
             except subprocess.TimeoutExpired:
+                # Python loops print their threads' stacks (faulthandler), Java its
+                # thread dump (SIGQUIT), into the slot's log.
+                slot.proc.send_signal(signal.SIGQUIT if self.impl == "java" else signal.SIGUSR1)
+                time.sleep(2)
                 slot.proc.kill()
                 slot.proc.wait()
                 self.consequences["close timed out, killed"] += 1
+
+    def longest_silence(self) -> tuple[float, str]:
+        """The longest time between two ledger lines of one process (its loop writes
+        stats every 2 s: a long silence is a loop blocked), and which ledger."""
+        worst, where = 0.0, ""
+        for slot in self.slots.values():
+            for path in slot.ledgers:
+                times = [e["t"] for e in _read_ledger(path) if "t" in e]
+                for a, b in itertools.pairwise(times):
+                    if b - a > worst:
+                        worst, where = b - a, path.name
+        return round(worst, 1), where
 
     def kill_all(self) -> None:
         for slot in self.slots.values():
@@ -196,6 +213,36 @@ class _Lane(_Run):
 
     def evidence(self) -> dict[str, Any]:
         return {"kills_by_role": dict(self.kills_by_role)}
+
+
+def _drain_all(lanes: Sequence[_Lane], deadline: float) -> None:
+    """Wait until every lane's input records all have an output (or ``deadline``);
+    each lane's ``drained_at`` is when its check first passed (lanes polled in turn)."""
+    covered: dict[str, set[tuple[int, int]]] = {lane.name: set() for lane in lanes}
+    seen = dict.fromkeys(covered, 0)
+    while time.monotonic() < deadline:
+        pending = [lane for lane in lanes if lane.drained_at is None]
+        if not pending:
+            return
+        for lane in pending:
+            assert lane.inputs is not None
+            assert lane.outputs is not None
+            for other in lanes:
+                other.tick()
+            lane.inputs.poll(0.2)
+            lane.outputs.poll(0.3)
+            for _p, _o, _k, value in lane.outputs.records[seen[lane.name] :]:
+                try:
+                    partition, offset, _slot = (value or b"").decode().split(":")
+                    covered[lane.name].add((int(partition), int(offset)))
+                except ValueError:
+                    pass
+            seen[lane.name] = len(lane.outputs.records)
+            if (
+                all((p, o) in covered[lane.name] for p, o, _k, _v in lane.inputs.records)
+                and lane.inputs.caught_up()
+            ):
+                lane.drained_at = time.monotonic()
 
 
 def _wait(lanes: Sequence[_Lane], seconds: float) -> None:
@@ -336,11 +383,10 @@ def run_kafka(args: argparse.Namespace, rows: Sequence[str], impls: Sequence[str
                 lane.producer.join(90)
             for lane in lanes:
                 lane.open_readers()
-            for lane in lanes:  # one deadline for all: chaos_end + --drain-s
-                assert lane.inputs is not None
-                assert lane.outputs is not None
-                drained = lane.drain(lane.inputs, lane.outputs, chaos_end)
-                lane.drained_at = None if drained is None else drained - chaos_end
+            _drain_all(lanes, chaos_end + args.drain_s)
+            for lane in lanes:
+                if lane.drained_at is not None:
+                    lane.drained_at -= chaos_end
             for lane in lanes:
                 lane.close_slots()
             results: list[dict[str, Any]] = []
@@ -369,6 +415,7 @@ def run_kafka(args: argparse.Namespace, rows: Sequence[str], impls: Sequence[str
                         "stats": lane.member_stats(),
                         "evidence": lane.evidence(),
                         "processes": sum(s.incarnation for s in lane.slots.values()),
+                        "longest_silence": lane.longest_silence(),
                         "out": str(lane.out),
                     }
                 )
@@ -415,7 +462,8 @@ def _report(
         lines.append(f"SCHEDULE CUT SHORT: {stopped_early}")
     head = (
         f"{'row':<8} {'loop':<5} {'kills':>5} {'its GC':>6} {'its TC':>6} {'inputs':>7} "
-        f"{'outputs':>7} {'dups':>5} {'missing':>7} {'aborts':>6} {'procs':>5} {'drain s':>8}"
+        f"{'outputs':>7} {'dups':>5} {'missing':>7} {'aborts':>6} {'procs':>5} {'drain s':>8} "
+        f"{'stall s':>7}"
     )
     lines += [head, "-" * len(head)]
     for r in results:
@@ -427,14 +475,18 @@ def _report(
             f"{k.get('its group coordinator', 0):>6} "
             f"{k.get('a txn coordinator of its slots', 0):>6} {c.inputs:>7} {c.outputs:>7} "
             f"{len(c.duplicated):>5} {len(c.missing):>7} "
-            f"{sum(r['stats']['aborts'].values()):>6} {r['processes']:>5} {drain:>8}"
+            f"{sum(r['stats']['aborts'].values()):>6} {r['processes']:>5} {drain:>8} "
+            f"{r['longest_silence'][0]:>7}"
         )
     lines.append(
         "its GC / its TC: kills of the broker that was the lane's group coordinator / the "
         "transaction coordinator of at least one of its processors (FindCoordinator just "
         "before the kill); dups/missing: input records with >1 / 0 copies in the output "
         "(read_committed); aborts: transactions the processors aborted; procs: processes "
-        "started (a fatal error restarts the slot)"
+        "started (a fatal error restarts the slot); drain s: from the last kill's restart "
+        "until every input record had an output; stall s: the longest silence of one "
+        "process's ledger (its loop writes stats every 2 s, so a long one is a loop "
+        "that did not come back)"
     )
     for r in results:
         c = r["copies"]

@@ -60,6 +60,7 @@ compare paths within one run.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import re
@@ -365,6 +366,7 @@ def main() -> None:
     n: int = args.records
     parts: int = args.partitions
     figures: dict[str, list[float]] = {}
+    fixed: dict[str, list[float]] = {}
     extra: dict[str, Any] = {}
     broker_context = (
         embedded_broker("kafka")
@@ -388,11 +390,11 @@ def main() -> None:
         cluster.wait_for_executors(spark, 2)
         register_data_source(spark)
 
-        def reader(fmt: str, stream: bool, **options: str) -> Any:
+        def reader(fmt: str, stream: bool, on: str = topic, **options: str) -> Any:
             r = spark.readStream.format(fmt) if stream else spark.read.format(fmt)
             for key, value in {
                 "kafka.bootstrap.servers": broker.bootstrap,
-                "subscribe": topic,
+                "subscribe": on,
                 "startingOffsets": "earliest",
                 **options,
             }.items():
@@ -403,26 +405,30 @@ def main() -> None:
             row = frame.agg(F.count("value"), F.sum(F.length("value"))).collect()[0]
             return int(row[0]), int(row[1] or 0)
 
-        def batch_read(fmt: str) -> float:
-            frame = reader(fmt, False, endingOffsets="latest")
+        def batch_read(fmt: str, on: str, expect: int) -> float:
+            frame = reader(fmt, False, on, endingOffsets="latest")
             started = time.perf_counter()
             count, size = aggregate(frame)
             elapsed = time.perf_counter() - started
-            assert count == n, f"{fmt} batch read {count} of {n}"
-            assert size == n * args.value_size
-            return n / elapsed
+            assert count == expect, f"{fmt} batch read {count} of {expect}"
+            assert size == expect * args.value_size
+            return elapsed
 
         stream_groups: dict[str, str] = {}
 
-        def stream_read(fmt: str) -> float:
-            group = f"bench-stream-{fmt}-{uuid.uuid4().hex[:8]}"
-            stream_groups[fmt] = group
+        def stream_read(fmt: str, on: str, expect: int, *, group: bool = True) -> float:
             counted: list[int] = []
 
             def count_batch(frame: Any, _batch_id: int) -> None:
                 counted.append(aggregate(frame)[0])
 
-            frame = reader(fmt, True, **{"kafka.group.id": group})
+            options = {}
+            if group:
+                name = f"bench-stream-{fmt}-{uuid.uuid4().hex[:8]}"
+                options["kafka.group.id"] = name
+                if on == topic:
+                    stream_groups[fmt] = name
+            frame = reader(fmt, True, on, **options)
             checkpoint = f"/tmp/coopconsumer-bench-{uuid.uuid4().hex[:8]}"
             started = time.perf_counter()
             query = (
@@ -434,44 +440,62 @@ def main() -> None:
             query.awaitTermination()
             elapsed = time.perf_counter() - started
             shutil.rmtree(checkpoint, ignore_errors=True)
-            assert sum(counted) == n, f"{fmt} stream read {sum(counted)} of {n}"
-            return n / elapsed
+            assert sum(counted) == expect, f"{fmt} stream read {sum(counted)} of {expect}"
+            return elapsed
 
         job_groups: list[str] = []
 
-        def consume_job() -> float:
+        def consume_job(on: str, expect: int) -> float:
             group = f"bench-job-{uuid.uuid4().hex[:8]}"
-            job_groups.append(group)
+            if on == topic:
+                job_groups.append(group)
             started = time.perf_counter()
             stats = run_consume_job(
                 spark,
                 {"bootstrap.servers": broker.bootstrap, "group.id": group},
-                [topic],
+                [on],
                 CountingSink(),
                 members=args.members,
                 batch_size=5000,
             ).collect()
             elapsed = time.perf_counter() - started
             consumed = sum(r.records for r in stats)
-            assert consumed >= n, f"the job consumed {consumed} of {n}"
-            return n / elapsed
+            assert consumed >= expect, f"the job consumed {consumed} of {expect}"
+            return elapsed
 
+        # An empty topic: the same path on it measures its fixed cost (planning, task
+        # launch, group join, checkpoint), so a ratio can be split into fixed cost and
+        # per-record rate.
+        empty = f"{topic}-empty"
+        broker.create_topic(empty, partitions=parts)
         # Untimed warm-up: Python workers, the JVMs' JIT, the broker's page cache.
-        batch_read("kafka")
-        batch_read("coopconsumer")
-        paths: list[tuple[str, Callable[[], float]]] = [
-            ("batch read: Spark's kafka source", lambda: batch_read("kafka")),
-            ("batch read: coopconsumer source", lambda: batch_read("coopconsumer")),
-            ("streaming: Spark's kafka source", lambda: stream_read("kafka")),
-            ("streaming: coopconsumer source", lambda: stream_read("coopconsumer")),
+        batch_read("kafka", topic, n)
+        batch_read("coopconsumer", topic, n)
+        paths: list[tuple[str, Callable[[str, int], float]]] = [
+            ("batch read: Spark's kafka source", lambda on, k: batch_read("kafka", on, k)),
+            ("batch read: coopconsumer source", lambda on, k: batch_read("coopconsumer", on, k)),
+            ("streaming: Spark's kafka source", lambda on, k: stream_read("kafka", on, k)),
+            (
+                "streaming: coopconsumer source",
+                lambda on, k: stream_read("coopconsumer", on, k),
+            ),
+            (
+                "streaming: coopconsumer source, no group",
+                lambda on, k: stream_read("coopconsumer", on, k, group=False),
+            ),
             ("streaming: coopconsumer consume job", consume_job),
         ]
         for round_index in range(args.rounds):
             ordered = paths if round_index % 2 == 0 else list(reversed(paths))
             for label, run in ordered:
-                rate = run()
-                figures.setdefault(label, []).append(rate)
-                print(f"  round {round_index + 1}: {label}: {rate:,.0f} records/s; load {_load()}")
+                full_s = run(topic, n)
+                empty_s = run(empty, 0)
+                figures.setdefault(label, []).append(n / full_s)
+                fixed.setdefault(label, []).append(empty_s)
+                print(
+                    f"  round {round_index + 1}: {label}: {n / full_s:,.0f} records/s "
+                    f"({full_s:.2f} s; empty topic {empty_s:.2f} s); load {_load()}"
+                )
 
         # ---- exactly-once write, Kafka -> Kafka
         spark_copy = f"{topic}-spark-copy"
@@ -524,15 +548,24 @@ def main() -> None:
 
         # ---- end-to-end latency
         latency: dict[str, list[float]] = {}
+        cadence: dict[str, float] = {}  # median ms between non-empty micro-batches
         for fmt in ("kafka", "coopconsumer"):
             live = f"bench-live-{fmt}-{uuid.uuid4().hex[:8]}"
             broker.create_topic(live, partitions=parts)
             got: list[float] = []
+            batch_ends: list[float] = []
 
-            def collect(frame: Any, _batch_id: int, got: list[float] = got) -> None:
+            def collect(
+                frame: Any,
+                _batch_id: int,
+                got: list[float] = got,
+                batch_ends: list[float] = batch_ends,
+            ) -> None:
                 stamps = frame.select(F.unix_millis("timestamp")).collect()
                 now_ms = time.time() * 1000
                 got.extend(now_ms - r[0] for r in stamps)
+                if stamps:
+                    batch_ends.append(now_ms)
 
             checkpoint = f"/tmp/coopconsumer-bench-{uuid.uuid4().hex[:8]}"
             frame = (
@@ -559,6 +592,8 @@ def main() -> None:
             query.stop()
             shutil.rmtree(checkpoint, ignore_errors=True)
             latency[f"{fmt} stream"] = got
+            gaps = [b - a for a, b in itertools.pairwise(batch_ends)]
+            cadence[f"{fmt} stream"] = statistics.median(gaps) if gaps else 0.0
             print(f"  latency {fmt} stream: {len(got)} of {producer.sent}; load {_load()}")
         live = f"bench-live-job-{uuid.uuid4().hex[:8]}"
         broker.create_topic(live, partitions=parts)
@@ -590,6 +625,7 @@ def main() -> None:
                 "p50": _percentile(v, 0.5),
                 "p99": _percentile(v, 0.99),
                 "max": max(v),
+                "median_ms_between_batches": cadence.get(k),
             }
             for k, v in latency.items()
             if v
@@ -624,17 +660,38 @@ def main() -> None:
         f"{load_end}"
     )
     summaries = {label: _summary(values) for label, values in figures.items()}
+    fixed_s = {label: _summary(values) for label, values in fixed.items()}
     rows = []
     for label, s in summaries.items():
+        f = fixed_s[label]["median"]
+        marginal = n / max(1e-9, n / s["median"] - f)
+        s["fixed_s"] = f
+        s["per_record_rate"] = marginal
         rows.append(
             [
                 label,
                 f"{s['median']:,.0f}",
                 f"{s['min']:,.0f}-{s['max']:,.0f}",
+                f"{f:.2f}",
+                f"{marginal:,.0f}",
                 f"{int(s['rounds'])}",
             ]
         )
-    print_table(["path", "records/s (median)", "spread (min-max)", "rounds"], rows)
+    print_table(
+        [
+            "path",
+            "records/s (median)",
+            "spread (min-max)",
+            "empty topic s",
+            "records/s less fixed",
+            "rounds",
+        ],
+        rows,
+    )
+    print(
+        "empty topic s: the same path on an empty topic (median): its fixed cost; "
+        "records/s less fixed: N / (median time - that)"
+    )
 
     def ratio(ours: str, theirs: str) -> float:
         return summaries[ours]["median"] / summaries[theirs]["median"]
@@ -671,12 +728,20 @@ def main() -> None:
     )  # fmt: skip
     print()
     print_table(
-        ["end-to-end latency (ms)", "records", "p50", "p99", "max"],
+        ["end-to-end latency (ms)", "records", "p50", "p99", "max", "ms between batches"],
         [
-            [k, f"{v['records']:,}", f"{v['p50']:.0f}", f"{v['p99']:.0f}", f"{v['max']:.0f}"]
+            [
+                k,
+                f"{v['records']:,}",
+                f"{v['p50']:.0f}",
+                f"{v['p99']:.0f}",
+                f"{v['max']:.0f}",
+                "-" if v["median_ms_between_batches"] is None
+                else f"{v['median_ms_between_batches']:.0f}",
+            ]
             for k, v in extra["latency_ms"].items()
         ],
-    )
+    )  # fmt: skip
     print()
     print_table(
         ["group given to the path", "partitions with offsets", "lag (admin API)"],

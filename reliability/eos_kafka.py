@@ -35,6 +35,7 @@ import itertools
 import json
 import os
 import random
+import re
 import signal
 import subprocess
 import threading
@@ -201,6 +202,18 @@ class _Lane(_Run):
                     if b - a > worst:
                         worst, where = b - a, path.name
         return round(worst, 1), where
+
+    def exit_errors(self) -> dict[str, int]:
+        """How processes that did not end by SIGTERM ended: their error, cut before the
+        broker's address and timings so that equal causes count together."""
+        found: Counter[str] = Counter()
+        for slot in self.slots.values():
+            for path in slot.ledgers:
+                for event in _read_ledger(path):
+                    if event["ev"] == "exit" and event.get("why") != "term":
+                        text = str(event.get("error") or event.get("why"))
+                        found[re.split(r" on broker | \(after |: \[", text)[0][:140]] += 1
+        return dict(found)
 
     def kill_all(self) -> None:
         for slot in self.slots.values():
@@ -416,6 +429,7 @@ def run_kafka(args: argparse.Namespace, rows: Sequence[str], impls: Sequence[str
                         "evidence": lane.evidence(),
                         "processes": sum(s.incarnation for s in lane.slots.values()),
                         "longest_silence": lane.longest_silence(),
+                        "exit_errors": lane.exit_errors(),
                         "out": str(lane.out),
                     }
                 )
@@ -496,6 +510,8 @@ def _report(
         if r["stats"]["aborts"]:
             extra.append(f"aborts {_fmt_counts(r['stats']['aborts'])}")
         extra.append(f"endings {_fmt_counts(r['stats']['endings'])}")
+        if r["exit_errors"]:
+            extra.append(f"exits {_fmt_counts(r['exit_errors'])}")
         if c.duplicated:
             extra.append("duplicate " + ", ".join(f"{p}:{o}" for p, o in c.duplicated[:5]))
         if c.missing:

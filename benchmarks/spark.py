@@ -463,11 +463,14 @@ def main() -> None:
             assert consumed >= expect, f"the job consumed {consumed} of {expect}"
             return elapsed
 
-        # An empty topic: the same path on it measures its fixed cost (planning, task
-        # launch, group join, checkpoint), so a ratio can be split into fixed cost and
-        # per-record rate.
-        empty = f"{topic}-empty"
-        broker.create_topic(empty, partitions=parts)
+        # A tiny topic (one record per partition): the same path on it measures its
+        # fixed cost (planning, task launch, group join, checkpoint), so a ratio can be
+        # split into fixed cost and per-record rate. (Not an empty one: a batch read of
+        # the coopconsumer source over no records fails, an AssertionError in
+        # _BatchReader.read; docs/benchmarks-eos-spark.md.)
+        tiny = f"{topic}-tiny"
+        broker.create_topic(tiny, partitions=parts)
+        produce(broker.bootstrap, tiny, parts, value_size=args.value_size, partitions=parts)
         # Untimed warm-up: Python workers, the JVMs' JIT, the broker's page cache.
         batch_read("kafka", topic, n)
         batch_read("coopconsumer", topic, n)
@@ -489,12 +492,12 @@ def main() -> None:
             ordered = paths if round_index % 2 == 0 else list(reversed(paths))
             for label, run in ordered:
                 full_s = run(topic, n)
-                empty_s = run(empty, 0)
+                tiny_s = run(tiny, parts)
                 figures.setdefault(label, []).append(n / full_s)
-                fixed.setdefault(label, []).append(empty_s)
+                fixed.setdefault(label, []).append(tiny_s)
                 print(
                     f"  round {round_index + 1}: {label}: {n / full_s:,.0f} records/s "
-                    f"({full_s:.2f} s; empty topic {empty_s:.2f} s); load {_load()}"
+                    f"({full_s:.2f} s; tiny topic {tiny_s:.2f} s); load {_load()}"
                 )
 
         # ---- exactly-once write, Kafka -> Kafka
@@ -646,6 +649,17 @@ def main() -> None:
             "coopconsumer": _tool_describe(broker, stream_groups["coopconsumer"]),
         }
         extra["group_lag"] = lag
+        # Spark runs a Python streaming source's driver side in a Python process it
+        # starts per query (pyspark's python_streaming_source_runner), which imports
+        # pyspark and the source's package: a fixed cost Spark's JVM source has not.
+        imports = []
+        for _ in range(3):
+            started = time.perf_counter()
+            subprocess.run(
+                [sys.executable, "-c", "import pyspark.sql, coopconsumer.spark"], check=True
+            )
+            imports.append(time.perf_counter() - started)
+        extra["fresh_python_import_s"] = _summary(imports)
         extra["consumer_group_command"] = tool
         spark.stop()
     load_end = _load()
@@ -682,14 +696,15 @@ def main() -> None:
             "path",
             "records/s (median)",
             "spread (min-max)",
-            "empty topic s",
+            "tiny topic s",
             "records/s less fixed",
             "rounds",
         ],
         rows,
     )
     print(
-        "empty topic s: the same path on an empty topic (median): its fixed cost; "
+        f"tiny topic s: the same path on a topic of {parts} records (median): its fixed "
+        "cost; "
         "records/s less fixed: N / (median time - that)"
     )
 
@@ -749,6 +764,12 @@ def main() -> None:
             [k, str(v["partitions_with_offsets"]), "unknown" if v["lag"] is None else f"{v['lag']}"]
             for k, v in lag.items()
         ],
+    )
+    imp = extra["fresh_python_import_s"]
+    print(
+        f"\na fresh Python importing pyspark.sql and coopconsumer.spark (what each "
+        f"coopconsumer stream query starts on the driver): median {imp['median']:.2f} s "
+        f"({imp['min']:.2f}-{imp['max']:.2f}, {int(imp['rounds'])} runs)"
     )
     for fmt, text in tool.items():
         print(f"\nkafka-consumer-groups.sh --describe, the {fmt} stream's group:\n{text}")

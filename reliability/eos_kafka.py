@@ -177,11 +177,12 @@ class _Lane(_Run):
                 assert slot.proc is not None
                 slot.proc.send_signal(signal.SIGTERM)
                 slot.expected_exit = True
+        deadline = time.monotonic() + 60  # for all of them: a close takes seconds
         for slot in self.slots.values():
             if slot.proc is None:
                 continue
             try:
-                slot.proc.wait(60)
+                slot.proc.wait(max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
                 # Python loops print their threads' stacks (faulthandler), Java its
                 # thread dump (SIGQUIT), into the slot's log.

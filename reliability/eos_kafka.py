@@ -171,13 +171,17 @@ class _Lane(_Run):
         self.inputs = _Reader(self.broker.bootstrap, self.input, "read_uncommitted", _QUIET)
         self.outputs = _Reader(self.broker.bootstrap, self.output, "read_committed", _QUIET)
 
-    def close_slots(self) -> None:
+    def terminate(self) -> None:
+        """SIGTERM every processor: each commits what it holds and leaves the group."""
         for slot in self.slots.values():
             if slot.alive():
                 assert slot.proc is not None
                 slot.proc.send_signal(signal.SIGTERM)
                 slot.expected_exit = True
-        deadline = time.monotonic() + 60  # for all of them: a close takes seconds
+
+    def reap(self, deadline: float) -> None:
+        """Wait for the processors until ``deadline``; dump the stacks of any left,
+        then SIGKILL it."""
         for slot in self.slots.values():
             if slot.proc is None:
                 continue
@@ -402,7 +406,10 @@ def run_kafka(args: argparse.Namespace, rows: Sequence[str], impls: Sequence[str
                 if lane.drained_at is not None:
                     lane.drained_at -= chaos_end
             for lane in lanes:
-                lane.close_slots()
+                lane.terminate()
+            close_deadline = time.monotonic() + 60  # a clean close takes seconds
+            for lane in lanes:
+                lane.reap(close_deadline)
             results: list[dict[str, Any]] = []
             for lane in lanes:
                 assert lane.inputs is not None

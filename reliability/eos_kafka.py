@@ -220,6 +220,23 @@ class _Lane(_Run):
                         found[re.split(r" on broker | \(after |: \[", text)[0][:140]] += 1
         return dict(found)
 
+    def committed_offsets(self) -> dict[int, int]:
+        """The group's committed offset per input partition (after every processor
+        stopped): a missing record below it is lost, at or above it unprocessed."""
+        import confluent_kafka
+        from confluent_kafka.admin import AdminClient
+
+        admin = AdminClient({"bootstrap.servers": self.broker.bootstrap, "log_level": 2})
+        request = confluent_kafka.ConsumerGroupTopicPartitions(
+            self.group,
+            [confluent_kafka.TopicPartition(self.input, p) for p in range(_PARTITIONS)],
+        )
+        try:
+            answer = admin.list_consumer_group_offsets([request])[self.group].result(30)
+        except Exception:
+            return {}
+        return {tp.partition: tp.offset for tp in answer.topic_partitions}
+
     def kill_all(self) -> None:
         for slot in self.slots.values():
             if slot.alive():
@@ -423,9 +440,13 @@ def run_kafka(args: argparse.Namespace, rows: Sequence[str], impls: Sequence[str
                     {(p, o): k for p, o, k, _v in lane.inputs.records},
                     [(k, v) for _p, _o, k, v in lane.outputs.records],
                 )
+                committed = lane.committed_offsets()
+                lost = [(p, o) for p, o in copies.missing if o < committed.get(p, -1)]
                 results.append(
                     {
                         "row": lane.row,
+                        "lost": lost,
+                        "committed_known": bool(committed),
                         "impl": lane.impl,
                         "copies": copies,
                         "input_acked": len(lane.producer.acked),
@@ -484,8 +505,8 @@ def _report(
         lines.append(f"SCHEDULE CUT SHORT: {stopped_early}")
     head = (
         f"{'row':<8} {'loop':<5} {'kills':>5} {'its GC':>6} {'its TC':>6} {'inputs':>7} "
-        f"{'outputs':>7} {'dups':>5} {'missing':>7} {'aborts':>6} {'procs':>5} {'drain s':>8} "
-        f"{'stall s':>7}"
+        f"{'outputs':>7} {'dups':>5} {'missing':>7} {'lost':>5} {'aborts':>6} {'procs':>5} "
+        f"{'drain s':>8} {'stall s':>7}"
     )
     lines += [head, "-" * len(head)]
     for r in results:
@@ -497,6 +518,7 @@ def _report(
             f"{k.get('its group coordinator', 0):>6} "
             f"{k.get('a txn coordinator of its slots', 0):>6} {c.inputs:>7} {c.outputs:>7} "
             f"{len(c.duplicated):>5} {len(c.missing):>7} "
+            f"{len(r['lost']) if r['committed_known'] else '?':>5} "
             f"{sum(r['stats']['aborts'].values()):>6} {r['processes']:>5} {drain:>8} "
             f"{r['longest_silence'][0]:>7}"
         )
@@ -504,7 +526,9 @@ def _report(
         "its GC / its TC: kills of the broker that was the lane's group coordinator / the "
         "transaction coordinator of at least one of its processors (FindCoordinator just "
         "before the kill); dups/missing: input records with >1 / 0 copies in the output "
-        "(read_committed); aborts: transactions the processors aborted; procs: processes "
+        "(read_committed); lost: missing ones below the group's committed offset at the end "
+        "(a commit passed them: a loss), the rest of the missing were not processed by "
+        "the end (a stalled loop); aborts: transactions the processors aborted; procs: processes "
         "started (a fatal error restarts the slot); drain s: from the last kill's restart "
         "until every input record had an output; stall s: the longest silence of one "
         "process's ledger (its loop writes stats every 2 s, so a long one is a loop "
@@ -556,12 +580,13 @@ def _write_results(
         "wall_s": round(wall, 1),
         "lanes": [
             {
-                **{k: v for k, v in r.items() if k != "copies"},
+                **{k: v for k, v in r.items() if k not in ("copies", "lost")},
                 "inputs": r["copies"].inputs,
                 "outputs": r["copies"].outputs,
                 "duplicates": len(r["copies"].duplicated),
                 "extra_copies": r["copies"].extra_copies,
                 "missing": len(r["copies"].missing),
+                "lost": len(r["lost"]) if r["committed_known"] else None,
                 "naming_no_input": r["copies"].unknown,
             }
             for r in results

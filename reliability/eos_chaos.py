@@ -1,10 +1,16 @@
 """Exactly-once chaos run: input topic -> N processor processes -> output topic, under a
 seeded schedule of faults, checked by an independent read_committed reader.
 
-    python -m reliability.eos_chaos --seed 2511                  # classic row, both loops (~4 min)
-    python -m reliability.eos_chaos --events 100 --gap-s 3.5     # the issue's 100 events (~12 min)
-    python -m reliability.eos_chaos --row kip848 --seed 2511     # group.protocol=consumer
-    python -m reliability.eos_chaos --quick --impl coop          # a CI-size look
+    python -m reliability.eos_chaos --events 30 --seed 3401     # Kafka, 3 nodes, broker kills
+    python -m reliability.eos_chaos --broker tansu --seed 2511   # classic row, both loops (~4 min)
+    python -m reliability.eos_chaos --broker tansu --events 100 --gap-s 3.5  # ~12 min
+    python -m reliability.eos_chaos --broker tansu --row kip848 --seed 2511  # consumer protocol
+    python -m reliability.eos_chaos --broker tansu --quick --impl coop       # a CI-size look
+
+``--broker kafka`` (the default) runs every loop (coopconsumer, raw confluent-kafka,
+Java) in both rows at once on a 3-node Apache Kafka cluster through a schedule of
+broker SIGKILLs aimed at group and transaction coordinators: reliability/eos_kafka.py.
+What follows describes ``--broker tansu``.
 
 Each processor process (``reliability/eos_member.py``) copies every input record to one
 output record in transactions, with a ``transactional.id`` per process *slot* (a slot
@@ -364,7 +370,13 @@ class _Reader:
     """A confluent-kafka consumer assigned every partition of ``topic`` from the
     beginning, outside any group."""
 
-    def __init__(self, bootstrap: str, topic: str, isolation: str) -> None:
+    def __init__(
+        self,
+        bootstrap: str,
+        topic: str,
+        isolation: str,
+        extra: Mapping[str, object] | None = None,
+    ) -> None:
         import confluent_kafka
 
         self._ck = confluent_kafka
@@ -375,6 +387,7 @@ class _Reader:
                 "enable.auto.commit": False,
                 "isolation.level": isolation,
                 "metadata.recovery.strategy": "none",
+                **(extra or {}),
             }
         )
         self._topic = topic
@@ -902,8 +915,35 @@ def _iter_impls(impl: str) -> Iterator[str]:
 def main(argv: list[str] | None = None) -> int:
     """Run the exactly-once chaos schedule through one or both loops."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--row", choices=["classic", "kip848"], default="classic")
-    parser.add_argument("--impl", choices=["coop", "raw", "both"], default="both")
+    parser.add_argument(
+        "--broker",
+        choices=["kafka", "tansu"],
+        default="kafka",
+        help="kafka: a 3-node Apache Kafka cluster and broker SIGKILLs (reliability/"
+        "eos_kafka.py); tansu: Tansu behind the transactions proxy (classic row) or "
+        "librdkafka's mock cluster (kip848 row) and the fault schedule above",
+    )
+    parser.add_argument(
+        "--row",
+        choices=["classic", "kip848", "both"],
+        default=None,
+        help="default: both on kafka (at the same time), classic on tansu",
+    )
+    parser.add_argument(
+        "--impl",
+        choices=["coop", "raw", "java", "both", "all"],
+        default=None,
+        help="both: coop and raw; all: coop, raw and java (kafka only); default: all on "
+        "kafka, both on tansu",
+    )
+    parser.add_argument("--slots", type=int, default=2, help="kafka: processors per lane")
+    parser.add_argument(
+        "--max-minutes",
+        type=float,
+        default=None,
+        help="kafka: stop the kill schedule after this long (the report says so)",
+    )
+    parser.add_argument("--results", default="reliability/results", help="kafka: JSON and PNG")
     parser.add_argument("--events", type=int, default=40)
     parser.add_argument("--seed", type=int, default=None, help="default: a random one")
     parser.add_argument("--gap-s", type=float, default=2.5, help="mean time between events")
@@ -928,6 +968,20 @@ def main(argv: list[str] | None = None) -> int:
         args.events, args.warmup_s = min(args.events, 12), min(args.warmup_s, 5.0)
     if args.seed is None:
         args.seed = random.SystemRandom().randrange(1, 1_000_000)
+    if args.broker == "kafka":
+        from reliability.eos_kafka import run_kafka
+
+        args.row = args.row or "both"
+        args.impl = args.impl or "all"
+        rows = ["classic", "kip848"] if args.row == "both" else [args.row]
+        impls = {"all": ["coop", "raw", "java"], "both": ["coop", "raw"]}.get(
+            args.impl, [args.impl]
+        )
+        return run_kafka(args, rows, impls)
+    args.row = args.row or "classic"
+    args.impl = args.impl or "both"
+    if args.row == "both" or args.impl in ("java", "all"):
+        parser.error("--row both and the java loop run on --broker kafka only")
     # The kip848 row runs one processor (see the module docstring): plan for one.
     one = args.row == "kip848"
     schedule = plan(
@@ -959,7 +1013,8 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print(side_by_side(results))
     print(
-        f"replay: python -m reliability.eos_chaos --row {args.row} --seed {args.seed} "
+        f"replay: python -m reliability.eos_chaos --broker tansu --row {args.row} "
+        f"--seed {args.seed} "
         f"--events {args.events} --gap-s {args.gap_s}"
     )
     bad = any(f["copies"].duplicated or f["copies"].missing for f in results if f["impl"] == "coop")

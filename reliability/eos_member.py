@@ -29,6 +29,7 @@ error. Exit codes: 0 after SIGTERM (clean close), 3 after a fatal transactional 
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import logging
 import os
 import signal
@@ -433,6 +434,9 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(
         level=args.log_level, format="%(asctime)s %(name)s %(levelname)s %(message)s"
     )
+    # SIGUSR1 prints every thread's stack to the slot's log: the runner sends it to a
+    # process that does not close in time, before it SIGKILLs it.
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
     loop: _CoopLoop | _RawLoop = _CoopLoop(args) if args.impl == "coop" else _RawLoop(args)
     return loop.run()
 

@@ -397,6 +397,17 @@ def _resolve(
     return resolved
 
 
+def _read_partition(options: SourceOptions, partition: InputPartition) -> Iterator[Any]:
+    """The rows of one planned range. A plan with no range (an empty topic, or offsets
+    that select nothing) reaches ``read`` as Spark's stand-in ``InputPartition(None)``:
+    nothing to read, as Spark's own Kafka source gives an empty frame."""
+    if not isinstance(partition, RangePartition):
+        if partition.value is None:
+            return iter(())
+        raise TypeError(f"coopconsumer source: not a planned range: {partition!r}")
+    return read_range(options, partition.offset_range)
+
+
 class _BatchReader(DataSourceReader):
     def __init__(self, options: SourceOptions) -> None:
         self.options = options
@@ -422,8 +433,7 @@ class _BatchReader(DataSourceReader):
         return [RangePartition(r) for r in ranges]
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
-        assert isinstance(partition, RangePartition)
-        return read_range(self.options, partition.offset_range)
+        return _read_partition(self.options, partition)
 
 
 class _StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -531,8 +541,7 @@ class _StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return [RangePartition(r) for r in split_ranges(ranges, self.options.min_partitions)]
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
-        assert isinstance(partition, RangePartition)
-        return read_range(self.options, partition.offset_range)
+        return _read_partition(self.options, partition)
 
     def commit(self, end: dict[str, Any]) -> None:
         self._commit(offsets_from_json(end, "end offset"))

@@ -1,12 +1,15 @@
 """Benchmark: records/s of the exactly-once loop vs at-least-once vs raw confluent-kafka.
 
     python benchmarks/exactly_once.py [--records N] [--rounds R] [--batch B]
-                                      [--commit-interval-ms MS]
+                                      [--commit-interval-ms MS] [--broker kafka|tansu]
+                                      [--results-dir DIR]
 
-Starts an embedded Tansu broker, pre-produces ``N`` records (default 200,000 of 100
-bytes over 4 partitions) into an input topic, then runs each loop ``R`` times
-(alternating), each pass in a fresh group reading the whole input and writing one output
-record per input record to its own output topic:
+Starts one Apache Kafka KRaft node (``--broker kafka``, the default; ``--broker tansu``
+the embedded Tansu broker), pre-produces ``N`` records (default 200,000 of 100 bytes
+over 4 partitions) into an input topic, then runs ``R`` rounds (default 5) of the three
+loops, one pass of each per round, the order rotating from round to round; each pass
+in a fresh group reading the whole input and writing one output record per input record
+to its own output topic:
 
 * **exactly-once**: ``coopconsumer.TransactionalProcessor`` (``step()`` in a loop);
 * **at-least-once**: ``coopconsumer.Consumer`` + an idempotent confluent-kafka
@@ -23,14 +26,17 @@ producer settings (``linger.ms=5``) and touch every record (its value goes out).
 **Timed window**: from the moment the loop owns every input partition (its assignment
 callback ran; joining the group is outside) to the moment the commit covering the last
 input record returned. CPU is this process's (all threads, librdkafka's included) over
-the same window. Prints every pass, the median rate per loop, and the ratios of the
-medians exactly-once / at-least-once and exactly-once / raw.
+the same window. Prints every pass, the median rate per loop, and the per-round ratios
+exactly-once / raw and exactly-once / at-least-once (records/s and records per
+CPU-second) with their median, smallest and largest: a round's passes run back to back
+under the same background load. Issue 34's target: exactly-once / raw >= 0.95x per
+CPU-second. The figures go to ``<results-dir>/exactly_once.json``, a picture of the
+ratios to ``exactly_once.png``, with the load average at the start and the end.
 """
 
 from __future__ import annotations
 
 import argparse
-import statistics
 import threading
 import time
 import uuid
@@ -38,7 +44,19 @@ from collections.abc import Callable
 from typing import Any
 
 import confluent_kafka
-from _common import add_broker_argument, describe_machine, print_table, produce, started_broker
+from _common import (
+    Spread,
+    add_broker_argument,
+    add_results_argument,
+    describe_machine,
+    load_average,
+    new_figure,
+    print_table,
+    produce,
+    ratio_bars,
+    started_broker,
+    write_results,
+)
 
 import coopconsumer
 from coopconsumer import TransactionalOutput, TransactionalProcessor
@@ -269,48 +287,100 @@ LOOPS: dict[str, Callable[[str, str, int, argparse.Namespace], Pass]] = {
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--records", type=int, default=200_000)
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--batch", type=int, default=500)
     parser.add_argument("--commit-interval-ms", type=int, default=100)
     add_broker_argument(parser)
+    add_results_argument(parser)
     args = parser.parse_args()
+    load_at_start = load_average()
     print(describe_machine())
+    names = list(LOOPS)
+    rounds: list[dict[str, Pass]] = []
     with started_broker(args.broker) as broker:
         source = f"in-{uuid.uuid4().hex[:8]}"
         broker.create_topic(source, PARTITIONS)
         produce(broker.bootstrap, source, args.records, partitions=PARTITIONS, with_keys=True)
-        passes: list[Pass] = []
         for round_no in range(args.rounds):
-            for name, loop in LOOPS.items():
-                result = loop(broker.bootstrap, source, args.records, args)
-                passes.append(result)
+            shift = round_no % len(names)
+            passes: dict[str, Pass] = {}
+            for name in names[shift:] + names[:shift]:
+                result = LOOPS[name](broker.bootstrap, source, args.records, args)
+                passes[name] = result
                 print(
                     f"round {round_no + 1} {name:14s} {result.rate:10,.0f} records/s  "
-                    f"{result.cpu_rate:10,.0f} records/CPU-s",
+                    f"{result.cpu_rate:10,.0f} records/CPU-s  (load {load_average()})",
                     flush=True,
                 )
-    medians = {
-        name: (
-            statistics.median(p.rate for p in passes if p.loop == name),
-            statistics.median(p.cpu_rate for p in passes if p.loop == name),
+            rounds.append(passes)
+    rate = {name: Spread([r[name].rate for r in rounds]) for name in names}
+    cpu = {name: Spread([r[name].cpu_rate for r in rounds]) for name in names}
+    ratios = {
+        f"{a} / {b} {unit}": Spread(
+            [
+                (r[a].rate / r[b].rate) if unit == "records/s" else r[a].cpu_rate / r[b].cpu_rate
+                for r in rounds
+            ]
         )
-        for name in LOOPS
+        for a, b in (("exactly-once", "raw"), ("exactly-once", "at-least-once"))
+        for unit in ("records/s", "records/CPU-s")
     }
     print()
     print(
         f"{args.records:,} records, batch {args.batch}, commit interval "
-        f"{args.commit_interval_ms} ms, median of {args.rounds} round(s):"
+        f"{args.commit_interval_ms} ms, medians of {args.rounds} rounds (min-max):"
     )
     print_table(
         ["loop", "records/s", "records/CPU-s"],
-        [[name, f"{rate:,.0f}", f"{cpu:,.0f}"] for name, (rate, cpu) in medians.items()],
+        [[name, rate[name].format(), cpu[name].format()] for name in names],
     )
-    eos, alo, rk = medians["exactly-once"], medians["at-least-once"], medians["raw"]
     print()
-    print(f"exactly-once / at-least-once: {eos[0] / alo[0]:.2f}x records/s")
+    for label, spread in ratios.items():
+        print(f"{label:42s}: {spread.format('{:.2f}')}x")
+    target = ratios["exactly-once / raw records/CPU-s"].median
     print(
-        f"exactly-once / raw confluent-kafka transactional: {eos[0] / rk[0]:.2f}x records/s, "
-        f"{eos[1] / rk[1]:.2f}x records/CPU-s"
+        f"target exactly-once / raw >= 0.95x per CPU-second: "
+        f"{'meets' if target >= 0.95 else 'behind'} ({target:.2f}x)"
+    )
+    print(f"load average: {load_at_start} at start, {load_average()} at end")
+    figure, axes = new_figure(1, 1, width=7.0, height=4.0)
+    ratio_bars(
+        axes[0][0],
+        list(ratios),
+        list(ratios.values()),
+        target=0.95,
+        title=f"exactly-once loop ratios, {args.records:,} records, {args.rounds} rounds\n"
+        f"load average {load_at_start} at start",
+    )
+    write_results(
+        args.results_dir,
+        "exactly_once",
+        args.broker,
+        load_at_start,
+        {
+            "settings": {
+                "records": args.records,
+                "rounds": args.rounds,
+                "batch": args.batch,
+                "commit_interval_ms": args.commit_interval_ms,
+                "partitions": PARTITIONS,
+            },
+            "records_per_s": {name: rate[name].as_json() for name in names},
+            "records_per_cpu_s": {name: cpu[name].as_json() for name in names},
+            "ratios": {label: spread.as_json() for label, spread in ratios.items()},
+            "passes": [
+                {
+                    "round": n + 1,
+                    "loop": p.loop,
+                    "records": p.records,
+                    "seconds": p.seconds,
+                    "cpu_s": p.cpu_s,
+                }
+                for n, r in enumerate(rounds)
+                for p in r.values()
+            ],
+        },
+        figure,
     )
 
 

@@ -1,9 +1,10 @@
 """Benchmark: records/s through ``coopconsumer.Consumer.consume`` vs raw confluent-kafka.
 
     python benchmarks/throughput.py [--records N] [--value-size BYTES] [--partitions P]
-                                    [--rounds R]
+                                    [--rounds R] [--broker kafka|tansu] [--results-dir DIR]
 
-Starts an embedded Tansu broker, pre-produces ``N`` records (default 1,000,000 of 100
+Starts one Apache Kafka KRaft node (``--broker kafka``, the default; ``--broker tansu``
+the embedded Tansu broker), pre-produces ``N`` records (default 1,000,000 of 100
 bytes over 4 partitions), then reads the whole topic ``R`` times (default 5) with each
 side, one pass of each per round, the side that goes first alternating between rounds:
 
@@ -41,10 +42,13 @@ in-band as messages, so the raw loop checks ``error()`` on every message;
 coopconsumer returns records only (it drops or raises librdkafka's error messages
 itself, and that check is inside its ``consume``), so its loop does not check again.
 An untimed raw pass warms the broker up first. Printed: every pass, the
-median rate of each side, the median of the per-round ratios coopconsumer / raw (a
-round's two passes run back to back under the same background load; issue 24's target
-is >= 1.0x), and the median records per CPU-second of each side with their ratio
-(other processes on a shared machine disturb CPU time much less than wall time).
+median rate of each side, the per-round ratios coopconsumer / raw of records/s and of
+records per CPU-second with their median, smallest and largest (a round's two passes
+run back to back under the same background load; issue 34's target is >= 1.0x per
+CPU-second: other processes on a shared machine disturb CPU time much less than wall
+time), and the load average at the start and the end. The figures go to
+``<results-dir>/throughput.json``, a picture of the per-round ratios to
+``throughput.png``.
 """
 
 from __future__ import annotations
@@ -56,7 +60,19 @@ import uuid
 from collections.abc import Callable
 
 import confluent_kafka
-from _common import add_broker_argument, describe_machine, filled_topic, print_table, started_broker
+from _common import (
+    Spread,
+    add_broker_argument,
+    add_results_argument,
+    describe_machine,
+    filled_topic,
+    load_average,
+    new_figure,
+    print_table,
+    ratio_bars,
+    started_broker,
+    write_results,
+)
 
 import coopconsumer
 from coopconsumer._config import ConsumerConfig
@@ -221,8 +237,10 @@ def main() -> None:
     parser.add_argument("--partitions", type=int, default=4)
     parser.add_argument("--rounds", type=int, default=5)
     add_broker_argument(parser)
+    add_results_argument(parser)
     args = parser.parse_args()
 
+    load_at_start = load_average()
     print(describe_machine())
     with started_broker(args.broker) as broker:
         topic = filled_topic(
@@ -275,27 +293,80 @@ def main() -> None:
             for p in pair
         ],
     )
-    raw_rate = statistics.median(r.rate for r, _ in rounds)
-    coop_rate = statistics.median(c.rate for _, c in rounds)
-    ratios = [c.rate / r.rate for r, c in rounds]
+    report(rounds, args, load_at_start)
+
+
+def report(rounds: list[tuple[Pass, Pass]], args: argparse.Namespace, load_at_start: str) -> None:
+    """Print the medians and per-round ratios; write the JSON and the picture."""
+    wall = Spread([c.rate / r.rate for r, c in rounds])
+    cpu = Spread([c.cpu_rate / r.cpu_rate for r, c in rounds])
+    raw_rate = Spread([r.rate for r, _ in rounds])
+    coop_rate = Spread([c.rate for _, c in rounds])
+    raw_cpu = Spread([r.cpu_rate for r, _ in rounds])
+    coop_cpu = Spread([c.cpu_rate for _, c in rounds])
     print()
-    print(f"raw confluent-kafka      : {raw_rate:,.0f} records/s (median of {len(rounds)})")
-    print(f"coopconsumer             : {coop_rate:,.0f} records/s (median of {len(rounds)})")
+    print(f"medians of {len(rounds)} rounds (min-max):")
+    print_table(
+        ["side", "records/s", "records/CPU-s"],
+        [
+            ["raw confluent-kafka", raw_rate.format(), raw_cpu.format()],
+            ["coopconsumer", coop_rate.format(), coop_cpu.format()],
+        ],
+    )
+    print(f"coopconsumer / raw, records/s      : {wall.format('{:.2f}')}x")
     print(
-        f"per-round ratios         : {', '.join(f'{r:.2f}' for r in ratios)} "
-        f"(median {statistics.median(ratios):.2f}x; target >= 1.0x)"
+        f"coopconsumer / raw, records/CPU-s  : {cpu.format('{:.2f}')}x (target >= 1.0x: "
+        f"{'meets' if cpu.median >= 1.0 else 'behind'})"
     )
     print(
         f"assignment -> first record: raw {statistics.median(r.first_s for r, _ in rounds):.3f} s,"
         f" coopconsumer {statistics.median(c.first_s for _, c in rounds):.3f} s (medians)"
     )
-    raw_cpu = statistics.median(r.cpu_rate for r, _ in rounds)
-    coop_cpu = statistics.median(c.cpu_rate for _, c in rounds)
-    print(
-        f"records per CPU-second   : raw {raw_cpu:,.0f}, coopconsumer {coop_cpu:,.0f} "
-        f"(ratio {coop_cpu / raw_cpu:.2f}x, medians)"
+    print(f"load average: {load_at_start} at start, {load_average()} at end")
+    figure, axes = new_figure(1, 1, width=6.0, height=4.0)
+    ratio_bars(
+        axes[0][0],
+        ["records/s", "records/CPU-s"],
+        [wall, cpu],
+        target=1.0,
+        title=f"coopconsumer / raw confluent-kafka, {args.records:,} records, "
+        f"{len(rounds)} rounds\nload average {load_at_start} at start",
     )
-    print(describe_machine())
+    write_results(
+        args.results_dir,
+        "throughput",
+        args.broker,
+        load_at_start,
+        {
+            "settings": {
+                "records": args.records,
+                "value_size": args.value_size,
+                "partitions": args.partitions,
+                "rounds": args.rounds,
+                "batch": BATCH,
+            },
+            "raw_records_per_s": raw_rate.as_json(),
+            "coop_records_per_s": coop_rate.as_json(),
+            "raw_records_per_cpu_s": raw_cpu.as_json(),
+            "coop_records_per_cpu_s": coop_cpu.as_json(),
+            "ratio_records_per_s": wall.as_json(),
+            "ratio_records_per_cpu_s": cpu.as_json(),
+            "passes": [
+                {
+                    "round": n + 1,
+                    "side": p.side,
+                    "records": p.records,
+                    "join_s": p.join_s,
+                    "first_s": p.first_s,
+                    "read_s": p.read_s,
+                    "cpu_s": p.cpu_s,
+                }
+                for n, pair in enumerate(rounds)
+                for p in pair
+            ],
+        },
+        figure,
+    )
 
 
 if __name__ == "__main__":

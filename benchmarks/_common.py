@@ -287,6 +287,9 @@ def write_results(
         png_path = results_dir / f"{name}.png"
         figure.savefig(png_path, dpi=100, bbox_inches="tight")
         print(f"wrote {png_path}")
+        import matplotlib.pyplot as plt
+
+        plt.close(figure)
 
 
 def new_figure(rows: int = 1, cols: int = 1, *, width: float = 10.0, height: float = 4.5) -> Any:

@@ -107,6 +107,13 @@ READY_BOUND_S = 120.0
 PROTOCOLS = ("classic", "consumer")
 IMPLEMENTATIONS = ("ours-threads", "ours-processes", "java", "librdkafka")
 OURS = ("ours-threads", "ours-processes")
+#: What ``--only TEXT`` matches besides the implementation's name.
+DESCRIPTIONS = {
+    "ours-threads": "coopconsumer cooperative-sticky group.protocol=consumer, threads",
+    "ours-processes": "coopconsumer cooperative-sticky group.protocol=consumer, processes",
+    "java": "Java KafkaConsumer cooperative-sticky group.protocol=consumer, processes",
+    "librdkafka": "confluent-kafka cooperative-sticky group.protocol=consumer, threads",
+}
 BASELINES = ("java", "librdkafka")
 METRICS = (
     ("join_owned_s", "join: all owned ms"),
@@ -433,6 +440,11 @@ class ProcessMember(_Member):
             elif kind == "trace":
                 tracker.note(name, "trace", str(event["message"]), at)
             elif kind == "ready":
+                # The process's clock must be this one's (CLOCK_MONOTONIC): its
+                # timestamps are compared with the others'. A pipe takes microseconds.
+                lag = time.monotonic() - at
+                if not -0.5 < lag < 5.0:
+                    tracker.error(f"{name}: its clock is {lag:+.3f} s off this process's")
                 self.ready.set()
             elif kind == "error":
                 tracker.error(f"{name}: {event['message']}")
@@ -880,8 +892,10 @@ def verdicts(results: Sequence[Result]) -> dict[tuple[str, int, str], dict[str, 
     return out
 
 
-def _print_timeline(result: Result) -> None:
+def _print_timeline(result: Result, only: str) -> None:
     for window, events in result.timelines.items():
+        if window != only:
+            continue
         print(
             f"  timeline {result.protocol} N={result.size} {result.implementation} round "
             f"{result.round_no} {window} (ms after the window opened):"
@@ -895,7 +909,10 @@ def _median_round(results: Sequence[Result], metric: str) -> Result | None:
     return ok[len(ok) // 2] if ok else None
 
 
-def report(results: Sequence[Result], args: argparse.Namespace, load_at_start: str) -> None:
+def report(
+    results: Sequence[Result], args: argparse.Namespace, load_at_start: str, *, final: bool
+) -> None:
+    """Print the table (and the timelines once ``final``); write the JSON and picture."""
     rows = _rows(results)
     verdict = verdicts(results)
     headers = ["protocol", "N", "implementation", "ok"]
@@ -926,11 +943,23 @@ def report(results: Sequence[Result], args: argparse.Namespace, load_at_start: s
     for r in results:
         if r.note:
             print(f"note: {r.protocol} N={r.size} {r.implementation} round {r.round_no}: {r.note}")
-    if args.timeline:
-        for mine in rows.values():
-            median = _median_round(mine, "join_owned_s")
-            if median is not None:
-                _print_timeline(median)
+    if args.timeline and final:
+        # Where the time goes: for each coopconsumer row behind on some metric, the
+        # median round of that metric, beside the better baseline's median round.
+        for key, v in verdict.items():
+            protocol, size, impl = key
+            for metric, label in METRICS:
+                if not v.get(metric, "").startswith("behind"):
+                    continue
+                print(f"\n{protocol} N={size} {impl} behind on {label}:")
+                best = min(
+                    (b for b in BASELINES if (protocol, size, b) in rows),
+                    key=lambda b: _spread(rows[(protocol, size, b)], metric).median,
+                )
+                for who in (impl, best):
+                    median = _median_round(rows[(protocol, size, who)], metric)
+                    if median is not None:
+                        _print_timeline(median, "leave" if metric.startswith("leave") else "join")
 
     figure, axes = new_figure(1, len(METRICS), width=4.0 * len(METRICS), height=4.5)
     protocols = sorted({r.protocol for r in results})
@@ -1015,6 +1044,16 @@ def main() -> None:
         action="store_true",
         help="print each row's median-round callbacks and coopconsumer's request trace",
     )
+    parser.add_argument(
+        "--only", default="", help="run only implementations whose name or description has this"
+    )
+    parser.add_argument(
+        "--leader-sync-delay-ms",
+        type=float,
+        default=None,
+        help="override the classic leader's wait before its SyncGroup (LEADER_SYNC_DELAY_S, "
+        "20 ms) in this process's members to measure what it costs or saves",
+    )
     add_results_argument(parser)
     parser.add_argument("--member-process", choices=("coopconsumer", "confluent-kafka"))
     parser.add_argument("--bootstrap", help=argparse.SUPPRESS)
@@ -1042,6 +1081,13 @@ def main() -> None:
     for impl in impls:
         if impl not in IMPLEMENTATIONS:
             parser.error(f"unknown implementation {impl!r}")
+    impls = [i for i in impls if args.only in i or args.only in DESCRIPTIONS[i]]
+    if args.broker == "mock":
+        impls = [i for i in impls if i != "java"]  # the mock speaks too old versions
+    if args.leader_sync_delay_ms is not None:
+        join_phase = importlib.import_module("coopconsumer._coordinator.classic._join")
+        vars(join_phase)["LEADER_SYNC_DELAY_S"] = args.leader_sync_delay_ms / 1000.0
+        print(f"LEADER_SYNC_DELAY_S set to {vars(join_phase)['LEADER_SYNC_DELAY_S']}")
     load_at_start = load_average()
     print(describe_machine())
     print(
@@ -1051,27 +1097,31 @@ def main() -> None:
     )
     started = time.monotonic()
     results: list[Result] = []
+    # Smaller groups first, both protocols at each size: a run cut short has the
+    # smaller sizes complete. The figures are written after every (size, protocol).
+    pairs = sorted((size, protocol) for size in sizes for protocol in protocols)
     with _broker(args.broker) as broker:
-        for protocol in protocols:
-            for size in sizes:
-                for round_no in range(1, args.rounds + 1):
-                    shift = (round_no - 1) % len(impls)
-                    for impl in impls[shift:] + impls[:shift]:
-                        result = scenario(
-                            broker, protocol, impl, size, round_no, args.partitions, args.rate
-                        )
-                        results.append(result)
-                        figures = ", ".join(
-                            f"{label} {result.figures[m] * 1000:,.0f}"
-                            for m, label in METRICS
-                            if m in result.figures
-                        )
-                        print(
-                            f"{protocol} N={size} round {round_no} {impl}: "
-                            f"{figures or result.note} (load {load_average()})",
-                            flush=True,
-                        )
-    report(results, args, load_at_start)
+        for size, protocol in pairs:
+            for round_no in range(1, args.rounds + 1):
+                shift = (round_no - 1) % len(impls)
+                for impl in impls[shift:] + impls[:shift]:
+                    result = scenario(
+                        broker, protocol, impl, size, round_no, args.partitions, args.rate
+                    )
+                    results.append(result)
+                    figures = ", ".join(
+                        f"{label} {result.figures[m] * 1000:,.0f}"
+                        for m, label in METRICS
+                        if m in result.figures
+                    )
+                    print(
+                        f"{protocol} N={size} round {round_no} {impl}: "
+                        f"{figures or result.note} (load {load_average()})",
+                        flush=True,
+                    )
+            if (size, protocol) != pairs[-1]:
+                report(results, args, load_at_start, final=False)
+    report(results, args, load_at_start, final=True)
     print(f"\nwhole run: {time.monotonic() - started:.0f} s")
 
 

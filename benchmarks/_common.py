@@ -28,10 +28,10 @@ import statistics
 import sys
 import time
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import confluent_kafka
 
@@ -49,10 +49,13 @@ __all__ = [
     "new_figure",
     "print_table",
     "produce",
+    "profiled",
     "ratio_bars",
     "started_broker",
     "write_results",
 ]
+
+_T = TypeVar("_T")
 
 #: Where the figures go unless ``--results-dir`` says otherwise.
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
@@ -290,6 +293,30 @@ def write_results(
         import matplotlib.pyplot as plt
 
         plt.close(figure)
+
+
+def profiled(results_dir: Path, name: str, call: Callable[[], _T], top: int = 25) -> _T:
+    """Run ``call`` under cProfile (the calling thread only: the thread that consumes;
+    librdkafka's C threads and coopconsumer's driver thread are not in it), print the
+    ``top`` functions by own time and write them to ``<results_dir>/<name>.profile.txt``.
+    For the cause of a row behind its target; never inside a timed window."""
+    import cProfile
+    import io
+    import pstats
+
+    profiler = cProfile.Profile()
+    profiler.enable()
+    try:
+        result = call()
+    finally:
+        profiler.disable()
+    out = io.StringIO()
+    pstats.Stats(profiler, stream=out).sort_stats("tottime").print_stats(top)
+    text = out.getvalue()
+    print(text)
+    results_dir.mkdir(parents=True, exist_ok=True)
+    (results_dir / f"{name}.profile.txt").write_text(text)
+    return result
 
 
 def new_figure(rows: int = 1, cols: int = 1, *, width: float = 10.0, height: float = 4.5) -> Any:

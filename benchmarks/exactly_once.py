@@ -53,6 +53,7 @@ from _common import (
     new_figure,
     print_table,
     produce,
+    profiled,
     ratio_bars,
     started_broker,
     write_results,
@@ -290,6 +291,11 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--batch", type=int, default=500)
     parser.add_argument("--commit-interval-ms", type=int, default=100)
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="after the timed rounds, one more exactly-once pass under cProfile (not timed)",
+    )
     add_broker_argument(parser)
     add_results_argument(parser)
     args = parser.parse_args()
@@ -313,6 +319,12 @@ def main() -> None:
                     flush=True,
                 )
             rounds.append(passes)
+        if args.profile:
+            profiled(
+                args.results_dir,
+                "exactly_once",
+                lambda: exactly_once(broker.bootstrap, source, args.records, args),
+            )
     rate = {name: Spread([r[name].rate for r in rounds]) for name in names}
     cpu = {name: Spread([r[name].cpu_rate for r in rounds]) for name in names}
     ratios = {

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import time
@@ -88,15 +89,57 @@ def worker(side: str, bootstrap: str, topic: str, seconds: float, heartbeat_ms: 
             raise SystemExit(f"{side}: did not get the partitions within 30 s")
         for _ in range(3):  # settle: first heartbeats, librdkafka's start-up fetches
             consumer.poll(1.0)
+        threads0 = thread_usage()
         cpu0, wall0 = time.process_time(), time.monotonic()
         polls = 0
         while time.monotonic() - wall0 < seconds:
             consumer.poll(1.0)
             polls += 1
         cpu, wall = time.process_time() - cpu0, time.monotonic() - wall0
+        threads1 = thread_usage()
     finally:
         consumer.close()
-    print(json.dumps({"cpu_s": cpu, "wall_s": wall, "polls": polls}))
+    per_thread: dict[str, list[float]] = {}
+    for tid, (name, cpu_ns, switches) in threads1.items():
+        _name0, cpu0_ns, switches0 = threads0.get(tid, (name, 0, 0))
+        entry = per_thread.setdefault(name, [0.0, 0.0, 0.0])
+        entry[0] += (cpu_ns - cpu0_ns) / 1e9
+        entry[1] += switches - switches0
+        entry[2] += 1
+    print(json.dumps({"cpu_s": cpu, "wall_s": wall, "polls": polls, "threads": per_thread}))
+
+
+def thread_usage() -> dict[int, tuple[str, int, int]]:
+    """Each thread of this process: its name (Python's, or the OS's: librdkafka names
+    its threads ``rdk:main``, ``rdk:broker1``...), CPU nanoseconds
+    (``/proc/self/task/<tid>/schedstat``) and voluntary context switches (its
+    wake-ups after sleeping). Linux only; empty elsewhere."""
+    import threading
+
+    python_names = {t.native_id: t.name for t in threading.enumerate()}
+    usage: dict[int, tuple[str, int, int]] = {}
+    try:
+        tids = os.listdir("/proc/self/task")
+    except OSError:
+        return usage
+    for entry in tids:
+        tid = int(entry)
+        try:
+            with open(f"/proc/self/task/{tid}/schedstat") as f:
+                cpu_ns = int(f.read().split()[0])
+            with open(f"/proc/self/task/{tid}/comm") as f:
+                comm = f.read().strip()
+            with open(f"/proc/self/task/{tid}/status") as f:
+                switches = next(
+                    int(line.split()[1]) for line in f if line.startswith("voluntary_ctxt")
+                )
+        except (OSError, StopIteration, ValueError):
+            continue
+        name = python_names.get(tid, comm)
+        # Group librdkafka's broker threads ("rdk:broker1", "rdk:broker-1"...) by kind.
+        name = name.rstrip("0123456789-") if name.startswith("rdk:") else name
+        usage[tid] = (name, cpu_ns, switches)
+    return usage
 
 
 def start(
@@ -154,6 +197,7 @@ def main() -> None:
     print(describe_machine())
     rows = []
     rounds: list[dict[str, float]] = []
+    threads: dict[str, list[dict[str, list[float]]]] = {}
     with started_broker(args.broker) as broker:
         topic = f"idle-{uuid.uuid4().hex[:8]}"
         broker.create_topic(topic, partitions=PARTITIONS)
@@ -167,6 +211,7 @@ def main() -> None:
             for side, proc in procs.items():
                 fig = collect(proc, side)
                 share[side] = 100.0 * fig["cpu_s"] / fig["wall_s"]
+                threads.setdefault(side, []).append(fig.get("threads", {}))
                 rows.append(
                     [
                         str(round_no),
@@ -199,6 +244,24 @@ def main() -> None:
         f"{'meets' if ratio.median <= 1.5 else 'behind'})"
     )
     print(f"load average: {load_at_start} at start, {load_average()} at end")
+    print("\nwhere the idle CPU goes, per thread (median over the rounds):")
+    breakdown = []
+    for side in SIDES:
+        names = sorted({n for r in threads.get(side, []) for n in r})
+        for name in names:
+            cpu_ms = Spread([r[name][0] * 1000 for r in threads[side] if name in r])
+            wakeups = Spread([r[name][1] / args.seconds for r in threads[side] if name in r])
+            count = Spread([r[name][2] for r in threads[side] if name in r])
+            breakdown.append(
+                [
+                    side,
+                    name,
+                    count.format("{:.0f}"),
+                    cpu_ms.format("{:.1f}"),
+                    wakeups.format("{:.1f}"),
+                ]
+            )
+    print_table(["member", "thread", "threads", "CPU ms in window", "wake-ups/s"], breakdown)
     figure, axes = new_figure(1, 1, width=6.0, height=4.0)
     ax = axes[0][0]
     for k, side in enumerate(SIDES):
@@ -231,6 +294,8 @@ def main() -> None:
             "percent_of_a_core": {side: shares[side].as_json() for side in SIDES},
             "ratio": ratio.as_json(),
             "rows": rows,
+            "threads": threads,
+            "thread_breakdown": breakdown,
         },
         figure,
     )

@@ -69,6 +69,7 @@ from _common import (
     load_average,
     new_figure,
     print_table,
+    profiled,
     ratio_bars,
     started_broker,
     write_results,
@@ -236,6 +237,11 @@ def main() -> None:
     parser.add_argument("--value-size", type=int, default=100)
     parser.add_argument("--partitions", type=int, default=4)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="after the timed rounds, one more coopconsumer pass under cProfile (not timed)",
+    )
     add_broker_argument(parser)
     add_results_argument(parser)
     args = parser.parse_args()
@@ -263,6 +269,12 @@ def main() -> None:
                 coop = coop_pass(broker.bootstrap, topic, args.records)
                 raw = raw_pass(broker.bootstrap, topic, args.partitions, args.records)
             rounds.append((raw, coop))
+        if args.profile:
+            profiled(
+                args.results_dir,
+                "throughput",
+                lambda: coop_pass(broker.bootstrap, topic, args.records),
+            )
 
     print()
     print_table(

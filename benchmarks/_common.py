@@ -52,6 +52,8 @@ __all__ = [
     "profiled",
     "ratio_bars",
     "started_broker",
+    "thread_cpu_since",
+    "thread_usage",
     "write_results",
 ]
 
@@ -317,6 +319,49 @@ def profiled(results_dir: Path, name: str, call: Callable[[], _T], top: int = 25
     results_dir.mkdir(parents=True, exist_ok=True)
     (results_dir / f"{name}.profile.txt").write_text(text)
     return result
+
+
+def thread_usage() -> dict[int, tuple[str, int, int]]:
+    """Each thread of this process: its name (Python's, or the OS's: librdkafka names
+    its threads ``rdk:main``, ``rdk:broker1``...), CPU nanoseconds
+    (``/proc/self/task/<tid>/schedstat``) and voluntary context switches (its
+    wake-ups after sleeping). Linux only; empty elsewhere."""
+    import threading
+
+    python_names = {t.native_id: t.name for t in threading.enumerate()}
+    usage: dict[int, tuple[str, int, int]] = {}
+    try:
+        tids = os.listdir("/proc/self/task")
+    except OSError:
+        return usage
+    for entry in tids:
+        tid = int(entry)
+        try:
+            with open(f"/proc/self/task/{tid}/schedstat") as f:
+                cpu_ns = int(f.read().split()[0])
+            with open(f"/proc/self/task/{tid}/comm") as f:
+                comm = f.read().strip()
+            with open(f"/proc/self/task/{tid}/status") as f:
+                switches = next(
+                    int(line.split()[1]) for line in f if line.startswith("voluntary_ctxt")
+                )
+        except (OSError, StopIteration, ValueError):
+            continue
+        name = python_names.get(tid, comm)
+        # Group librdkafka's broker threads ("rdk:broker1", "rdk:broker-1"...) by kind.
+        name = name.rstrip("0123456789-") if name.startswith("rdk:") else name
+        usage[tid] = (name, cpu_ns, switches)
+    return usage
+
+
+def thread_cpu_since(before: dict[int, tuple[str, int, int]]) -> dict[str, float]:
+    """CPU seconds per thread name since ``before`` (a ``thread_usage()``), threads
+    started since then counted from zero (threads that ended since are missing)."""
+    spent: dict[str, float] = {}
+    for tid, (name, cpu_ns, _switches) in thread_usage().items():
+        _name, cpu0_ns, _s = before.get(tid, (name, 0, 0))
+        spent[name] = spent.get(name, 0.0) + (cpu_ns - cpu0_ns) / 1e9
+    return spent
 
 
 def new_figure(rows: int = 1, cols: int = 1, *, width: float = 10.0, height: float = 4.5) -> Any:

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import time
@@ -46,6 +45,7 @@ from _common import (
     new_figure,
     print_table,
     started_broker,
+    thread_usage,
     write_results,
 )
 
@@ -107,39 +107,6 @@ def worker(side: str, bootstrap: str, topic: str, seconds: float, heartbeat_ms: 
         entry[1] += switches - switches0
         entry[2] += 1
     print(json.dumps({"cpu_s": cpu, "wall_s": wall, "polls": polls, "threads": per_thread}))
-
-
-def thread_usage() -> dict[int, tuple[str, int, int]]:
-    """Each thread of this process: its name (Python's, or the OS's: librdkafka names
-    its threads ``rdk:main``, ``rdk:broker1``...), CPU nanoseconds
-    (``/proc/self/task/<tid>/schedstat``) and voluntary context switches (its
-    wake-ups after sleeping). Linux only; empty elsewhere."""
-    import threading
-
-    python_names = {t.native_id: t.name for t in threading.enumerate()}
-    usage: dict[int, tuple[str, int, int]] = {}
-    try:
-        tids = os.listdir("/proc/self/task")
-    except OSError:
-        return usage
-    for entry in tids:
-        tid = int(entry)
-        try:
-            with open(f"/proc/self/task/{tid}/schedstat") as f:
-                cpu_ns = int(f.read().split()[0])
-            with open(f"/proc/self/task/{tid}/comm") as f:
-                comm = f.read().strip()
-            with open(f"/proc/self/task/{tid}/status") as f:
-                switches = next(
-                    int(line.split()[1]) for line in f if line.startswith("voluntary_ctxt")
-                )
-        except (OSError, StopIteration, ValueError):
-            continue
-        name = python_names.get(tid, comm)
-        # Group librdkafka's broker threads ("rdk:broker1", "rdk:broker-1"...) by kind.
-        name = name.rstrip("0123456789-") if name.startswith("rdk:") else name
-        usage[tid] = (name, cpu_ns, switches)
-    return usage
 
 
 def start(

@@ -41,7 +41,8 @@ each side's loop does what its API requires, no more: confluent-kafka returns er
 in-band as messages, so the raw loop checks ``error()`` on every message;
 coopconsumer returns records only (it drops or raises librdkafka's error messages
 itself, and that check is inside its ``consume``), so its loop does not check again.
-An untimed raw pass warms the broker up first. Printed: every pass, the
+An untimed raw pass warms the broker up first, and an untimed coopconsumer pass the
+process (modules coopconsumer imports on first use). Printed: every pass, the
 median rate of each side, the per-round ratios coopconsumer / raw of records/s and of
 records per CPU-second with their median, smallest and largest (a round's two passes
 run back to back under the same background load; issue 34's target is >= 1.0x per
@@ -72,6 +73,8 @@ from _common import (
     profiled,
     ratio_bars,
     started_broker,
+    thread_cpu_since,
+    thread_usage,
     write_results,
 )
 
@@ -101,6 +104,8 @@ class Pass:
         self.first_s = first_s  # assignment -> first record
         self.read_s = read_s  # assignment -> last record
         self.cpu_s = cpu_s  # construction -> last record, every thread
+        #: CPU seconds of the same window per thread name (``thread_cpu_since``).
+        self.threads: dict[str, float] = {}
 
     @property
     def rate(self) -> float:
@@ -134,6 +139,7 @@ def _drain(
     created: float,
     cpu_start: float,
     assigned_at: Callable[[], float | None],
+    threads_before: dict[int, tuple[str, int, int]],
 ) -> Pass:
     """Consume until ``total`` records arrived; time the pass (see the module docstring)."""
     deadline = time.perf_counter() + 600
@@ -153,12 +159,13 @@ def _drain(
             touched += len(value) if value is not None else 0
     ended = time.perf_counter()
     cpu = time.process_time() - cpu_start
+    threads = thread_cpu_since(threads_before)
     if touched == 0:
         raise RuntimeError(f"{side}: records carried no bytes")
     assigned = assigned_at()
     if assigned is None:
         raise RuntimeError(f"{side}: records arrived before the assignment was seen")
-    return Pass(
+    timed = Pass(
         side,
         seen,
         join_s=assigned - created,
@@ -166,12 +173,15 @@ def _drain(
         read_s=ended - assigned,
         cpu_s=cpu,
     )
+    timed.threads = threads
+    return timed
 
 
 def raw_pass(bootstrap: str, topic: str, partitions: int, total: int) -> Pass:
     config = ConsumerConfig.from_mapping(_settings(bootstrap, "unused")).fetcher_config()
     config["group.id"] = f"raw-{uuid.uuid4().hex}"  # never joined: manual assignment
     config.setdefault("fetch.queue.backoff.ms", _FETCH_QUEUE_BACKOFF_MS)  # as Fetcher
+    threads_before = thread_usage()
     cpu_start = time.process_time()
     created = time.perf_counter()
     consumer = confluent_kafka.Consumer(config)
@@ -195,6 +205,7 @@ def raw_pass(bootstrap: str, topic: str, partitions: int, total: int) -> Pass:
             created=created,
             cpu_start=cpu_start,
             assigned_at=lambda: assigned,
+            threads_before=threads_before,
         )
     finally:
         consumer.close()
@@ -213,6 +224,7 @@ class _AssignedAt(coopconsumer.RebalanceListener):
 
 def coop_pass(bootstrap: str, topic: str, total: int) -> Pass:
     listener = _AssignedAt()
+    threads_before = thread_usage()
     cpu_start = time.process_time()
     created = time.perf_counter()
     consumer = coopconsumer.Consumer(_settings(bootstrap, f"coop-{uuid.uuid4().hex}"))
@@ -226,6 +238,7 @@ def coop_pass(bootstrap: str, topic: str, total: int) -> Pass:
             created=created,
             cpu_start=cpu_start,
             assigned_at=lambda: listener.at,
+            threads_before=threads_before,
         )
     finally:
         consumer.close()
@@ -260,6 +273,10 @@ def main() -> None:
         # one untimed raw pass first, so neither side gets the cold read.
         warmup = raw_pass(broker.bootstrap, topic, args.partitions, args.records)
         print(f"warm-up read (not counted): {warmup.rate:,.0f} records/s")
+        # And one untimed coopconsumer pass: its first Consumer in a process pays
+        # one-time costs (modules imported on first use) that no later round pays.
+        warmup = coop_pass(broker.bootstrap, topic, args.records)
+        print(f"coopconsumer warm-up read (not counted): {warmup.rate:,.0f} records/s")
         rounds: list[tuple[Pass, Pass]] = []
         for n in range(args.rounds):
             if n % 2 == 0:
@@ -335,6 +352,14 @@ def report(rounds: list[tuple[Pass, Pass]], args: argparse.Namespace, load_at_st
         f" coopconsumer {statistics.median(c.first_s for _, c in rounds):.3f} s (medians)"
     )
     print(f"load average: {load_at_start} at start, {load_average()} at end")
+    print("\nCPU ms per thread in the pass's CPU window (median over the rounds):")
+    breakdown = []
+    for index, side in ((0, "raw"), (1, "coopconsumer")):
+        names = sorted({n for pair in rounds for n in pair[index].threads})
+        for name in names:
+            spread = Spread([pair[index].threads.get(name, 0.0) * 1000 for pair in rounds])
+            breakdown.append([side, name, spread.format("{:,.1f}")])
+    print_table(["side", "thread", "CPU ms"], breakdown)
     figure, axes = new_figure(1, 1, width=6.0, height=4.0)
     ratio_bars(
         axes[0][0],
@@ -363,6 +388,7 @@ def report(rounds: list[tuple[Pass, Pass]], args: argparse.Namespace, load_at_st
             "coop_records_per_cpu_s": coop_cpu.as_json(),
             "ratio_records_per_s": wall.as_json(),
             "ratio_records_per_cpu_s": cpu.as_json(),
+            "thread_breakdown_ms": breakdown,
             "passes": [
                 {
                     "round": n + 1,
@@ -372,6 +398,7 @@ def report(rounds: list[tuple[Pass, Pass]], args: argparse.Namespace, load_at_st
                     "first_s": p.first_s,
                     "read_s": p.read_s,
                     "cpu_s": p.cpu_s,
+                    "threads_cpu_s": p.threads,
                 }
                 for n, pair in enumerate(rounds)
                 for p in pair

@@ -57,6 +57,8 @@ from _common import (
     profiled,
     ratio_bars,
     started_broker,
+    thread_cpu_since,
+    thread_usage,
     write_results,
 )
 
@@ -75,6 +77,10 @@ class Pass:
         self.records = records
         self.seconds = seconds
         self.cpu_s = cpu_s
+        #: CPU seconds of the window per thread name (``thread_cpu_since``).
+        self.threads: dict[str, float] = {}
+        #: From the window's opening (every partition owned) to the first records.
+        self.first_s = float("nan")
 
     @property
     def rate(self) -> float:
@@ -91,20 +97,32 @@ class Window:
     def __init__(self) -> None:
         self.started: float | None = None
         self.cpu_started = 0.0
+        self.threads_started: dict[int, tuple[str, int, int]] = {}
+        self.first_record: float | None = None
+
+    def saw_records(self) -> None:
+        """The loop got its first records (once the window is open)."""
+        if self.first_record is None and self.started is not None:
+            self.first_record = time.perf_counter()
 
     def open(self) -> None:
         if self.started is None:
+            self.threads_started = thread_usage()
             self.started = time.perf_counter()
             self.cpu_started = time.process_time()
 
     def close(self, loop: str, records: int) -> Pass:
         assert self.started is not None, "the loop never owned every partition"
-        return Pass(
+        timed = Pass(
             loop,
             records,
             time.perf_counter() - self.started,
             time.process_time() - self.cpu_started,
         )
+        timed.threads = thread_cpu_since(self.threads_started)
+        if self.first_record is not None:
+            timed.first_s = self.first_record - self.started
+        return timed
 
 
 def exactly_once(bootstrap: str, source: str, records: int, args: argparse.Namespace) -> Pass:
@@ -112,6 +130,7 @@ def exactly_once(bootstrap: str, source: str, records: int, args: argparse.Names
     window = Window()
 
     def process(batch: list[Any], out: TransactionalOutput) -> None:
+        window.saw_records()
         for record in batch:
             out.produce(sink, record.value(), record.key())
 
@@ -188,6 +207,8 @@ def at_least_once(bootstrap: str, source: str, records: int, args: argparse.Name
     try:
         while committed < records:
             batch = consumer.consume(args.batch, 0.5)
+            if batch:
+                window.saw_records()
             for record in batch:
                 _produce(producer, sink, record.value(), record.key())
                 partition: Any = record.partition()
@@ -243,6 +264,8 @@ def raw(bootstrap: str, source: str, records: int, args: argparse.Namespace) -> 
     try:
         while committed < records:
             batch = consumer.consume(args.batch, 0.5)
+            if batch:
+                window.saw_records()
             if batch:
                 if not in_txn:
                     producer.begin_transaction()
@@ -321,7 +344,8 @@ def main() -> None:
                 passes[name] = result
                 print(
                     f"round {round_no + 1} {name:14s} {result.rate:10,.0f} records/s  "
-                    f"{result.cpu_rate:10,.0f} records/CPU-s  (load {load_average()})",
+                    f"{result.cpu_rate:10,.0f} records/CPU-s  first records after "
+                    f"{result.first_s * 1000:,.0f} ms  (load {load_average()})",
                     flush=True,
                 )
             rounds.append(passes)
@@ -348,9 +372,10 @@ def main() -> None:
         f"{args.records:,} records, batch {args.batch}, commit interval "
         f"{args.commit_interval_ms} ms, medians of {args.rounds} rounds (min-max):"
     )
+    first = {name: Spread([r[name].first_s * 1000 for r in rounds]) for name in names}
     print_table(
-        ["loop", "records/s", "records/CPU-s"],
-        [[name, rate[name].format(), cpu[name].format()] for name in names],
+        ["loop", "records/s", "records/CPU-s", "first records after ms"],
+        [[name, rate[name].format(), cpu[name].format(), first[name].format()] for name in names],
     )
     print()
     for label, spread in ratios.items():
@@ -361,6 +386,14 @@ def main() -> None:
         f"{'meets' if target >= 0.95 else 'behind'} ({target:.2f}x)"
     )
     print(f"load average: {load_at_start} at start, {load_average()} at end")
+    print("\nCPU ms per thread in the window (median over the rounds):")
+    breakdown = []
+    for name in names:
+        threads = sorted({t for r in rounds for t in r[name].threads})
+        for thread in threads:
+            spread = Spread([r[name].threads.get(thread, 0.0) * 1000 for r in rounds])
+            breakdown.append([name, thread, spread.format("{:,.1f}")])
+    print_table(["loop", "thread", "CPU ms"], breakdown)
     figure, axes = new_figure(1, 1, width=7.0, height=4.0)
     ratio_bars(
         axes[0][0],
@@ -385,7 +418,9 @@ def main() -> None:
             },
             "records_per_s": {name: rate[name].as_json() for name in names},
             "records_per_cpu_s": {name: cpu[name].as_json() for name in names},
+            "first_records_ms": {name: first[name].as_json() for name in names},
             "ratios": {label: spread.as_json() for label, spread in ratios.items()},
+            "thread_breakdown_ms": breakdown,
             "passes": [
                 {
                     "round": n + 1,
@@ -393,6 +428,8 @@ def main() -> None:
                     "records": p.records,
                     "seconds": p.seconds,
                     "cpu_s": p.cpu_s,
+                    "first_records_s": p.first_s,
+                    "threads_cpu_s": p.threads,
                 }
                 for n, r in enumerate(rounds)
                 for p in r.values()

@@ -64,6 +64,7 @@ owned how many partitions and left out of the medians, not retried.
 from __future__ import annotations
 
 import argparse
+import datetime
 import importlib
 import itertools
 import json
@@ -913,6 +914,9 @@ def report(
     results: Sequence[Result], args: argparse.Namespace, load_at_start: str, *, final: bool
 ) -> None:
     """Print the table (and the timelines once ``final``); write the JSON and picture."""
+    if not results:
+        print("no scenario ran")
+        return
     rows = _rows(results)
     verdict = verdicts(results)
     headers = ["protocol", "N", "implementation", "ok"]
@@ -1018,6 +1022,15 @@ def report(
     )
 
 
+def _stop_at(hh_mm: str) -> float | None:
+    """``HH:MM`` UTC today as a POSIX timestamp (None when empty)."""
+    if not hh_mm:
+        return None
+    now = datetime.datetime.now(datetime.UTC)
+    hour, minute = (int(x) for x in hh_mm.split(":"))
+    return now.replace(hour=hour, minute=minute, second=0, microsecond=0).timestamp()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="4,8,16")
@@ -1053,6 +1066,11 @@ def main() -> None:
         default=None,
         help="override the classic leader's wait before its SyncGroup (LEADER_SYNC_DELAY_S, "
         "20 ms) in this process's members to measure what it costs or saves",
+    )
+    parser.add_argument(
+        "--stop-at",
+        default="",
+        help="HH:MM (UTC): start no scenario after this time; report what ran",
     )
     add_results_argument(parser)
     parser.add_argument("--member-process", choices=("coopconsumer", "confluent-kafka"))
@@ -1100,11 +1118,19 @@ def main() -> None:
     # Smaller groups first, both protocols at each size: a run cut short has the
     # smaller sizes complete. The figures are written after every (size, protocol).
     pairs = sorted((size, protocol) for size in sizes for protocol in protocols)
+    stop_at = _stop_at(args.stop_at)
     with _broker(args.broker) as broker:
         for size, protocol in pairs:
             for round_no in range(1, args.rounds + 1):
                 shift = (round_no - 1) % len(impls)
                 for impl in impls[shift:] + impls[:shift]:
+                    if stop_at is not None and time.time() > stop_at:
+                        print(
+                            f"--stop-at {args.stop_at}: not run: {protocol} N={size} "
+                            f"round {round_no} {impl}",
+                            flush=True,
+                        )
+                        continue
                     result = scenario(
                         broker, protocol, impl, size, round_no, args.partitions, args.rate
                     )

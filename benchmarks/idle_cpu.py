@@ -29,11 +29,13 @@ its figures; the figures go to ``<results-dir>/idle_cpu.json``, a picture to
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import subprocess
 import sys
 import time
 import uuid
+from pathlib import Path
 from typing import Any
 
 from _common import (
@@ -44,6 +46,7 @@ from _common import (
     load_average,
     new_figure,
     print_table,
+    profiled,
     started_broker,
     thread_usage,
     write_results,
@@ -52,7 +55,9 @@ from _common import (
 PARTITIONS = 4
 
 
-def worker(side: str, bootstrap: str, topic: str, seconds: float, heartbeat_ms: int) -> None:
+def worker(
+    side: str, bootstrap: str, topic: str, seconds: float, heartbeat_ms: int, profile: str
+) -> None:
     """Run one idle member and print its CPU figures as JSON on stdout."""
     group = f"idle-{side}-{uuid.uuid4().hex[:8]}"
     common = {
@@ -97,6 +102,16 @@ def worker(side: str, bootstrap: str, topic: str, seconds: float, heartbeat_ms: 
             polls += 1
         cpu, wall = time.process_time() - cpu0, time.monotonic() - wall0
         threads1 = thread_usage()
+        if profile:
+            # A second window of the same length under cProfile (the polling thread
+            # only), after the timed one: where the poll loop's own CPU goes.
+            def idle() -> None:
+                started = time.monotonic()
+                while time.monotonic() - started < seconds:
+                    consumer.poll(1.0)
+
+            with contextlib.redirect_stdout(sys.stderr):
+                profiled(Path(profile), f"idle_cpu.{side}", idle, top=20)
     finally:
         consumer.close()
     per_thread: dict[str, list[float]] = {}
@@ -110,7 +125,7 @@ def worker(side: str, bootstrap: str, topic: str, seconds: float, heartbeat_ms: 
 
 
 def start(
-    side: str, bootstrap: str, topic: str, seconds: float, heartbeat_ms: int
+    side: str, bootstrap: str, topic: str, seconds: float, heartbeat_ms: int, profile: str
 ) -> subprocess.Popen[str]:
     """Start one worker process (``worker``) for ``side``."""
     return subprocess.Popen(
@@ -127,6 +142,7 @@ def start(
             str(seconds),
             "--heartbeat-ms",
             str(heartbeat_ms),
+            *(["--profile-dir", profile] if profile else []),
         ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -151,6 +167,13 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=20.0, help="idle window (20)")
     parser.add_argument("--rounds", type=int, default=3, help="rounds (3)")
     parser.add_argument("--heartbeat-ms", type=int, default=3000, help="heartbeat (3000)")
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="in round 1, after the timed window, a second one under cProfile (not timed); "
+        "writes <results-dir>/idle_cpu.<side>.profile.txt",
+    )
+    parser.add_argument("--profile-dir", default="", help=argparse.SUPPRESS)
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--bootstrap", help=argparse.SUPPRESS)
     parser.add_argument("--topic", help=argparse.SUPPRESS)
@@ -158,7 +181,14 @@ def main() -> None:
     add_results_argument(parser)
     args = parser.parse_args()
     if args.worker:
-        worker(args.worker, args.bootstrap, args.topic, args.seconds, args.heartbeat_ms)
+        worker(
+            args.worker,
+            args.bootstrap,
+            args.topic,
+            args.seconds,
+            args.heartbeat_ms,
+            args.profile_dir,
+        )
         return
     load_at_start = load_average()
     print(describe_machine())
@@ -171,7 +201,14 @@ def main() -> None:
         for round_no in range(1, args.rounds + 1):
             load = load_average()
             procs = {
-                side: start(side, broker.bootstrap, topic, args.seconds, args.heartbeat_ms)
+                side: start(
+                    side,
+                    broker.bootstrap,
+                    topic,
+                    args.seconds,
+                    args.heartbeat_ms,
+                    str(args.results_dir) if args.profile and round_no == 1 else "",
+                )
                 for side in SIDES
             }
             share: dict[str, float] = {}

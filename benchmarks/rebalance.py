@@ -34,10 +34,12 @@ process started, its JVM up) and, once the group is quiet again, told to subscri
 instant opens the **join** window. When the group is settled again, the first member
 closes (it leaves the group): that instant opens the **leave** window.
 
-**Timed**, per window, from the instant it opens (the joiner's subscribe; the leaver's
-close), on each member's own monotonic clock (the JVM's ``System.nanoTime`` is Linux's
-``CLOCK_MONOTONIC``, as Python's ``time.monotonic``, so process members' timestamps are
-directly comparable):
+**Timed**, per window, from the instant it opens (the joiner's ``subscribe()`` call; the
+leaver's ``close()`` call, each noted by the member itself just before the call, so a
+process member's reading of its stdin is outside), on each member's own monotonic clock
+(the JVM's ``System.nanoTime`` is Linux's ``CLOCK_MONOTONIC``, as Python's
+``time.monotonic``, so process members' timestamps are directly comparable; a member
+whose clock differs is reported as failed):
 
 * **all owned**: until the last rebalance callback that leaves every partition owned,
   with shares even (for cooperative, both rounds of KIP-429's two-round hand-over);
@@ -170,6 +172,14 @@ class Tracker:
     def note(self, member: str, what: str, detail: str, at: float) -> None:
         with self.lock:
             self.events.append((at, member, what, detail))
+
+    def marked(self, member: str, what: str, after: float) -> float | None:
+        """When ``member`` noted ``what`` (``subscribing``, ``closing``) at or after
+        ``after``, or None."""
+        with self.lock:
+            times = [e[0] for e in self.events if e[1] == member and e[2] == what]
+        later = [t for t in times if t >= after - 0.005]
+        return min(later) if later else None
 
     def error(self, message: str) -> None:
         with self.lock:
@@ -326,11 +336,13 @@ class ThreadMember(_Member):
             self.go_event.wait()
             if self.stop_event.is_set():
                 return
+            tracker.note(name, "subscribing", "", time.monotonic())
             consumer.subscribe([self.topic], Listener())
             while not self.stop_event.is_set():
                 batch = consumer.consume(500, 0.02)
                 if batch:
                     tracker.arrived(_arrived(batch), time.monotonic())
+            tracker.note(name, "closing", "", time.monotonic())
 
     def _run_rdkafka(self) -> None:
         tracker, name = self.tracker, self.name
@@ -340,6 +352,7 @@ class ThreadMember(_Member):
             self.go_event.wait()
             if self.stop_event.is_set():
                 return
+            tracker.note(name, "subscribing", "", time.monotonic())
             consumer.subscribe(
                 [self.topic],
                 on_assign=lambda _c, ps: tracker.assigned(name, _tps(ps), time.monotonic()),
@@ -353,6 +366,7 @@ class ThreadMember(_Member):
                 if batch:
                     tracker.arrived(_arrived(batch), time.monotonic())
         finally:
+            tracker.note(name, "closing", "", time.monotonic())
             consumer.close()
 
 
@@ -438,8 +452,8 @@ class ProcessMember(_Member):
                 tracker.assigned(name, tps, at)
             elif kind in ("revoked", "lost"):
                 tracker.removed(name, tps, at, kind)
-            elif kind == "trace":
-                tracker.note(name, "trace", str(event["message"]), at)
+            elif kind in ("trace", "subscribing", "closing"):
+                tracker.note(name, kind, str(event.get("message", "")), at)
             elif kind == "ready":
                 # The process's clock must be this one's (CLOCK_MONOTONIC): its
                 # timestamps are compared with the others'. A pipe takes microseconds.
@@ -511,11 +525,13 @@ def member_process(args: argparse.Namespace) -> None:
             go.wait()
             if leave.is_set():
                 return
+            emit("subscribing")
             consumer.subscribe([args.topic], Listener())
             while not leave.is_set():
                 batch = consumer.consume(500, 0.02)
                 if batch:
                     emit("records", partitions=listed(_arrived(batch)))
+            emit("closing")
     else:
         rd = confluent_kafka.Consumer(config)
         try:
@@ -523,6 +539,7 @@ def member_process(args: argparse.Namespace) -> None:
             go.wait()
             if leave.is_set():
                 return
+            emit("subscribing")
             rd.subscribe(
                 [args.topic],
                 on_assign=lambda _c, ps: emit("assigned", partitions=listed(ps)),
@@ -534,6 +551,7 @@ def member_process(args: argparse.Namespace) -> None:
                 if batch:
                     emit("records", partitions=listed(_arrived(batch)))
         finally:
+            emit("closing")
             rd.close()
     emit("closed")
 
@@ -719,6 +737,17 @@ def _wait_settled(
         time.sleep(0.005)
 
 
+def _wait_mark(tracker: Tracker, member: str, what: str, after: float) -> float:
+    """The member's own time of ``what`` (its subscribe or close call): the window opens
+    there, not when this process asked for it (a process member reads its stdin first)."""
+    deadline = time.monotonic() + 30.0
+    while (at := tracker.marked(member, what, after)) is None:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{member}: no {what} within 30 s")
+        time.sleep(0.002)
+    return at
+
+
 def _wait_ready(members: Sequence[_Member], tracker: Tracker) -> None:
     deadline = time.monotonic() + READY_BOUND_S
     for member in members:
@@ -765,8 +794,9 @@ def scenario(
         if JOIN_JITTER_S:
             time.sleep(random.uniform(0.0, JOIN_JITTER_S))
         before, _ = tracker.snapshot()
-        joined_at = time.monotonic()
+        go_at = time.monotonic()
         joiner.go()
+        joined_at = _wait_mark(tracker, joiner.name, "subscribing", go_at)
         names = [m.name for m in members]
         owned_at = _wait_settled(tracker, all_tps, names, False, "join")
         settled_at = _wait_settled(tracker, all_tps, names, True, "settling after the join")
@@ -790,8 +820,9 @@ def scenario(
         ]
         leaving = members[0]
         before = after
-        left_at = time.monotonic()
+        leave_at = time.monotonic()
         leaving.leave()
+        left_at = _wait_mark(tracker, leaving.name, "closing", leave_at)
         names = [m.name for m in members if m is not leaving]
         owned_at = _wait_settled(tracker, all_tps, names, False, "leave")
         settled_at = _wait_settled(tracker, all_tps, names, True, "settling after the leave")

@@ -27,8 +27,9 @@
 // "ready" and waits for "go" on stdin before it subscribes (so JVM start-up is outside the
 // timed window), then prints every listener call and, once per poll that returned records,
 // the partitions they came from; each line carries "at", System.nanoTime() (CLOCK_MONOTONIC
-// on Linux, the clock of Python's time.monotonic()). "leave" closes the consumer (it leaves
-// the group) and exits.
+// on Linux, the clock of Python's time.monotonic()). "subscribing" and "closing" mark the
+// calls that open the benchmark's windows. "leave" closes the consumer (it leaves the
+// group) and exits.
 //
 // referee: a read_committed reader with manual assignment, reading every partition of the
 // topics from the beginning to its end offset; prints one summary: records, distinct keys,
@@ -437,6 +438,7 @@ public final class PeerMember {
         emitAt("ready", "");
         go.await();
         try {
+            emitAt("subscribing", "");
             consumer.subscribe(Arrays.asList(one(opts, "topics").split(",")), new ConsumerRebalanceListener() {
                 @Override
                 public void onPartitionsRevoked(Collection<TopicPartition> partitions) {
@@ -465,6 +467,7 @@ public final class PeerMember {
                     emitAt("records", "\"partitions\":" + partitions(records.partitions()));
                 }
             }
+            emitAt("closing", "");
             consumer.close();
             emitAt("closed", "");
         } catch (Throwable t) {

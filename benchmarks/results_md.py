@@ -63,7 +63,8 @@ def rebalance(data: dict[str, Any]) -> str:
             status = "baseline"
         elif behind:
             status = "behind on " + ", ".join(
-                f"{label} ({verdict[m].split(' ', 1)[1]} ms)"
+                f"{label} ({verdict[m].split(' ', 2)[1]} ms"
+                + (", under one record interval)" if "interval" in verdict[m] else ")")
                 for m, label in metrics
                 if label in behind
             )

@@ -886,8 +886,17 @@ def _broker(kind: str) -> Iterator[EmbeddedBroker]:
 
 
 def _rows(results: Sequence[Result]) -> dict[tuple[str, int, str], list[Result]]:
+    """The rounds of each (protocol, N, implementation), in the table's order."""
     rows: dict[tuple[str, int, str], list[Result]] = {}
-    for r in results:
+    order = sorted(
+        results,
+        key=lambda r: (
+            r.size,
+            PROTOCOLS.index(r.protocol),
+            IMPLEMENTATIONS.index(r.implementation),
+        ),
+    )
+    for r in order:
         rows.setdefault((r.protocol, r.size, r.implementation), []).append(r)
     return rows
 

@@ -63,6 +63,7 @@ from _common import (
     load_average,
     new_figure,
     print_table,
+    profiled,
     ratio_bars,
     started_broker,
     write_results,
@@ -295,6 +296,11 @@ def main() -> None:
     parser.add_argument("--partitions", type=int, default=4)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--idle-s", type=float, default=10.0)
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="after the timed rounds, one more async pass under cProfile (not timed)",
+    )
     add_broker_argument(parser)
     add_results_argument(parser)
     args = parser.parse_args()
@@ -320,6 +326,12 @@ def main() -> None:
             rotated = order[n % len(order) :] + order[: n % len(order)]
             rounds.append(
                 {side: _PASSES[side](broker.bootstrap, topic, args.records) for side in rotated}
+            )
+        if args.profile:
+            profiled(
+                args.results_dir,
+                "aio_throughput",
+                lambda: async_pass(broker.bootstrap, topic, args.records),
             )
         empty = f"aio-idle-{uuid.uuid4().hex[:8]}"
         broker.create_topic(empty, args.partitions)

@@ -73,6 +73,7 @@ import json
 import logging
 import os
 import random
+import re
 import subprocess
 import sys
 import threading
@@ -608,6 +609,7 @@ class Result:
             "N": self.size,
             "round": self.round_no,
             "load_average": self.load,
+            "phases": {window: phases(events) for window, events in self.timelines.items()},
             "steady_gap_s": self.steady_gap_s,
             **self.figures,
             "note": self.note,
@@ -950,6 +952,44 @@ def _print_timeline(result: Result, only: str) -> None:
         )
         for at, member, what, detail in events:
             print(f"    {at * 1000:8.1f}  {member:4}  {what:9}  {detail}")
+        print(f"  phases: {phases(events)}")
+
+
+_GEN = re.compile(r"JoinGroupResponse error_code=0 generation_id=(\d+) leader='([^']*)'")
+_SYNC = re.compile(r"-> #\d+ SyncGroupRequest member_id='([^']*)' generation_id=(\d+)")
+
+
+def phases(events: Sequence[tuple[float, str, str, str]]) -> str:
+    """Where a window's time went, from its callbacks (every implementation) and
+    coopconsumer's request trace (classic): ms after the window opened."""
+    parts = []
+    revokes = [t for t, _m, what, d in events if what in ("revoked", "lost") and d[0] != "0"]
+    assigns = [t for t, _m, what, d in events if what == "assigned" and d[0] != "0"]
+    if revokes:
+        parts.append(f"revocations {min(revokes) * 1000:.0f}-{max(revokes) * 1000:.0f}")
+    if assigns:
+        parts.append(f"assignments {min(assigns) * 1000:.0f}-{max(assigns) * 1000:.0f}")
+    traces = [(t, d) for t, _m, what, d in events if what == "trace"]
+    heartbeat = [t for t, d in traces if "HeartbeatResponse error_code=27" in d]
+    if heartbeat:
+        parts.append(f"first REBALANCE_IN_PROGRESS heartbeat answer {heartbeat[0] * 1000:.0f}")
+    joins: dict[str, tuple[str, list[float]]] = {}
+    for t, d in traces:
+        if match := _GEN.search(d):
+            joins.setdefault(match.group(1), (match.group(2), []))[1].append(t)
+    for generation, (leader, answers) in joins.items():
+        leader_sync = [
+            t
+            for t, d in traces
+            if (m := _SYNC.search(d)) and m.group(1) == leader and m.group(2) == generation
+        ]
+        text = f"generation {generation}: JoinGroup answers {min(answers) * 1000:.0f}-"
+        text += f"{max(answers) * 1000:.0f}"
+        if leader_sync:
+            waited = (leader_sync[0] - max(answers)) * 1000
+            text += f", leader's SyncGroup {leader_sync[0] * 1000:.0f} ({waited:+.0f})"
+        parts.append(text)
+    return "; ".join(parts)
 
 
 def _median_round(results: Sequence[Result], metric: str) -> Result | None:
@@ -994,6 +1034,16 @@ def report(
     for r in results:
         if r.note:
             print(f"note: {r.protocol} N={r.size} {r.implementation} round {r.round_no}: {r.note}")
+    print("\nwhere the time went in each row's median round (ms after the window opened):")
+    for (protocol, size, impl), mine in rows.items():
+        for window, metric in (("join", "join_owned_s"), ("leave", "leave_owned_s")):
+            median = _median_round(mine, metric)
+            if median is not None and window in median.timelines:
+                print(
+                    f"  {protocol} N={size} {impl} {window} (round {median.round_no}, "
+                    f"{median.figures[metric] * 1000:,.0f} ms): "
+                    f"{phases(median.timelines[window])}"
+                )
     if args.timeline and final:
         # Where the time goes: for each coopconsumer row behind on some metric, the
         # median round of that metric, beside the better baseline's median round.

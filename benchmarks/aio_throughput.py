@@ -4,8 +4,10 @@ one run.
 
     python benchmarks/aio_throughput.py [--records N] [--value-size BYTES]
                                         [--partitions P] [--rounds R] [--idle-s S]
+                                        [--broker kafka|tansu] [--results-dir DIR]
 
-Starts an embedded Tansu broker, pre-produces ``N`` records (default 500,000 of 100
+Starts one Apache Kafka KRaft node (``--broker kafka``, the default; ``--broker tansu``
+the embedded Tansu broker), pre-produces ``N`` records (default 500,000 of 100
 bytes over 4 partitions) and reads the whole topic ``R`` times (default 3) with each
 of the three consumers, one pass of each per round, the order rotating between
 rounds. Every pass is the only member of a fresh group (``auto.offset.reset``
@@ -34,10 +36,12 @@ Then **idle CPU**: each consumer joins a group on an empty topic, waits until it
 every partition, and then its application loop waits for records for ``--idle-s``
 seconds (default 10; sync: ``consume(1000, 1.0)`` in a loop, async:
 ``consume(1000, 1.0)``, aiokafka: ``getmany(timeout_ms=1000)``); printed: the process
-CPU time during that window divided by its length. An untimed sync pass warms the
-broker up first. Printed: every pass, each side's median rate, the per-round ratios
-async / sync and async / aiokafka with their medians (issue 23's targets: >= 0.9x the
-sync consumer, ahead of aiokafka), and the machine's load average before and after.
+CPU time during that window divided by its length. An untimed pass of each side warms the
+broker and the process up first. Printed: every pass, each side's median rate, the per-round ratios
+async / sync and async / aiokafka (records/s and records per CPU-second) with their
+median, smallest and largest (issue 34's targets: >= 0.9x the sync consumer, ahead of
+aiokafka), and the machine's load average before and after. The figures go to
+``<results-dir>/aio_throughput.json``, a picture of the ratios to ``aio_throughput.png``.
 """
 
 from __future__ import annotations
@@ -50,7 +54,20 @@ import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from _common import add_broker_argument, describe_machine, filled_topic, print_table, started_broker
+from _common import (
+    Spread,
+    add_broker_argument,
+    add_results_argument,
+    describe_machine,
+    filled_topic,
+    load_average,
+    new_figure,
+    print_table,
+    profiled,
+    ratio_bars,
+    started_broker,
+    write_results,
+)
 from throughput import Pass, _settings, coop_pass
 
 import coopconsumer
@@ -136,7 +153,7 @@ def async_pass(bootstrap: str, topic: str, total: int) -> Pass:
 
 
 def _aiokafka(bootstrap: str, topic: str, listener: _AssignedAt) -> Any:
-    from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener
+    from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener  # type: ignore[import-untyped]
 
     class Listener(ConsumerRebalanceListener):  # type: ignore[misc]
         async def on_partitions_assigned(self, assigned: Any) -> None:
@@ -212,7 +229,7 @@ def idle_sync(bootstrap: str, topic: str, partitions: int, idle_s: float) -> flo
     listener = _AssignedAt()
     consumer = coopconsumer.Consumer(_settings(bootstrap, f"idle-{uuid.uuid4().hex}"))
     try:
-        consumer.subscribe([topic], listener)  # type: ignore[arg-type]
+        consumer.subscribe([topic], listener)
         deadline = time.perf_counter() + 60
         while len(listener.owned) < partitions and time.perf_counter() < deadline:
             consumer.consume(BATCH, 0.2)
@@ -277,11 +294,18 @@ def main() -> None:
     parser.add_argument("--records", type=int, default=500_000)
     parser.add_argument("--value-size", type=int, default=100)
     parser.add_argument("--partitions", type=int, default=4)
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--idle-s", type=float, default=10.0)
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="after the timed rounds, one more async pass under cProfile (not timed)",
+    )
     add_broker_argument(parser)
+    add_results_argument(parser)
     args = parser.parse_args()
 
+    load_at_start = load_average()
     print(describe_machine())
     order = list(_PASSES)
     with started_broker(args.broker) as broker:
@@ -292,13 +316,22 @@ def main() -> None:
             value_size=args.value_size,
             partitions=args.partitions,
         )
-        warmup = coop_pass(broker.bootstrap, topic, args.records)
-        print(f"warm-up read (not counted): {warmup.rate:,.0f} records/s")
+        # One untimed pass of each side first: the broker warms up, and each library
+        # pays its one-time costs in this process (modules imported on first use).
+        for side, run in _PASSES.items():
+            warmup = run(broker.bootstrap, topic, args.records)
+            print(f"{side} warm-up read (not counted): {warmup.rate:,.0f} records/s")
         rounds: list[dict[str, Pass]] = []
         for n in range(args.rounds):
             rotated = order[n % len(order) :] + order[: n % len(order)]
             rounds.append(
                 {side: _PASSES[side](broker.bootstrap, topic, args.records) for side in rotated}
+            )
+        if args.profile:
+            profiled(
+                args.results_dir,
+                "aio_throughput",
+                lambda: async_pass(broker.bootstrap, topic, args.records),
             )
         empty = f"aio-idle-{uuid.uuid4().hex[:8]}"
         broker.create_topic(empty, args.partitions)
@@ -328,19 +361,77 @@ def main() -> None:
     )
     print()
     for side in order:
-        rate = statistics.median(r[side].rate for r in rounds)
+        rate = Spread([r[side].rate for r in rounds])
+        cpu = Spread([r[side].cpu_rate for r in rounds])
         join = statistics.median(r[side].join_s for r in rounds)
         print(
-            f"{side:9}: {rate:>10,.0f} records/s, join {join:.2f} s (medians of {len(rounds)}), "
+            f"{side:9}: {rate.format()} records/s, {cpu.format()} records/CPU-s, "
+            f"join {join:.2f} s (medians of {len(rounds)}, min-max), "
             f"idle CPU {idle[side] * 100:.2f}% of a core over {args.idle_s:g} s"
         )
+    ratios: dict[str, Spread] = {}
     for other in ("sync", "aiokafka"):
-        ratios = [r["async"].rate / r[other].rate for r in rounds]
-        print(
-            f"async / {other:8}: {', '.join(f'{x:.2f}' for x in ratios)} "
-            f"(median {statistics.median(ratios):.2f}x)"
+        ratios[f"async / {other} records/s"] = Spread(
+            [r["async"].rate / r[other].rate for r in rounds]
         )
-    print(describe_machine())
+        ratios[f"async / {other} records/CPU-s"] = Spread(
+            [r["async"].cpu_rate / r[other].cpu_rate for r in rounds]
+        )
+    for label, spread in ratios.items():
+        print(f"{label:30s}: {spread.format('{:.2f}')}x")
+    vs_sync = ratios["async / sync records/s"].median
+    vs_aiokafka = ratios["async / aiokafka records/s"].median
+    print(
+        f"targets: async / sync >= 0.9x: {'meets' if vs_sync >= 0.9 else 'behind'}; "
+        f"async ahead of aiokafka: {'meets' if vs_aiokafka > 1.0 else 'behind'}"
+    )
+    print(f"load average: {load_at_start} at start, {load_average()} at end")
+    figure, axes = new_figure(1, 1, width=8.0, height=4.0)
+    ratio_bars(
+        axes[0][0],
+        list(ratios),
+        list(ratios.values()),
+        target=None,
+        title=f"AsyncConsumer ratios, {args.records:,} records, {len(rounds)} rounds "
+        f"(targets: 0.9x sync, 1.0x aiokafka)\nload average {load_at_start} at start",
+    )
+    axes[0][0].axhline(0.9, color="tab:red", linestyle="--", linewidth=1)
+    axes[0][0].axhline(1.0, color="tab:gray", linestyle=":", linewidth=1)
+    write_results(
+        args.results_dir,
+        "aio_throughput",
+        args.broker,
+        load_at_start,
+        {
+            "settings": {
+                "records": args.records,
+                "value_size": args.value_size,
+                "partitions": args.partitions,
+                "rounds": args.rounds,
+                "idle_s": args.idle_s,
+            },
+            "records_per_s": {s: Spread([r[s].rate for r in rounds]).as_json() for s in order},
+            "records_per_cpu_s": {
+                s: Spread([r[s].cpu_rate for r in rounds]).as_json() for s in order
+            },
+            "idle_percent_of_a_core": {s: idle[s] * 100 for s in order},
+            "ratios": {label: spread.as_json() for label, spread in ratios.items()},
+            "passes": [
+                {
+                    "round": n + 1,
+                    "side": p.side,
+                    "records": p.records,
+                    "join_s": p.join_s,
+                    "first_s": p.first_s,
+                    "read_s": p.read_s,
+                    "cpu_s": p.cpu_s,
+                }
+                for n, passes in enumerate(rounds)
+                for p in passes.values()
+            ],
+        },
+        figure,
+    )
 
 
 if __name__ == "__main__":

@@ -465,9 +465,8 @@ def main() -> None:
 
         # A tiny topic (one record per partition): the same path on it measures its
         # fixed cost (planning, task launch, group join, checkpoint), so a ratio can be
-        # split into fixed cost and per-record rate. (Not an empty one: a batch read of
-        # the coopconsumer source over no records fails, an AssertionError in
-        # _BatchReader.read; docs/benchmarks-eos-spark.md.)
+        # split into fixed cost and per-record rate. (Not an empty one: the figures of
+        # docs/benchmarks.md were measured so, while an empty batch read still failed.)
         tiny = f"{topic}-tiny"
         broker.create_topic(tiny, partitions=parts)
         produce(broker.bootstrap, tiny, parts, value_size=args.value_size, partitions=parts)

@@ -8,6 +8,8 @@
 //   java PeerMember member --bootstrap H:P --group G (--topics a,b | --pattern RE | --regex RE)
 //        [--name N] [--prop key=value ...] [--assignor-name NAME]
 //   java PeerMember referee --bootstrap H:P --topics a,b
+//   java PeerMember bench --bootstrap H:P --group G --topics a,b [--name N]
+//        [--strategy cooperative-sticky] [--prop key=value ...]
 //
 // member: subscribes with a ConsumerRebalanceListener. Every assigned / revoked / lost call
 // is printed and then waits for "ack <seq>" on stdin before returning, so the test's
@@ -19,6 +21,15 @@
 // (Runtime.halt without closing: the group sees a crash).
 // --assignor-name NAME adds PeerAssignor, a ConsumerPartitionAssignor called NAME that never
 // leads and prints the Assignment it decoded (partitions and user data in hex).
+//
+// bench (benchmarks/rebalance.py): a plain KafkaConsumer as an application runs it, with
+// auto-commit on and listeners that return at once. It constructs the consumer, prints
+// "ready" and waits for "go" on stdin before it subscribes (so JVM start-up is outside the
+// timed window), then prints every listener call and, once per poll that returned records,
+// the partitions they came from; each line carries "at", System.nanoTime() (CLOCK_MONOTONIC
+// on Linux, the clock of Python's time.monotonic()). "subscribing" and "closing" mark the
+// calls that open the benchmark's windows. "leave" closes the consumer (it leaves the
+// group) and exits.
 //
 // referee: a read_committed reader with manual assignment, reading every partition of the
 // topics from the beginning to its end offset; prints one summary: records, distinct keys,
@@ -70,6 +81,8 @@ public final class PeerMember {
         String mode = args.length > 0 ? args[0] : "";
         if (mode.equals("referee")) {
             referee(opts);
+        } else if (mode.equals("bench")) {
+            bench(opts);
         } else if (mode.equals("member")) {
             member(opts);
         } else {
@@ -371,6 +384,98 @@ public final class PeerMember {
         }
         // stdin closed: the test is gone; do not linger in the group.
         Runtime.getRuntime().halt(3);
+    }
+
+    // --- bench --------------------------------------------------------------------
+
+    static void emitAt(String event, String fields) {
+        emit(event, "\"at\":" + System.nanoTime() + (fields.isEmpty() ? "" : "," + fields));
+    }
+
+    static void bench(Map<String, List<String>> opts) throws Exception {
+        Properties props = new Properties();
+        props.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, one(opts, "bootstrap"));
+        props.put(ConsumerConfig.GROUP_ID_CONFIG, one(opts, "group"));
+        props.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "latest");
+        props.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
+        props.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
+        props.put(ConsumerConfig.CLIENT_ID_CONFIG, opts.containsKey("name") ? one(opts, "name") : "java-bench");
+        if (opts.containsKey("strategy")) {
+            if (!one(opts, "strategy").equals("cooperative-sticky")) {
+                throw new IllegalArgumentException("bench: --strategy cooperative-sticky only");
+            }
+            props.put(ConsumerConfig.PARTITION_ASSIGNMENT_STRATEGY_CONFIG,
+                    org.apache.kafka.clients.consumer.CooperativeStickyAssignor.class.getName());
+        }
+        for (String kv : opts.getOrDefault("prop", List.of())) {
+            int eq = kv.indexOf('=');
+            props.put(kv.substring(0, eq), kv.substring(eq + 1));
+        }
+        KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(props);
+        CountDownLatch go = new CountDownLatch(1);
+        Thread stdin = new Thread(() -> {
+            try (BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8))) {
+                String line;
+                while ((line = in.readLine()) != null) {
+                    line = line.trim();
+                    if (line.equals("go")) {
+                        go.countDown();
+                    } else if (line.equals("leave")) {
+                        leaving = true;
+                        go.countDown();
+                        consumer.wakeup();
+                    } else if (line.equals("exit")) {
+                        Runtime.getRuntime().halt(0);
+                    }
+                }
+            } catch (Exception e) {
+                emit("error", "\"message\":" + quote("stdin: " + e));
+            }
+            Runtime.getRuntime().halt(3);
+        }, "peer-stdin");
+        stdin.setDaemon(true);
+        stdin.start();
+        emitAt("ready", "");
+        go.await();
+        try {
+            emitAt("subscribing", "");
+            consumer.subscribe(Arrays.asList(one(opts, "topics").split(",")), new ConsumerRebalanceListener() {
+                @Override
+                public void onPartitionsRevoked(Collection<TopicPartition> partitions) {
+                    emitAt("revoked", "\"partitions\":" + partitions(partitions));
+                }
+
+                @Override
+                public void onPartitionsAssigned(Collection<TopicPartition> partitions) {
+                    emitAt("assigned", "\"partitions\":" + partitions(partitions));
+                }
+
+                @Override
+                public void onPartitionsLost(Collection<TopicPartition> partitions) {
+                    emitAt("lost", "\"partitions\":" + partitions(partitions));
+                }
+            });
+            emitAt("subscribed", "");
+            while (!leaving) {
+                ConsumerRecords<byte[], byte[]> records;
+                try {
+                    records = consumer.poll(Duration.ofMillis(100));
+                } catch (WakeupException e) {
+                    continue;
+                }
+                if (!records.isEmpty()) {
+                    emitAt("records", "\"partitions\":" + partitions(records.partitions()));
+                }
+            }
+            emitAt("closing", "");
+            consumer.close();
+            emitAt("closed", "");
+        } catch (Throwable t) {
+            emit("error", "\"message\":" + quote(t.toString()));
+            System.out.flush();
+            Runtime.getRuntime().halt(2);
+        }
+        Runtime.getRuntime().halt(0);
     }
 
     // --- referee ------------------------------------------------------------------

@@ -8,7 +8,7 @@ errors) runs on the thread calling ``poll()``, ``consume()``, ``unsubscribe()`` 
 ``close()`` -- as in Java. ``aio.AsyncConsumer`` composes the same core and awaits
 where this one blocks.
 
-Imports the consumer core, the ``_io`` layer, config and the coordinator's inputs;
+Imports the consumer core, the ``_io`` layer, config and the group member's inputs;
 never ``confluent_kafka`` directly (records are the fetcher's ``Record`` objects).
 """
 

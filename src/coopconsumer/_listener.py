@@ -139,7 +139,7 @@ class ListenerKind(enum.Enum):
     def of(cls, kind: ListenerKind | KindLike) -> ListenerKind:
         """This enum's member for ``kind``, or for any enum member with the same value.
 
-        The sans-I/O coordinator declares its own kind enum (it must not import this
+        The sans-I/O group member declares its own kind enum (it must not import this
         module's clock); its members map here by value. ``ValueError`` otherwise.
         """
         if isinstance(kind, ListenerKind):

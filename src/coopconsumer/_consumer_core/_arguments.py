@@ -3,7 +3,7 @@
 Shared by ``Consumer`` and ``AsyncConsumer`` (through ``ConsumerCore``): each argument
 is checked and converted here once, and ``ConfigurationError`` says what was wrong
 before anything changes. Also ``FetcherLike``, what the consumer needs of the
-confluent-kafka ``Fetcher``. Imports the coordinator's inputs, the errors, the value types
+confluent-kafka ``Fetcher``. Imports the group member's inputs, the errors, the value types
 and ``_io``'s failure log (which ``FetcherLike`` names); never ``confluent_kafka`` or a
 facade.
 """

@@ -3,7 +3,8 @@
 * ``FakeCluster``: one ``FakeGroupCoordinator`` (tests/member) behind a lock, the
   topic table, and a shared record log, for several consumers in one process.
 * ``FakeClient``: the ``KafkaClient`` surface the driver uses (``send``/``poll``/
-  ``wakeup``/...). FindCoordinator and Metadata are answered by the cluster itself;
+  ``wakeup``/...). FindCoordinator, Metadata and ListOffsets are answered by the
+  cluster itself;
   group requests go to the fake coordinator, whose answers are routed back by client.
   ``fail_sends`` makes ``send`` raise, to prove a broken client cannot kill the driver
   silently.
@@ -37,6 +38,10 @@ from coopconsumer._protocol._schema import Request
 from coopconsumer._protocol.messages import (
     FindCoordinatorRequest,
     FindCoordinatorResponse,
+    ListOffsetsPartitionResponse,
+    ListOffsetsRequest,
+    ListOffsetsResponse,
+    ListOffsetsTopicResponse,
     MetadataRequest,
     MetadataResponse,
     MetadataResponseBroker,
@@ -91,6 +96,8 @@ class FakeCluster:
         }
         self.clients: list[FakeClient] = []
         self.consumers: list[Consumer] = []
+        #: The error code every ListOffsets partition is answered with (0: none).
+        self.list_offsets_error = 0
         self.fetchers: list[FakeFetcher] = []
 
     def produce(self, tp: TopicPartition, values: Iterable[bytes]) -> None:
@@ -126,6 +133,28 @@ class FakeCluster:
             brokers=(MetadataResponseBroker(node_id=COORDINATOR_NODE, host="fake", port=1),),
             topics=topics,
         )
+
+    def list_offsets(self, request: ListOffsetsRequest) -> ListOffsetsResponse:
+        """The log start (0) or end of each partition asked for (``-2``/``-1``)."""
+        with self.lock:
+            return ListOffsetsResponse(
+                topics=tuple(
+                    ListOffsetsTopicResponse(
+                        name=topic.name,
+                        partitions=tuple(
+                            ListOffsetsPartitionResponse(
+                                partition_index=p.partition_index,
+                                error_code=self.list_offsets_error,
+                                offset=0
+                                if p.timestamp == OFFSET_BEGINNING
+                                else len(self.log[TopicPartition(topic.name, p.partition_index)]),
+                            )
+                            for p in topic.partitions
+                        ),
+                    )
+                    for topic in request.topics
+                )
+            )
 
     def consumer(self, settings: Mapping[str, object]) -> tuple[Consumer, FakeClient]:
         client = FakeClient(self, f"client-{len(self.clients)}")
@@ -196,6 +225,8 @@ class FakeClient:
                 )
         elif isinstance(request, MetadataRequest):
             self._ready.append((future, self.cluster.metadata()))
+        elif isinstance(request, ListOffsetsRequest):
+            self._ready.append((future, self.cluster.list_offsets(request)))
         else:
             self._next_id += 1
             self._pending[self._next_id] = future

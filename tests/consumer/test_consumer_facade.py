@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 
 import confluent_kafka
 import pytest
-from _consumer_fakes import FakeClient, FakeCluster, FakeFetcher
+from _consumer_fakes import OFFSET_BEGINNING, FakeClient, FakeCluster, FakeFetcher
 
 from coopconsumer import (
     CommitFailedError,
@@ -34,7 +34,7 @@ from coopconsumer import (
 )
 from coopconsumer._io._member_driver import DriverFailedError
 from coopconsumer._protocol import error_codes
-from coopconsumer._protocol.messages import OffsetFetchRequest
+from coopconsumer._protocol.messages import ListOffsetsRequest, OffsetFetchRequest
 from coopconsumer.assignors import RebalanceProtocol
 
 GROUP = "g"
@@ -167,16 +167,46 @@ def test_the_driver_wakes_the_fetcher_for_queued_work_and_completed_commits(
     consumer.close()
 
 
+def _starts(fetcher: FakeFetcher) -> dict[TopicPartition, int]:
+    return {tp: off for call in fetcher.assign_calls for tp, off in call.items()}
+
+
 def test_successor_starts_from_committed_offsets_and_reset_policy(cluster: FakeCluster) -> None:
     cluster.coordinator.committed[TopicPartition(TOPIC, 0)] = 3
-    consumer, _ = cluster.consumer(settings(**{"auto.offset.reset": "latest"}))
+    cluster.produce(TopicPartition(TOPIC, 1), [b"a", b"b"])
+    consumer, client = cluster.consumer(settings(**{"auto.offset.reset": "latest"}))
     consumer.subscribe([TOPIC])
-    poll_until(consumer, lambda: consumer.assignment() == TPS)
     fetcher = consumer._fetcher
     assert isinstance(fetcher, FakeFetcher)
-    starts = {tp: off for call in fetcher.assign_calls for tp, off in call.items()}
-    # committed offset where there is one, else auto.offset.reset (latest = END).
-    assert starts == {tp: (3 if tp.partition == 0 else -1) for tp in TPS}
+    poll_until(consumer, lambda: _starts(fetcher).keys() == TPS)
+    # The committed offset where there is one, else where auto.offset.reset puts the
+    # partition: its end, as its leader answered ListOffsets (latest, read_uncommitted).
+    assert _starts(fetcher) == {TopicPartition(TOPIC, 0): 3, TopicPartition(TOPIC, 1): 7} | {
+        TopicPartition(TOPIC, p): 5 for p in (2, 3)
+    }
+    asked = [r for r in client.sent if isinstance(r, ListOffsetsRequest)]
+    assert [p.timestamp for r in asked for t in r.topics for p in t.partitions] == [-1] * 3
+    assert {r.isolation_level for r in asked} == {0}
+    consumer.close()
+
+
+def test_a_reset_its_leader_does_not_answer_starts_from_the_logical_offset(
+    cluster: FakeCluster,
+) -> None:
+    """The leader's answer only makes the first fetch sooner: a partition it answered
+    with an error starts from OFFSET_BEGINNING, which the fetcher resolves itself."""
+    cluster.list_offsets_error = 6  # NOT_LEADER_OR_FOLLOWER
+    consumer, client = cluster.consumer(
+        settings(**{"auto.offset.reset": "earliest", "isolation.level": "read_committed"})
+    )
+    consumer.subscribe([TOPIC])
+    fetcher = consumer._fetcher
+    assert isinstance(fetcher, FakeFetcher)
+    poll_until(consumer, lambda: _starts(fetcher).keys() == TPS)
+    assert _starts(fetcher) == dict.fromkeys(TPS, OFFSET_BEGINNING)
+    asked = [r for r in client.sent if isinstance(r, ListOffsetsRequest)]
+    assert [p.timestamp for r in asked for t in r.topics for p in t.partitions] == [-2] * 4
+    assert {r.isolation_level for r in asked} == {1}
     consumer.close()
 
 

@@ -403,9 +403,12 @@ def test_a_lookup_answered_while_the_commit_before_revoking_runs_starts_its_part
     a._core.positions.unpositioned.add(p1)  # its lookup is in flight
     a._core.do(CommitBeforeRevoke(partitions=frozenset({p0, p1})))
     assert a._core.revoke_commit is not None
-    a._core.positions.start_fetching(
-        {p1: None}
-    )  # the lookup's answer: no committed offset, earliest
+    # The lookup's answer: no committed offset, so earliest, asked of p1's leader.
+    a._core.positions.start_fetching({p1: None})
+    reset = a._core.positions.waiting
+    assert reset is not None
+    reset.result(timeout=10.0)
+    assert a._core.positions.check_lookup()
     a._core.flush_starts()
     assert p1 in fetcher.assigned
     assert fetcher.consume(10, 0.0) == []  # neither partition being revoked flows

@@ -381,10 +381,9 @@ class ConsumerCore:
             else:
                 fetcher.serve_events()
                 # Nothing to fetch yet: wake for rebalance work, a failure, or the
-                # committed-offset lookup's answer (which starts the fetching; waiting
+                # start-offset lookup's answer (which starts the fetching; waiting
                 # for the slice to end instead delayed the first record by up to 50 ms).
-                lookup = None if positions.lookup is None else positions.lookup[1]
-                driver.wait_for(partial(_woken, driver, lookup), wait)
+                driver.wait_for(partial(_woken, driver, positions.waiting), wait)
             if (
                 driver.has_app_work
                 or driver.failure is not None

@@ -2,8 +2,10 @@
 
 Holds the consumer's view of its partitions (assigned, not yet positioned, paused by
 the application) and hands the fetcher their start offsets: the committed offset,
-looked up without blocking ``poll()``, else ``auto.offset.reset``; a start given with
-``assign()``; a ``seek()``. A refused restart puts a partition back where it was
+looked up without blocking ``poll()``, else where ``auto.offset.reset`` puts it (asked
+of the partition's leader, as Java does, so that the first fetch need not wait for
+librdkafka to find the leader first: docs/architecture.md, "Start offsets"); a start
+given with ``assign()``; a ``seek()``. A refused restart puts a partition back where it was
 (issue 35: a refused seek never stalls a partition).
 
 Runs on the thread that calls ``poll()``. Imports the driver's API, the arguments'
@@ -15,18 +17,25 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from concurrent.futures import Future
+from typing import Any
 
 from .._config import ConsumerConfig
 from .._errors import ConfigurationError, CoopConsumerError, KafkaError
 from .._io._member_driver import CommittedOffsets, Driver
 from .._member import OffsetAndMetadata
 from .._protocol import error_codes
+from .._protocol.queries import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
 from .._types import TopicPartition
 from ._arguments import OFFSET_BEGINNING, OFFSET_END, FetcherLike
 
 __all__ = ["FetchPositions"]
 
 log = logging.getLogger("coopconsumer.consumer")
+
+#: Longest wait for the leaders' answers to where ``auto.offset.reset`` puts partitions;
+#: partitions not answered by then start from the logical offset, which the fetcher
+#: resolves itself (the answer only makes the first fetch sooner).
+RESET_LOOKUP_TIMEOUT_S = 2.0
 
 
 class FetchPositions:
@@ -44,6 +53,7 @@ class FetchPositions:
         #: Where an error for ``poll()`` goes (the consumer's reported errors).
         self._errors = errors_out
         self._reset = cfg.auto_offset_reset
+        self._read_committed = cfg.isolation_level == "read_committed"
         self._api_timeout_s = cfg.default_api_timeout_ms / 1000.0
         self._retry_backoff_s = cfg.connection.retry_backoff_ms / 1000.0
         self.assigned: set[TopicPartition] = set()
@@ -56,6 +66,9 @@ class FetchPositions:
         #: partition set loses what is dropped meanwhile, so an answer older than a
         #: revocation is never applied to the partition assigned again later.
         self.lookup: tuple[set[TopicPartition], Future[CommittedOffsets]] | None = None
+        #: Reset lookups in flight (``resolve``): the partitions, the logical offset
+        #: each starts from when its leader does not answer, and the answer.
+        self.resets: list[tuple[set[TopicPartition], int, Future[dict[TopicPartition, int]]]] = []
         #: Start offsets known but not yet given to the fetcher (see ``flush``).
         self.pending_starts: dict[TopicPartition, int] = {}
         #: Paused by the application; re-applied when a partition is restarted.
@@ -74,6 +87,15 @@ class FetchPositions:
     def retry_due(self, now: float) -> bool:
         """Whether unpositioned partitions wait for a lookup that may be retried now."""
         return bool(self.unpositioned) and now >= self.next_retry
+
+    @property
+    def waiting(self) -> Future[Any] | None:
+        """The answer unpositioned partitions wait for (a committed-offset lookup's,
+        else a reset lookup's), if any: a poll with nothing to fetch wakes on it."""
+        if self.lookup is not None:
+            return self.lookup[1]
+        answers = [future for _, _, future in self.resets]
+        return next((f for f in answers if f.done()), answers[0] if answers else None)
 
     def add(
         self,
@@ -103,12 +125,15 @@ class FetchPositions:
         self.unpositioned -= partitions
         if self.lookup is not None:
             self.lookup[0].difference_update(partitions)
+        for waiting, _, _ in self.resets:
+            waiting.difference_update(partitions)
         self._fetcher.unassign(partitions)
 
     def clear(self) -> None:
         """Closed: nothing is assigned any more."""
         self.assigned.clear()
         self.unpositioned.clear()
+        self.resets.clear()
 
     def locate(self, partitions: frozenset[TopicPartition]) -> None:
         """Look up where ``partitions`` start (their committed offsets, else
@@ -117,16 +142,19 @@ class FetchPositions:
         meanwhile are looked up when it ends, failed ones after ``retry.backoff.ms``."""
         wanted = partitions & self.assigned
         self.unpositioned |= wanted
+        for resetting, _, _ in self.resets:
+            wanted -= resetting  # their committed offsets were looked up already
         if not wanted or self.lookup is not None:
             return
         self.lookup = (set(wanted), self._driver.fetch_committed(wanted, self._api_timeout_s))
 
     def check_lookup(self) -> bool:
-        """Apply the committed-offset lookup if it has completed; True if it was
-        applied (its starts are pending, for ``flush``)."""
+        """Apply the committed-offset lookup and the reset lookups that have
+        completed; True if one was applied (its starts are pending, for ``flush``)."""
+        applied = self._apply_resets()
         lookup = self.lookup
         if lookup is None or not lookup[1].done():
-            return False
+            return applied
         self.lookup = None
         wanted, future = lookup
         try:
@@ -138,26 +166,57 @@ class FetchPositions:
                 "fetching committed offsets of %d partition(s) failed: %s", len(wanted), exc
             )
             self.next_retry = self._driver.clock() + self._retry_backoff_s
-            return False
+            return applied
         self.start_fetching({tp: committed.get(tp) for tp in wanted})
         return True
+
+    def _apply_resets(self) -> bool:
+        """Apply the reset lookups that have completed; True if one was."""
+        done = [entry for entry in self.resets if entry[2].done()]
+        for entry in done:
+            self.resets.remove(entry)
+            wanted, logical, future = entry
+            try:
+                found = future.result()
+            except CoopConsumerError as exc:
+                if self._driver.failure is not None:
+                    raise self._driver.failure from exc
+                found = {}
+            starts = {tp: found.get(tp, logical) for tp in wanted if tp in self.unpositioned}
+            self.pending_starts.update(starts)
+            self.unpositioned -= starts.keys()
+        return bool(done)
+
+    def resolve(self, partitions: set[TopicPartition], logical: int) -> None:
+        """Ask the leaders of ``partitions`` (unpositioned, without a committed offset)
+        where ``logical`` (``OFFSET_BEGINNING``/``OFFSET_END``) is; they stay
+        unpositioned until the answer (``check_lookup``), which a seek() overrides."""
+        timestamp = EARLIEST_TIMESTAMP if logical == OFFSET_BEGINNING else LATEST_TIMESTAMP
+        future = self._driver.list_offsets(
+            partitions,
+            timestamp,
+            read_committed=self._read_committed,
+            timeout_s=min(self._api_timeout_s, RESET_LOOKUP_TIMEOUT_S),
+        )
+        self.resets.append((set(partitions), logical, future))
 
     def start_fetching(self, committed: Mapping[TopicPartition, OffsetAndMetadata | None]) -> None:
         """The starts of the unpositioned ``committed`` partitions: their committed
         offsets, else ``auto.offset.reset``; with ``none``, an error for ``poll()``."""
         starts: dict[TopicPartition, int] = {}
+        resets: set[TopicPartition] = set()
         missing: list[TopicPartition] = []
         for tp, om in committed.items():
             if tp not in self.unpositioned:
                 continue  # revoked meanwhile, or positioned by a seek()
             if om is not None:
                 starts[tp] = om.offset
-            elif self._reset == "earliest":
-                starts[tp] = OFFSET_BEGINNING
-            elif self._reset == "latest":
-                starts[tp] = OFFSET_END
+            elif self._reset in ("earliest", "latest"):
+                resets.add(tp)
             else:
                 missing.append(tp)
+        if resets:
+            self.resolve(resets, OFFSET_BEGINNING if self._reset == "earliest" else OFFSET_END)
         if starts:
             # Handed to the fetcher once the queued work (on_partitions_assigned
             # included) has run, so a seek() in the callback wins, as in Java where

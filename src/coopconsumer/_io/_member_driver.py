@@ -76,6 +76,7 @@ from .._protocol.queries import FindCoordinatorQuery, Query
 from .._types import ConsumerGroupMetadata, TopicPartition
 from ._driver_calls import ClientLike, VersionedCalls, as_error, describe, trace
 from ._future import PendingRequest
+from ._offset_lookup import OffsetLookup
 
 __all__ = [
     "APP_WORK_TYPES",
@@ -167,6 +168,7 @@ class Driver:
     _ASYNCIO_HOST_SURFACE: ClassVar[frozenset[str]] = frozenset(
         {
             # overridden: waiting and the thread's life become the loop's
+            "_answered",
             "_execute_all",
             "_feed",
             "alive",
@@ -219,6 +221,7 @@ class Driver:
         self._calls = VersionedCalls(client, clock)
         self._commit_futures: set[Future[None]] = set()
         self._fetch_futures: set[Future[CommittedOffsets]] = set()
+        self._offset_futures: set[Future[dict[TopicPartition, int]]] = set()
         # The coordinator connection (AddCoordinator's node) and how many of its
         # connections had been lost when last looked at (ConnectionLost).
         self._coordinator_node: int | None = None
@@ -372,6 +375,43 @@ class Driver:
         def run() -> None:
             self._fetch_futures.add(future)
             self._feed(request)
+
+        self._command(run, future)
+        return future
+
+    def list_offsets(
+        self,
+        partitions: Iterable[TopicPartition],
+        timestamp: int,
+        *,
+        read_committed: bool,
+        timeout_s: float,
+    ) -> Future[dict[TopicPartition, int]]:
+        """The offsets at ``timestamp`` (``queries.EARLIEST_TIMESTAMP`` or
+        ``LATEST_TIMESTAMP``) of ``partitions``, asked of their leaders with ListOffsets
+        (``_offset_lookup.OffsetLookup``). Partitions no leader answered for in
+        ``timeout_s`` are left out; it fails only when the driver does."""
+        future: Future[dict[TopicPartition, int]] = Future()
+        wanted = frozenset(partitions)
+
+        def finish(offsets: dict[TopicPartition, int]) -> None:
+            self._offset_futures.discard(future)
+            if not future.done():
+                future.set_result(offsets)
+                self._answered()
+
+        def run() -> None:
+            self._offset_futures.add(future)
+            OffsetLookup(
+                self._calls,
+                self._client,
+                self._clock,
+                partitions=wanted,
+                timestamp=timestamp,
+                read_committed=read_committed,
+                timeout_s=timeout_s,
+                done=finish,
+            ).start()
 
         self._command(run, future)
         return future
@@ -597,6 +637,9 @@ class Driver:
         for fetch in self._fetch_futures:
             if not fetch.done():
                 fetch.set_exception(error)
+        for lookup in self._offset_futures:
+            if not lookup.done():
+                lookup.set_exception(error)
         # Anything still queued is abandoned: fail the futures of queued commands too.
         while True:
             try:
@@ -663,6 +706,15 @@ class Driver:
             future.set_result(dict(effect.offsets))
         else:
             future.set_exception(effect.error)
+        if self._wake is not None:
+            self._wake()
+
+    def _answered(self) -> None:
+        """A future the application may wait on completed outside the member's
+        effects (``list_offsets``): wake whoever waits (hook of the asyncio host's
+        ``LoopDriver``, which wakes the loop's poller)."""
+        with self._cond:
+            self._cond.notify_all()
         if self._wake is not None:
             self._wake()
 

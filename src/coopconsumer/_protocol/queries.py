@@ -1,9 +1,10 @@
 """Requests whose layout changes with the version, as version-free queries.
 
 FindCoordinator (a single ``key`` up to v3, a batch of ``coordinator_keys`` from v4,
-KIP-699), OffsetFetch (one group up to v7, a batch of ``groups`` from v8, KIP-709) and
+KIP-699), OffsetFetch (one group up to v7, a batch of ``groups`` from v8, KIP-709),
 Metadata ("all topics" is ``[]`` at v0 and null later; topic creation is a v4 field)
-cannot be written before the connection's version is known. A query is a frozen value
+and ListOffsets (the isolation level is a v2 field) cannot be written before the
+connection's version is known. A query is a frozen value
 the group member can put in an effect; ``build(version)`` writes the request at the
 version the wire client negotiated, and one reader per message turns an answer of any
 version back into plain values. Both the group member and the wire client's blocking
@@ -28,6 +29,10 @@ from ._schema import Request, Response
 from .messages import (
     FindCoordinatorRequest,
     FindCoordinatorResponse,
+    ListOffsetsPartition,
+    ListOffsetsRequest,
+    ListOffsetsResponse,
+    ListOffsetsTopic,
     MetadataRequest,
     MetadataRequestTopic,
     OffsetFetchRequest,
@@ -40,16 +45,20 @@ from .messages import (
 )
 
 __all__ = [
+    "EARLIEST_TIMESTAMP",
     "GROUP_KEY_TYPE",
+    "LATEST_TIMESTAMP",
     "CommittedOffset",
     "CoordinatorAnswer",
     "FindCoordinatorQuery",
+    "ListOffsetsQuery",
     "MetadataQuery",
     "OffsetFetchAnswer",
     "OffsetFetchQuery",
     "Query",
     "coordinator_answer",
     "find_coordinator_request",
+    "list_offsets_answer",
     "offset_fetch_answer",
     "raise_for_error",
 ]
@@ -284,6 +293,65 @@ class MetadataQuery:
                 topics=wanted, allow_auto_topic_creation=self.allow_auto_topic_creation
             )
         return MetadataRequest(topics=wanted)
+
+
+# ---------------------------------------------------------------------- ListOffsets
+
+#: ListOffsets timestamps that ask for the log start and the end of a partition (the
+#: end is the last stable offset under read_committed).
+EARLIEST_TIMESTAMP: Final = -2
+LATEST_TIMESTAMP: Final = -1
+#: ListOffsets' first version with ``isolation_level``.
+_ISOLATION_VERSION: Final = 2
+
+
+@attrs.frozen(kw_only=True)
+class ListOffsetsQuery:
+    """The offset at ``timestamp`` (``EARLIEST_TIMESTAMP``, ``LATEST_TIMESTAMP`` or a
+    time in ms) of each of ``partitions`` (topic -> partition indexes), all led by the
+    broker it is sent to. ``read_committed`` (isolation level 1, v2+) makes the latest
+    offset the last stable one; ``list_offsets_answer`` drops every answer of a
+    version too old to have been asked for it."""
+
+    partitions: Mapping[str, tuple[int, ...]] = attrs.field(converter=_topic_partitions)
+    timestamp: int
+    read_committed: bool = False
+
+    @property
+    def api(self) -> type[Request]:
+        return ListOffsetsRequest
+
+    def build(self, version: int) -> ListOffsetsRequest:
+        return ListOffsetsRequest(
+            isolation_level=1 if self.read_committed and version >= _ISOLATION_VERSION else 0,
+            topics=tuple(
+                ListOffsetsTopic(
+                    name=topic,
+                    partitions=tuple(
+                        ListOffsetsPartition(partition_index=p, timestamp=self.timestamp)
+                        for p in partitions
+                    ),
+                )
+                for topic, partitions in self.partitions.items()
+            ),
+        )
+
+
+def list_offsets_answer(
+    response: ListOffsetsResponse, query: ListOffsetsQuery, api_version: int
+) -> dict[tuple[str, int], int]:
+    """The offset of each ``(topic, partition)`` the broker answered without an error
+    (a partition it answered with an error, or with no offset, is left out). Empty when
+    ``query`` asked for the last stable offset at a version that cannot say so (v0-1
+    would answer the high watermark)."""
+    if query.read_committed and api_version < _ISOLATION_VERSION:
+        return {}
+    return {
+        (topic.name, p.partition_index): p.offset
+        for topic in response.topics
+        for p in topic.partitions
+        if p.error_code == error_codes.NONE and p.offset >= 0
+    }
 
 
 def raise_for_error(

@@ -254,7 +254,7 @@ class AsyncConsumer:
         if self._core.revoke_commit is not None:
             return _REVOKE_COMMIT_SLICE_S
         wait = _IDLE_SLICE_S
-        if positions.unpositioned and positions.lookup is None:
+        if positions.unpositioned and positions.waiting is None:
             # A failed committed-offset lookup is retried by the next call after this.
             wait = min(wait, positions.next_retry - now)
         return max(0.0, wait)

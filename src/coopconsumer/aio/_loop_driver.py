@@ -181,6 +181,10 @@ class LoopDriver(Driver):
         self._progress = True
         super()._feed(event)
 
+    def _answered(self) -> None:
+        super()._answered()
+        self._on_publish()
+
     def _execute_all(self, effects: list[Effect]) -> None:
         before = self._state
         super()._execute_all(effects)

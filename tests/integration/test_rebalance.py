@@ -301,6 +301,9 @@ def _scale(
     try:
         members.append(Member("a", settings, ledger))
         wait_for(broker, "one member owning everything", balanced(ledger, ["a"]), members)
+        # The scale-out starts while "a" processes records (what the cooperative run
+        # checks: that it goes on doing so mid-rebalance).
+        wait_for(broker, '"a" processing records', lambda: ledger.counts["a"] > 0, members)
 
         start = mark()
         members.extend(Member(name, settings, ledger) for name in ("b", "c", "d"))

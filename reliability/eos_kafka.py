@@ -25,7 +25,7 @@ processors.
 At the end the kills stop, the input producers stop, and each lane waits until every
 input record has an output (the drain); then every processor gets SIGTERM and an
 independent read_committed confluent-kafka reader counts output copies per input record
-(``eos_chaos.check_copies``): 0 duplicates and 0 missing.
+(``eos_lanes.check_copies``): 0 duplicates and 0 missing.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from reliability.chaos import _PARTITIONS, _Producer, _read_ledger
-from reliability.eos_chaos import Planned, _fmt_counts, _Reader, _Run, check_copies
+from reliability.eos_lanes import Planned, _fmt_counts, _Reader, _Run, check_copies
 
 __all__ = ["ROLES", "find_coordinators", "plan_broker_kills", "run_kafka"]
 

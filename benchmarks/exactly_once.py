@@ -16,7 +16,8 @@ to its own output topic:
   ``Producer``; at every commit interval the producer is flushed, then the consumed
   offsets are committed synchronously (the at-least-once order: output first);
 * **raw**: the same transactional loop written with a confluent-kafka ``Consumer``
-  (cooperative-sticky, ``read_committed``) and a transactional ``Producer``, as
+  (cooperative-sticky, ``read_committed``, the ``fetch.queue.backoff.ms`` of
+  coopconsumer's record fetcher) and a transactional ``Producer``, as
   confluent-kafka's own example does it: ``begin``, ``produce``,
   ``send_offsets_to_transaction(positions, consumer_group_metadata())``, ``commit``.
 
@@ -64,6 +65,7 @@ from _common import (
 
 import coopconsumer
 from coopconsumer import TransactionalOutput, TransactionalProcessor
+from coopconsumer._io._fetcher import _FETCH_QUEUE_BACKOFF_MS
 
 PARTITIONS = 4
 #: Tansu holds a JoinGroup for about half the session timeout: joins (outside the
@@ -245,6 +247,10 @@ def raw(bootstrap: str, source: str, records: int, args: argparse.Namespace) -> 
             "isolation.level": "read_committed",
             "partition.assignment.strategy": "cooperative-sticky",
             "session.timeout.ms": SESSION_TIMEOUT_MS,
+            # The fetch back-off coopconsumer's record fetcher uses: with librdkafka's
+            # default (1 s) this loop spent ~2/3 of its wall time waiting for fetches
+            # (200,000 records: 1.8-1.9 s against 0.54-0.85 s at 50 ms, same CPU).
+            "fetch.queue.backoff.ms": _FETCH_QUEUE_BACKOFF_MS,
         }
     )
     producer = confluent_kafka.Producer(

@@ -162,7 +162,8 @@ class EmbeddedBroker:
         replication_factor: int = 1,
         timeout_s: float = 15.0,
     ) -> None:
-        """Create topic ``name`` and return once the broker's metadata lists it.
+        """Create topic ``name`` and return once the broker's metadata lists it and the
+        leader of each of its partitions answers for it (a ListOffsets).
 
         Raises :class:`~coopconsumer.KafkaError` when the broker refuses (an existing
         topic included), :class:`~coopconsumer.ConfigurationError` for a bad argument.
@@ -362,16 +363,35 @@ def _admin_create_topic(
         except KafkaException as exc:
             raise as_kafka_error(exc, f"metadata after create_topic({name!r})") from exc
         meta = topics.get(name)
-        if meta is not None and meta.error is None and len(meta.partitions) == partitions:
+        listed = meta is not None and meta.error is None and len(meta.partitions) == partitions
+        if listed and _leaders_answer(admin, name, partitions):
             return
         if time.monotonic() >= deadline:
             seen = None if meta is None else (meta.error, len(meta.partitions))
             raise BrokerConnectionError(
                 f"topic {name!r} created but metadata never showed {partitions} partitions "
-                f"(last seen: {seen})",
+                f"whose leaders answer ListOffsets (last seen: {seen})",
                 broker=bootstrap,
             )
         time.sleep(0.05)
+
+
+def _leaders_answer(admin: Any, name: str, partitions: int) -> bool:
+    """Whether every partition's leader answers a ListOffsets for it. Apache Kafka lists
+    a new partition's leader in its metadata before that broker has loaded the log, and
+    answers NOT_LEADER_OR_FOLLOWER until it has (seen at load on one KRaft node: a test
+    reading the new topic's watermarks at once failed on it)."""
+    from confluent_kafka import KafkaException, TopicPartition
+    from confluent_kafka.admin import OffsetSpec  # type: ignore[attr-defined]
+
+    latest = OffsetSpec.latest()  # type: ignore[no-untyped-call]
+    wanted = {TopicPartition(name, p): latest for p in range(partitions)}
+    try:
+        for future in admin.list_offsets(wanted, request_timeout=5.0).values():
+            future.result(timeout=10.0)
+    except (KafkaException, TimeoutError):
+        return False
+    return True
 
 
 # --- process plumbing -------------------------------------------------------------

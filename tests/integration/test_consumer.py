@@ -308,6 +308,28 @@ def _open_fds() -> set[int]:
     return {int(fd) for fd in os.listdir("/proc/self/fd")}
 
 
+def _describe_fds(fds: Collection[int]) -> dict[int, str]:
+    """What each descriptor is (``socket:[inode]``, a path, ...), with the peer of a
+    TCP socket from /proc/net/tcp when it can be found, for a failure message."""
+    described: dict[int, str] = {}
+    for fd in sorted(fds):
+        try:
+            described[fd] = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError as exc:
+            described[fd] = f"? ({exc.strerror})"
+    try:
+        with open("/proc/net/tcp") as f:
+            rows = [line.split() for line in f.readlines()[1:]]
+    except OSError:
+        return described
+    by_inode = {row[9]: f"local {row[1]} remote {row[2]} state {row[3]}" for row in rows}
+    for fd, target in described.items():
+        inode = target.removeprefix("socket:[").removesuffix("]")
+        if inode in by_inode:
+            described[fd] = f"{target} {by_inode[inode]}"
+    return described
+
+
 def _our_threads(since: Collection[threading.Thread] = ()) -> set[str]:
     """Names of the library's threads alive now that were not alive in ``since``."""
     return {
@@ -337,7 +359,7 @@ def test_context_manager_closes_and_leaves_no_threads_or_sockets(
     while leaked and time.monotonic() < deadline:
         time.sleep(0.1)
         leaked = _open_fds() - fds_before
-    assert leaked == set()
+    assert leaked == set(), f"file descriptors left open: {_describe_fds(leaked)}"
     with pytest.raises(Exception, match="closed"):
         consumer.poll(0)
 
